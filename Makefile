@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: MIT
+#
+# ortmem top-level Makefile: it only dispatches.  See README.md.
+
+include scripts/build.mk
+
+.PHONY: all deps lib tools selftests kmod man check check-host check-vm \
+	bench install clean
+
+all: lib tools selftests man
+
+deps:
+	$(Q)scripts/deps.sh
+
+lib:
+	$(Q)$(MAKE) -C lib
+
+tools: lib
+	$(Q)$(MAKE) -C tools
+
+selftests: lib
+	$(Q)$(MAKE) -C selftests
+
+man:
+	$(Q)$(MAKE) -C Documentation man
+
+kmod:
+	$(Q)$(MAKE) -C kmod
+
+# The whole suite: host groups, then (where kmod/ provides it) the VM group,
+# then one summary line over everything.
+check: deps
+	$(Q)$(MAKE) all
+	$(Q)scripts/check.sh
+
+check-host: all
+	$(Q)selftests/run_tests.sh $(O)/selftests
+
+bench: deps all
+	$(Q)$(MAKE) -C bench
+
+bench-%: deps all
+	$(Q)$(MAKE) -C bench bench-$*
+
+install: all
+	$(Q)$(MAKE) -C lib install
+	$(Q)$(MAKE) -C tools install
+	$(Q)$(MAKE) -C Documentation install
+
+clean:
+	$(Q)rm -rf build
+	$(Q)$(MAKE) -C kmod clean 2>/dev/null || true
