@@ -103,6 +103,7 @@ enum ortmem_tier {
 
 /**
  * ortmem_tier_name() - Stable name of a tier: "device", "host" or "disk".
+ * @tier: an enum ortmem_tier value.
  *
  * Return: the name, or NULL when @tier is not a tier.
  */
@@ -110,6 +111,7 @@ ORTMEM_API const char *ortmem_tier_name(int tier);
 
 /**
  * ortmem_tier_from_name() - Parse a tier name.
+ * @name: "device", "host" or "disk".
  *
  * Return: the tier (>= 0), or -EINVAL when @name names no tier.
  */
@@ -129,6 +131,8 @@ enum ortmem_role_kind {
 
 /**
  * ortmem_role_name() - Stable name of a role.
+ * @role: an ortmem_role_kind, or'ed with ORTMEM_ROLE_STEP_SCOPED for a
+ *        step-scoped workspace.
  *
  * Return: "kv-cache", "workspace", "step-scoped workspace", "weights" or
  * "activation"; NULL when @role is not a valid role (unknown kind, unknown
