@@ -283,11 +283,13 @@ ORTMEM_API int ortmem_plan_add_node(struct ortmem_plan *plan,
 	nd = &plan->nodes[plan->n_nodes];
 	nd->in = plan->n_edges;
 	nd->n_in = n_inputs;
-	memcpy(&plan->edges[plan->n_edges], inputs, sizeof(*inputs) * n_inputs);
+	if (n_inputs)
+		memcpy(&plan->edges[plan->n_edges], inputs, sizeof(*inputs) * n_inputs);
 	plan->n_edges += n_inputs;
 	nd->out = plan->n_edges;
 	nd->n_out = n_outputs;
-	memcpy(&plan->edges[plan->n_edges], outputs, sizeof(*outputs) * n_outputs);
+	if (n_outputs)
+		memcpy(&plan->edges[plan->n_edges], outputs, sizeof(*outputs) * n_outputs);
 	plan->n_edges += n_outputs;
 	for (k = 0; k < n_outputs; k++)
 		plan->vals[outputs[k]].def = (int32_t)plan->n_nodes;

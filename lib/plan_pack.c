@@ -508,7 +508,8 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 	}
 	if (ret)
 		goto out;
-	memcpy(off, pk.best_off, sizeof(*off) * n);
+	if (n)
+		memcpy(off, pk.best_off, sizeof(*off) * n);
 	res->height = pk.best_h;
 	res->lb = pk.lb;
 	res->iters = pk.iters;
