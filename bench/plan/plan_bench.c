@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench-plan: the offset packer on MiniMalloc-format CSVs (arena over the
+ * lower bound, time), the planner against the seed's slot-sum scheme and
+ * one-buffer-per-value on graphs with sharing, and a 100k-node graph.
+ *
+ *   plan_bench BUDGET_US [FILE.csv...]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ortmem/ortmem.h>
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static double bench_csv(const char *path, uint64_t budget_us)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .time_budget_us = budget_us, .align = { 1, 0, 0 },
+		    .flags = ORTMEM_PLAN_F_VALIDATE);
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	struct ortmem_plan_buffer *b = NULL;
+	size_t n = 0, cap = 0;
+	unsigned long long id, lo, hi, sz;
+	char line[256];
+	uint64_t *off;
+	double t0, pct;
+	FILE *f = fopen(path, "r");
+
+	if (!f || !fgets(line, sizeof(line), f)) {
+		fprintf(stderr, "plan_bench: %s: cannot read\n", path);
+		exit(1);
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llu,%llu,%llu,%llu", &id, &lo, &hi, &sz) != 4)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			b = realloc(b, cap * sizeof(*b));
+			if (!b)
+				exit(1);
+		}
+		b[n++] = (struct ortmem_plan_buffer){ lo, hi, sz };
+	}
+	fclose(f);
+	off = malloc((n + 1) * sizeof(*off));
+	t0 = now_ms();
+	if (!off || ortmem_plan_pack(b, n, &o, off, &st)) {
+		fprintf(stderr, "plan_bench: %s: %s\n", path, ortmem_last_error_message());
+		exit(1);
+	}
+	pct = 100.0 * (st.arena_over_lb - 1.0);
+	printf("%-24s n=%-5zu LB %9llu arena %9llu  +%5.2f%% over LB  %7.1f ms%s\n",
+	       strrchr(path, '/') ? strrchr(path, '/') + 1 : path, n,
+	       (unsigned long long)st.lower_bound,
+	       (unsigned long long)st.arena[ORTMEM_TIER_DEVICE], pct, now_ms() - t0,
+	       st.optimal ? "  optimal" : "");
+	free(b);
+	free(off);
+	return pct;
+}
+
+/* A random DAG with local edges and skip connections, as in real models. */
+struct graph {
+	int nv;
+	uint64_t *size;
+	int *last;	/* last reader, or the producer */
+};
+
+static void build(struct ortmem_plan *p, struct graph *g, int nodes, uint64_t seed)
+{
+	int i;
+
+	g->nv = nodes;
+	g->size = malloc(sizeof(*g->size) * nodes);
+	g->last = malloc(sizeof(*g->last) * nodes);
+	for (i = 0; i < nodes; i++) {
+		uint32_t in[2], out = (uint32_t)i, nin = 0;
+
+		g->size[i] = 1024 * (1 + rnd(&seed) % 512);
+		g->last[i] = i;
+		ortmem_plan_add_value(p, g->size[i], i == nodes - 1 ? ORTMEM_PLAN_VALUE_OUTPUT : 0);
+		if (i) {
+			in[nin++] = (uint32_t)(i - 1);
+			if (i > 8 && rnd(&seed) % 4 == 0)
+				in[nin++] = (uint32_t)(i - 2 - (int)(rnd(&seed) % 7));
+		}
+		for (uint32_t k = 0; k < nin; k++)
+			g->last[in[k]] = i;
+		ortmem_plan_add_node(p, in, nin, &out, 1);
+	}
+	g->last[nodes - 1] = nodes;
+}
+
+/* The seed's scheme: a slot per output, best-fit reuse of retired slots. */
+static uint64_t slot_sum(const struct graph *g)
+{
+	uint64_t *cap = calloc(g->nv, sizeof(*cap)), sum = 0;
+	int *slot = malloc(sizeof(*slot) * g->nv), *free_ = malloc(sizeof(int) * g->nv);
+	int nslots = 0, nfree = 0, i, k, best;
+
+	for (i = 0; i < g->nv; i++) {
+		for (best = -1, k = 0; k < nfree; k++)
+			if (cap[free_[k]] >= g->size[i] &&
+			    (best < 0 || cap[free_[k]] < cap[free_[best]]))
+				best = k;
+		if (best < 0 && nfree) {	/* grow the largest retired slot */
+			for (best = 0, k = 1; k < nfree; k++)
+				if (cap[free_[k]] > cap[free_[best]])
+					best = k;
+		}
+		if (best >= 0) {
+			slot[i] = free_[best];
+			free_[best] = free_[--nfree];
+			if (cap[slot[i]] < g->size[i])
+				cap[slot[i]] = g->size[i];
+		} else {
+			slot[i] = nslots;
+			cap[nslots++] = g->size[i];
+		}
+		/* retire, after the node, the values it read for the last time */
+		for (k = 0; k < i; k++)
+			if (g->last[k] == i)
+				free_[nfree++] = slot[k];
+	}
+	for (k = 0; k < nslots; k++)
+		sum += cap[k];
+	free(cap);
+	free(slot);
+	free(free_);
+	return sum;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t budget = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
+	double worst = 0, ratio_min = 1e9, t100k;
+	int i;
+
+	for (i = 2; i < argc; i++) {
+		double pct = bench_csv(argv[i], budget);
+
+		if (pct > worst)
+			worst = pct;
+	}
+	for (i = 0; i < 8; i++) {
+		ORTMEM_OPTS(ortmem_plan_opts, o, .align = { 1024, 0, 0 });
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		struct ortmem_plan *p;
+		struct graph g;
+		uint64_t ss;
+
+		ortmem_plan_new(&o, &p);
+		build(p, &g, 200 + 400 * i, 1000 + i);
+		if (ortmem_plan_solve(p) || ortmem_plan_stats(p, &st))
+			return 1;
+		ss = slot_sum(&g);
+		printf("graph %-5d naive %10llu slot-sum %10llu ours %10llu LB %10llu  slot-sum/ours %.2fx\n",
+		       g.nv, (unsigned long long)st.naive_bytes, (unsigned long long)ss,
+		       (unsigned long long)st.arena[0], (unsigned long long)st.lower_bound,
+		       (double)ss / st.arena[0]);
+		if ((double)ss / st.arena[0] < ratio_min)
+			ratio_min = (double)ss / st.arena[0];
+		ortmem_plan_free(p);
+		free(g.size);
+		free(g.last);
+	}
+	{
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		struct ortmem_plan *p;
+		struct graph g;
+		double t0;
+
+		ortmem_plan_new(NULL, &p);
+		build(p, &g, 100000, 5);
+		t0 = now_ms();
+		if (ortmem_plan_solve(p) || ortmem_plan_stats(p, &st))
+			return 1;
+		t100k = now_ms() - t0;
+		printf("graph 100000 nodes: arena %llu LB %llu (+%.2f%%) in %.1f ms\n",
+		       (unsigned long long)st.arena[0], (unsigned long long)st.lower_bound,
+		       100.0 * (st.arena_over_lb - 1), t100k);
+		ortmem_plan_free(p);
+		free(g.size);
+		free(g.last);
+	}
+	printf("plan: minimalloc max +%.1f%% over LB, slot-sum %.2fx, 100k nodes %.0f ms\n",
+	       worst, ratio_min, t100k);
+	return 0;
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ortmem/plan.h - the activation planner.
+ *
+ * The planner is pure: it does no I/O and touches no device.  It takes a
+ * graph (values with byte sizes, nodes in execution order, view edges, graph
+ * outputs, in-place hints), computes when each buffer is live, gives every
+ * buffer a tier (device, host or disk) and an offset in that tier's arena so
+ * that no two buffers live at the same time overlap, and reports the lower
+ * bound, the arenas and the bytes that move between tiers at every step.
+ *
+ * Model:
+ *  - Nodes run in the order they are added; node i is "step i".
+ *  - A value produced by no node is a graph input: it is owned by the caller
+ *    and is not planned (nor are views of it).
+ *  - A view aliases its source's buffer (transitively: a view of a view
+ *    aliases the root); it owns no memory and keeps its root alive as long
+ *    as it is used.
+ *  - A value is live from the step that produces it to the last step that
+ *    reads it (or one of its views), inclusive; a graph output is live to
+ *    the end.  A node's outputs never share memory with its inputs, except
+ *    through an in-place hint the planner accepted.
+ *
+ * Thread safety: a plan object must not be used by two threads at once;
+ * distinct plan objects are independent.  ortmem_plan_pack() is reentrant.
+ * See Documentation/lib/planner.rst for the algorithm and its guarantees.
+ */
+#ifndef ORTMEM_PLAN_H
+#define ORTMEM_PLAN_H
+
+#include <ortmem/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ortmem_plan;
+
+/* A size not known yet: the size oracle is asked at solve time. */
+#define ORTMEM_PLAN_SIZE_SYMBOLIC UINT64_MAX
+
+/* Flags of ortmem_plan_add_value(). */
+#define ORTMEM_PLAN_VALUE_OUTPUT (1u << 0)	/* graph output: live to the end */
+
+/* Flags of struct ortmem_plan_opts. */
+#define ORTMEM_PLAN_F_VALIDATE (1u << 0)	/* validate every plan it makes */
+#define ORTMEM_PLAN_F_NO_INPLACE (1u << 1)	/* ignore the in-place hints */
+
+/* Defaults of struct ortmem_plan_opts. */
+#define ORTMEM_PLAN_DEFAULT_BUDGET_US 10000
+#define ORTMEM_PLAN_DEFAULT_ALIGN_DEVICE 256
+#define ORTMEM_PLAN_DEFAULT_ALIGN_HOST 64
+#define ORTMEM_PLAN_DEFAULT_ALIGN_DISK 4096
+
+/*
+ * Options; declare with ORTMEM_OPTS(ortmem_plan_opts, o, ...).  A zero field
+ * means its default.
+ *
+ * @time_budget_us: time the improvement search may take after the first
+ *	heuristic plan (default ORTMEM_PLAN_DEFAULT_BUDGET_US).  The search
+ *	stops early when the arena reaches the lower bound.
+ * @max_iterations: stop the search after this many candidate plans (0: no
+ *	limit but the time budget).  With a limit and a generous budget the
+ *	result is the same on every run.
+ * @seed: seed of the search's pseudo-random generator (0: a fixed seed).
+ * @align: per tier, offsets and sizes are rounded up to a multiple of this
+ *	power of two (defaults ORTMEM_PLAN_DEFAULT_ALIGN_*).
+ * @budget: per tier, the most bytes its arena may take (0: no limit).
+ *	With no limit on the device tier everything is placed there.
+ * @tiers: mask of the tiers that may be used, bit (1 << tier) (0: all).
+ * @flags: ORTMEM_PLAN_F_*.
+ */
+struct ortmem_plan_opts {
+	size_t sz;
+	uint64_t time_budget_us;
+	uint64_t max_iterations;
+	uint64_t seed;
+	uint64_t align[ORTMEM_TIER_COUNT];
+	uint64_t budget[ORTMEM_TIER_COUNT];
+	uint32_t tiers;
+	uint32_t flags;
+};
+
+/*
+ * What a plan achieved; declare with ORTMEM_OPTS(ortmem_plan_stats, s).
+ *
+ * @lower_bound: largest total of (device-aligned) bytes live at one step,
+ *	over every planned buffer; no arena can be smaller when all buffers
+ *	share one tier.
+ * @arena: bytes each tier's arena needs (highest offset + size).
+ * @tier_lower_bound: the same bound for the buffers placed on each tier,
+ *	device staging included.
+ * @naive_bytes: bytes one buffer per planned value would take.
+ * @arena_over_lb: arena[device] / lower_bound when every buffer is on the
+ *	device; the sum of the arenas over the lower bound otherwise (1.0 when
+ *	the bound is 0).
+ * @spill_bytes, @prefetch_bytes: total over all steps (see
+ *	ortmem_plan_step_moves()).
+ * @optimal: 1 when the packing is proved optimal (it reached the lower
+ *	bound, or the exact search finished).
+ */
+struct ortmem_plan_stats {
+	size_t sz;
+	uint64_t lower_bound;
+	uint64_t arena[ORTMEM_TIER_COUNT];
+	uint64_t tier_lower_bound[ORTMEM_TIER_COUNT];
+	uint64_t naive_bytes;
+	double arena_over_lb;
+	uint64_t n_values;
+	uint64_t n_buffers;
+	uint64_t n_inplace;
+	uint64_t spill_bytes;
+	uint64_t prefetch_bytes;
+	uint64_t iterations;
+	uint64_t solve_ns;
+	uint32_t optimal;
+	uint32_t pad;
+};
+
+/* Bytes that move at one step: per tier, read onto the device before the
+ * step (prefetch) and written from the device after it (spill). */
+struct ortmem_plan_moves {
+	size_t sz;
+	uint64_t prefetch[ORTMEM_TIER_COUNT];
+	uint64_t spill[ORTMEM_TIER_COUNT];
+};
+
+/* One buffer of ortmem_plan_pack(): live over [lower, upper). */
+struct ortmem_plan_buffer {
+	uint64_t lower;
+	uint64_t upper;
+	uint64_t size;
+};
+
+/*
+ * Size oracle: set *size and return 0, return 1 when the size is still
+ * symbolic (the plan is deferred), or a negative code to fail the solve.
+ */
+typedef int (*ortmem_plan_size_fn)(uint32_t value, uint64_t *size,
+				   void *user);
+
+/* ===================================================================
+ * Plan
+ * =================================================================== */
+
+/**
+ * ortmem_plan_new() - Create an empty plan.
+ * @opts: options, or NULL for the defaults; copied.
+ * @planp: receives the plan.
+ *
+ * Return: 0, -EINVAL (bad options), or -ENOMEM.
+ */
+ORTMEM_API int ortmem_plan_new(const struct ortmem_plan_opts *opts,
+			       struct ortmem_plan **planp);
+
+/**
+ * ortmem_plan_free() - Free a plan; NULL is ignored.
+ */
+ORTMEM_API void ortmem_plan_free(struct ortmem_plan *plan);
+
+/**
+ * ortmem_plan_add_value() - Add a value (a tensor).
+ * @size: bytes, or ORTMEM_PLAN_SIZE_SYMBOLIC.
+ * @flags: ORTMEM_PLAN_VALUE_*.
+ *
+ * Return: the value's id (0, 1, 2... in the order of the calls), or -EINVAL
+ * (unknown flags), -E2BIG (too many values), -ENOMEM.
+ */
+ORTMEM_API int ortmem_plan_add_value(struct ortmem_plan *plan, uint64_t size,
+				     uint32_t flags);
+
+/**
+ * ortmem_plan_set_view() - Make @view alias @source's buffer.
+ *
+ * Return: 0, or -EINVAL (unknown value, a view of itself, a cycle), -EEXIST
+ * (@view is already a view).
+ */
+ORTMEM_API int ortmem_plan_set_view(struct ortmem_plan *plan, uint32_t view,
+				    uint32_t source);
+
+/**
+ * ortmem_plan_add_node() - Add the next node in execution order.
+ * @inputs, @n_inputs: the values it reads (may repeat).
+ * @outputs, @n_outputs: the values it produces (each produced once).
+ *
+ * Return: the node's id (its step), or -EINVAL (unknown value, a value
+ * produced twice, an output that is also an input), -E2BIG, -ENOMEM.
+ */
+ORTMEM_API int ortmem_plan_add_node(struct ortmem_plan *plan,
+				    const uint32_t *inputs, uint32_t n_inputs,
+				    const uint32_t *outputs,
+				    uint32_t n_outputs);
+
+/**
+ * ortmem_plan_hint_inplace() - Allow @output to reuse @input's buffer.
+ *
+ * The hint is taken at solve time when @input is the last use of its buffer
+ * (no later reader, no live view), @output fits in it, @input is neither a
+ * view, a graph input nor a graph output, and no other output of the node
+ * took it; otherwise it is ignored.
+ *
+ * Return: 0, or -EINVAL (@node does not read @input or produce @output).
+ */
+ORTMEM_API int ortmem_plan_hint_inplace(struct ortmem_plan *plan,
+					uint32_t node, uint32_t output,
+					uint32_t input);
+
+/**
+ * ortmem_plan_set_size_fn() - Set the size oracle (NULL removes it).
+ */
+ORTMEM_API int ortmem_plan_set_size_fn(struct ortmem_plan *plan,
+				       ortmem_plan_size_fn fn, void *user);
+
+/**
+ * ortmem_plan_solve() - Compute liveness, sizes, tiers and offsets.
+ *
+ * May be called again (after adding to the graph or with a new oracle).
+ *
+ * Return: 0; -ORTMEM_E_PLAN_DEFERRED when some buffer's size is symbolic
+ * (ortmem_plan_deferred() names them); -ORTMEM_E_CAPACITY_UNAVAILABLE when
+ * the budgets cannot hold the plan (the detailed error has every figure);
+ * -EINVAL (a node reads a value before it is produced, an oracle error...);
+ * -ENOMEM; -EOVERFLOW (sizes whose sum overflows).
+ */
+ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan);
+
+/**
+ * ortmem_plan_deferred() - Values whose symbolic size deferred the plan.
+ * @ids: receives up to @cap ids (may be NULL when @cap is 0).
+ *
+ * Return: how many values blocked the last solve (0 when it was not
+ * deferred).
+ */
+ORTMEM_API int ortmem_plan_deferred(const struct ortmem_plan *plan,
+				    uint32_t *ids, size_t cap);
+
+/**
+ * ortmem_plan_offset() - Where a value lives.
+ * @offset: receives the offset of its buffer in the tier's arena (for a
+ *	view: its root's buffer).
+ *
+ * Return: the tier (>= 0); -ENOENT for a value the plan does not hold (a
+ * graph input or a view of one); -EINVAL (unknown value); -ENODATA (no
+ * solved plan).
+ */
+ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
+				  uint32_t value, uint64_t *offset);
+
+/**
+ * ortmem_plan_stats() - Figures of the solved plan.
+ *
+ * Return: 0, -EINVAL (bad struct), -ENODATA (no solved plan).
+ */
+ORTMEM_API int ortmem_plan_stats(const struct ortmem_plan *plan,
+				 struct ortmem_plan_stats *stats);
+
+/**
+ * ortmem_plan_step_moves() - Bytes moved between tiers at step @step.
+ *
+ * Return: 0, -EINVAL (bad struct or step), -ENODATA (no solved plan).
+ */
+ORTMEM_API int ortmem_plan_step_moves(const struct ortmem_plan *plan,
+				      uint32_t step,
+				      struct ortmem_plan_moves *moves);
+
+/**
+ * ortmem_plan_validate() - Check every invariant of the solved plan.
+ *
+ * An independent O(n log n) check: each value's buffer covers its
+ * lifetime (views included, graph outputs to the end), buffers sharing
+ * addresses are never live together, in-place sharing only at a hinted
+ * node, offsets aligned, arenas within budgets.
+ *
+ * Return: 0, -ENODATA (no solved plan), or -EFAULT naming the first
+ * broken invariant in the detailed error.
+ */
+ORTMEM_API int ortmem_plan_validate(const struct ortmem_plan *plan);
+
+/**
+ * ortmem_plan_pack() - Pack plain buffers into one arena.
+ * @bufs, @n: the buffers (half-open lifetimes).
+ * @opts: uses time_budget_us, max_iterations, seed, align[DEVICE],
+ *	budget[DEVICE] and flags (NULL: defaults).
+ * @offsets: receives one offset per buffer.
+ * @stats: receives lower_bound, arena[DEVICE], arena_over_lb, optimal,
+ *	iterations, solve_ns (may be NULL).
+ *
+ * Return: 0, -EINVAL (upper <= lower with a size, bad options),
+ * -EOVERFLOW, -ENOMEM, -ORTMEM_E_CAPACITY_UNAVAILABLE (over budget).
+ */
+ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
+				size_t n, const struct ortmem_plan_opts *opts,
+				uint64_t *offsets,
+				struct ortmem_plan_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ORTMEM_PLAN_H */

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Liveness: resolve sizes (the oracle; symbolic sizes defer the plan),
+ * fold views into their root buffer, compute each buffer's live steps
+ * [def, last use + 1) (graph outputs to the end), then apply the in-place
+ * hints that are safe.  The result is plan->bufs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "plan_internal.h"
+
+static int32_t pl_root(struct ortmem_plan *plan, uint32_t v)
+{
+	int32_t r = (int32_t)v;
+
+	while (plan->vals[r].view_of >= 0)
+		r = plan->vals[r].view_of;
+	return r;
+}
+
+static bool pl_planned(const struct ortmem_plan *plan, uint32_t v)
+{
+	return plan->vals[plan->vals[v].root].def >= 0;
+}
+
+/* Sizes of the buffer owners; collect the symbolic ones. */
+static int pl_resolve_sizes(struct ortmem_plan *plan)
+{
+	uint32_t v, nd = 0;
+	int ret;
+
+	for (v = 0; v < plan->n_vals; v++) {
+		struct pl_value *x = &plan->vals[v];
+
+		x->rsize = x->size;
+		if (x->view_of >= 0 || x->def < 0 || x->size != ORTMEM_PLAN_SIZE_SYMBOLIC)
+			continue;
+		ret = plan->size_fn ? plan->size_fn(v, &x->rsize, plan->size_user) : 1;
+		if (ret < 0)
+			return ortmem__err_plain(ret,
+				"planner: the size oracle failed for value %u", v);
+		if (ret == 0 && x->rsize != ORTMEM_PLAN_SIZE_SYMBOLIC)
+			continue;
+		ret = ortmem__grow((void **)&plan->deferred, &nd, plan->n_deferred + 1,
+				   sizeof(*plan->deferred));
+		if (ret)
+			return ret;
+		plan->deferred[plan->n_deferred++] = v;
+	}
+	return 0;
+}
+
+/* Roots, topological order, and each root's last step. */
+static int pl_fold(struct ortmem_plan *plan)
+{
+	uint32_t v, s, k;
+
+	for (v = 0; v < plan->n_vals; v++) {
+		plan->vals[v].root = pl_root(plan, v);
+		plan->vals[v].last = -1;
+		plan->vals[v].buf = -1;
+		plan->vals[v].inplace_of = -1;
+	}
+	for (v = 0; v < plan->n_vals; v++) {
+		struct pl_value *x = &plan->vals[v], *r = &plan->vals[x->root];
+
+		if (x->view_of >= 0 && x->def >= 0 && r->def > x->def)
+			return ortmem__err_invalid(-1, 0,
+				"planner: view %u is produced at node %d, before node %d produces its source %d",
+				v, x->def, r->def, x->root);
+		if (x->view_of >= 0 && x->def > r->last)
+			r->last = x->def;
+	}
+	for (s = 0; s < plan->n_nodes; s++) {
+		const struct pl_node *nd = &plan->nodes[s];
+
+		for (k = 0; k < nd->n_in; k++) {
+			struct pl_value *x = &plan->vals[plan->edges[nd->in + k]];
+			struct pl_value *r = &plan->vals[x->root];
+
+			if (x->def >= (int32_t)s || r->def >= (int32_t)s)
+				return ortmem__err_invalid(-1, 0,
+					"planner: node %u reads value %u before node %d produces it; add nodes in execution order",
+					s, plan->edges[nd->in + k],
+					x->def >= (int32_t)s ? x->def : r->def);
+			if ((int32_t)s > r->last)
+				r->last = (int32_t)s;
+			if ((int32_t)s > x->last)
+				x->last = (int32_t)s;
+		}
+	}
+	return 0;
+}
+
+static int pl_make_bufs(struct ortmem_plan *plan)
+{
+	uint32_t v, s, k, nb = 0, steps = plan->n_nodes;
+
+	plan->bufs = calloc(plan->n_vals ? plan->n_vals : 1, sizeof(*plan->bufs));
+	if (!plan->bufs)
+		return ortmem__err_plain(-ENOMEM, "planner: cannot allocate %u buffers", plan->n_vals);
+	for (v = 0; v < plan->n_vals; v++) {
+		struct pl_value *x = &plan->vals[v];
+		struct pl_buf *b;
+
+		if (x->view_of >= 0 || x->def < 0)
+			continue;
+		b = &plan->bufs[nb];
+		b->size = x->rsize;
+		b->lo = (uint32_t)x->def;
+		b->hi = (uint32_t)(x->last > x->def ? x->last : x->def) + 1;
+		b->owner = v;
+		x->buf = (int32_t)nb++;
+	}
+	/* Graph outputs (or views of them) keep their buffer to the end. */
+	for (v = 0; v < plan->n_vals; v++)
+		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && pl_planned(plan, v))
+			plan->bufs[plan->vals[plan->vals[v].root].buf].hi = steps;
+	for (s = 0; s < plan->n_nodes; s++)
+		for (k = 0; k < plan->nodes[s].n_in + plan->nodes[s].n_out; k++) {
+			uint32_t x = plan->edges[plan->nodes[s].in + k];
+
+			if (pl_planned(plan, x))
+				plan->bufs[plan->vals[plan->vals[x].root].buf].uses++;
+		}
+	plan->n_bufs = nb;
+	return 0;
+}
+
+static int pl_hint_cmp(const void *a, const void *b)
+{
+	const struct pl_hint *x = a, *y = b;
+
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Merge @y's buffer into @x's when the hint at @s is safe. */
+static void pl_try_inplace(struct ortmem_plan *plan, uint32_t s, uint32_t y,
+			   uint32_t x, bool *out_buf)
+{
+	struct pl_value *vx = &plan->vals[x], *vy = &plan->vals[y];
+	struct pl_buf *bx, *by;
+
+	if (vx->view_of >= 0 || vx->def < 0 || vy->view_of >= 0 ||
+	    vy->inplace_of >= 0 || vy->buf < 0 || vx->buf < 0)
+		return;
+	bx = &plan->bufs[vx->buf];
+	by = &plan->bufs[vy->buf];
+	if (out_buf[vx->buf] || bx->hi != s + 1 || by->lo != s ||
+	    by->size > bx->size || bx == by)
+		return;
+	bx->hi = by->hi;
+	bx->uses += by->uses;
+	out_buf[vx->buf] = out_buf[vy->buf];
+	by->size = 0;
+	by->hi = by->lo;	/* dead: dropped by pl_compact() */
+	vy->buf = vx->buf;
+	vy->inplace_of = (int32_t)x;
+}
+
+static void pl_compact(struct ortmem_plan *plan)
+{
+	uint32_t b, nb = 0, v;
+	int32_t *map = malloc(sizeof(*map) * (plan->n_bufs ? plan->n_bufs : 1));
+
+	if (!map)
+		return;	/* dead buffers stay: size 0, harmless */
+	for (b = 0; b < plan->n_bufs; b++) {
+		bool dead = plan->bufs[b].hi == plan->bufs[b].lo;
+
+		map[b] = dead ? -1 : (int32_t)nb;
+		if (!dead)
+			plan->bufs[nb++] = plan->bufs[b];
+	}
+	for (v = 0; v < plan->n_vals; v++)
+		if (plan->vals[v].buf >= 0)
+			plan->vals[v].buf = map[plan->vals[v].buf];
+	plan->n_bufs = nb;
+	free(map);
+}
+
+static int pl_inplace(struct ortmem_plan *plan)
+{
+	struct pl_hint *h;
+	bool *out_buf;
+	uint32_t k, v;
+
+	if (!plan->n_hints || (plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE))
+		return 0;
+	h = malloc(sizeof(*h) * plan->n_hints);
+	out_buf = calloc(plan->n_bufs ? plan->n_bufs : 1, sizeof(*out_buf));
+	if (!h || !out_buf) {
+		free(h);
+		free(out_buf);
+		return ortmem__err_plain(-ENOMEM, "planner: cannot sort %u hints", plan->n_hints);
+	}
+	for (v = 0; v < plan->n_vals; v++)
+		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && pl_planned(plan, v))
+			out_buf[plan->vals[plan->vals[v].root].buf] = true;
+	memcpy(h, plan->hints, sizeof(*h) * plan->n_hints);
+	qsort(h, plan->n_hints, sizeof(*h), pl_hint_cmp);
+	for (k = 0; k < plan->n_hints; k++)
+		pl_try_inplace(plan, h[k].node, h[k].out, h[k].in, out_buf);
+	free(h);
+	free(out_buf);
+	pl_compact(plan);
+	return 0;
+}
+
+int ortmem__plan_liveness(struct ortmem_plan *plan)
+{
+	int ret = pl_fold(plan);
+
+	if (!ret)
+		ret = pl_resolve_sizes(plan);
+	if (ret || plan->n_deferred)
+		return ret;
+	ret = pl_make_bufs(plan);
+	if (!ret)
+		ret = pl_inplace(plan);
+	return ret;
+}

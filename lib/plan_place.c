@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tier placement.  Every node runs on the device, so a buffer placed on
+ * the host or disk tier is staged on the device at each step that reads or
+ * writes it (the staging copy is packed in the device arena, live for that
+ * step only): read before the step (prefetch), written back after it
+ * (spill).  With a device budget, buffers are demoted greedily while the
+ * device's live bytes exceed it: at the most crowded step, the buffer live
+ * there but not used there with the fewest uses (then the most bytes x
+ * steps) goes down, so the most used buffers stay on the fastest tier.
+ * The host tier is then held to its budget the same way, demoting to disk.
+ * The packing of each arena may exceed its lower bound; the loop demotes
+ * more until the packed arena fits, or refuses with every figure.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "plan_internal.h"
+
+#define PLACE_ROUNDS 64
+
+static uint64_t pl_align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+/* Buffer of a value, or -1 when the plan does not hold it. */
+static int32_t pl_buf_of(const struct ortmem_plan *plan, uint32_t v)
+{
+	return plan->vals[plan->vals[v].root].def < 0 ? -1 :
+	       plan->vals[v].inplace_of >= 0 ? plan->vals[v].buf :
+	       plan->vals[plan->vals[v].root].buf;
+}
+
+/* Steps at which each buffer is read or written (distinct, ascending). */
+static int pl_touches(struct ortmem_plan *plan)
+{
+	uint32_t nb = plan->n_bufs, s, k, b, total = 0, *last;
+	int pass;
+
+	plan->touch_idx = calloc(nb + 1, sizeof(*plan->touch_idx));
+	last = malloc(sizeof(*last) * (nb ? nb : 1));
+	if (!plan->touch_idx || !last)
+		goto nomem;
+	for (pass = 0; pass < 2; pass++) {
+		memset(last, 0xff, sizeof(*last) * nb);
+		for (s = 0; s < plan->n_nodes; s++) {
+			const struct pl_node *nd = &plan->nodes[s];
+
+			for (k = 0; k < nd->n_in + nd->n_out; k++) {
+				int32_t bb = pl_buf_of(plan, plan->edges[nd->in + k]);
+
+				if (bb < 0 || last[bb] == s)
+					continue;
+				last[bb] = s;
+				if (pass)
+					plan->touch_step[plan->touch_idx[bb]++] = s;
+				else
+					plan->touch_idx[bb + 1]++, total++;
+			}
+		}
+		if (pass)
+			break;
+		for (b = 0; b < nb; b++)
+			plan->touch_idx[b + 1] += plan->touch_idx[b];
+		plan->touch_step = malloc(sizeof(*plan->touch_step) * (total ? total : 1));
+		plan->touch_off = calloc(total ? total : 1, sizeof(*plan->touch_off));
+		if (!plan->touch_step || !plan->touch_off)
+			goto nomem;
+	}
+	/* pass 2 advanced each start to the next one's: shift back */
+	for (b = nb; b > 0; b--)
+		plan->touch_idx[b] = plan->touch_idx[b - 1];
+	plan->touch_idx[0] = 0;
+	free(last);
+	return 0;
+nomem:
+	free(last);
+	return ortmem__err_plain(-ENOMEM, "planner: cannot index the uses of %u buffers", nb);
+}
+
+/* Pack the buffers on @tier (with staging copies on the device). */
+static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
+			struct pk_result *res)
+{
+	uint64_t a = plan->o.align[tier], *off = NULL;
+	uint32_t b, k, n = 0, cap = 0;
+	struct pk_item *it = NULL;
+	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
+			      .max_iter = plan->o.max_iterations };
+	int ret;
+
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+
+		if (pb->tier == tier)
+			cap++;
+		else if (tier == ORTMEM_TIER_DEVICE)
+			cap += plan->touch_idx[b + 1] - plan->touch_idx[b];
+	}
+	it = malloc(sizeof(*it) * (cap ? cap : 1));
+	off = malloc(sizeof(*off) * (cap ? cap : 1));
+	if (!it || !off) {
+		ret = ortmem__err_plain(-ENOMEM, "planner: cannot pack %u buffers", cap);
+		goto out;
+	}
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+
+		if (pb->tier == tier) {
+			it[n++] = (struct pk_item){ pb->lo, pb->hi, pl_align_up(pb->size, a) };
+		} else if (tier == ORTMEM_TIER_DEVICE) {
+			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+				it[n++] = (struct pk_item){ plan->touch_step[k],
+					plan->touch_step[k] + 1ull, pl_align_up(pb->size, a) };
+		}
+	}
+	ret = ortmem__pack(it, n, &po, off, res);
+	if (ret) {
+		ret = ortmem__err_plain(ret, "planner: cannot pack %u buffers of the %s tier",
+					n, ortmem_tier_name(tier));
+		goto out;
+	}
+	for (b = 0, n = 0; b < plan->n_bufs; b++) {
+		struct pl_buf *pb = &plan->bufs[b];
+
+		if (pb->tier == tier)
+			pb->off = off[n++];
+		else if (tier == ORTMEM_TIER_DEVICE)
+			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+				plan->touch_off[k] = off[n++];
+	}
+out:
+	free(it);
+	free(off);
+	return ret;
+}
+
+/* Live bytes per step on @tier (staging included for the device). */
+static void pl_profile(const struct ortmem_plan *plan, int tier, uint64_t *prof)
+{
+	uint64_t a = plan->o.align[tier];
+	uint32_t b, s, k;
+
+	memset(prof, 0, sizeof(*prof) * (plan->n_nodes + 1ull));
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+		uint64_t sz = pl_align_up(pb->size, a);
+
+		if (pb->tier == tier)
+			for (s = pb->lo; s < pb->hi; s++)
+				prof[s] += sz;
+		else if (tier == ORTMEM_TIER_DEVICE)
+			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+				prof[plan->touch_step[k]] += sz;
+	}
+}
+
+static bool pl_touched_at(const struct ortmem_plan *plan, uint32_t b, uint32_t s)
+{
+	uint32_t k;
+
+	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+		if (plan->touch_step[k] == s)
+			return true;
+	return false;
+}
+
+/* The buffer to demote from @tier at step @s, or -1. */
+static int32_t pl_victim(const struct ortmem_plan *plan, int tier, uint32_t s)
+{
+	int32_t best = -1;
+	uint32_t b;
+
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b], *q;
+
+		if (pb->tier != tier || pb->lo > s || pb->hi <= s || !pb->size ||
+		    (tier == ORTMEM_TIER_DEVICE && pl_touched_at(plan, b, s)))
+			continue;
+		if (best < 0) {
+			best = (int32_t)b;
+			continue;
+		}
+		q = &plan->bufs[best];
+		if (pb->uses < q->uses ||
+		    (pb->uses == q->uses &&
+		     (double)pb->size * (pb->hi - pb->lo) > (double)q->size * (q->hi - q->lo)))
+			best = (int32_t)b;
+	}
+	return best;
+}
+
+static int pl_next_tier(const struct ortmem_plan *plan, int tier)
+{
+	for (tier++; tier < ORTMEM_TIER_COUNT; tier++)
+		if (plan->o.tiers & (1u << tier))
+			return tier;
+	return -1;
+}
+
+static uint32_t pl_peak(const uint64_t *prof, uint32_t steps, uint64_t *peak)
+{
+	uint32_t s, at = 0;
+
+	*peak = 0;
+	for (s = 0; s < steps; s++)
+		if (prof[s] > *peak) {
+			*peak = prof[s];
+			at = s;
+		}
+	return at;
+}
+
+static int pl_refuse(struct ortmem_plan *plan, int tier, uint64_t need,
+		     uint32_t step, const char *why)
+{
+	return ortmem__err_capacity(false, tier, ORTMEM_ROLE_ACTIVATION, need,
+		plan->o.budget[tier],
+		"the %s arena needs %" PRIu64 " bytes at step %u but its budget is %" PRIu64
+		" (%s; budgets device %" PRIu64 ", host %" PRIu64 ", disk %" PRIu64 ", 0 = none)",
+		ortmem_tier_name(tier), need, step, plan->o.budget[tier], why,
+		plan->o.budget[0], plan->o.budget[1], plan->o.budget[2]);
+}
+
+/* Demote from @tier until its packed arena fits its budget. */
+static int pl_fit_tier(struct ortmem_plan *plan, int tier, uint64_t *prof,
+		       uint64_t deadline, struct pk_result *res)
+{
+	uint64_t budget = plan->o.budget[tier], peak;
+	int next = pl_next_tier(plan, tier), round, ret;
+	uint32_t at;
+	int32_t v;
+
+	for (round = 0; round < PLACE_ROUNDS; round++) {
+		at = 0;
+		peak = 0;
+		if (budget) {
+			pl_profile(plan, tier, prof);
+			at = pl_peak(prof, plan->n_nodes, &peak);
+		}
+		if (budget && peak > budget) {
+			v = next < 0 ? -1 : pl_victim(plan, tier, at);
+			if (v < 0)
+				return pl_refuse(plan, tier, peak, at, next < 0 ?
+					"no slower tier is allowed" :
+					"every buffer live there is used there");
+			plan->bufs[v].tier = next;
+			continue;
+		}
+		ret = pl_pack_tier(plan, tier, deadline, res);
+		if (ret || !budget || res->height <= budget)
+			return ret;
+		/* Packing lost to fragmentation: demote one more at the peak. */
+		v = next < 0 ? -1 : pl_victim(plan, tier, at);
+		if (v < 0)
+			return pl_refuse(plan, tier, res->height, at,
+					 "the packing cannot fit it and nothing more can move down");
+		plan->bufs[v].tier = next;
+		deadline = ortmem__now_ns();
+	}
+	return pl_refuse(plan, tier, res->height, 0, "placement did not converge");
+}
+
+static void pl_moves(struct ortmem_plan *plan)
+{
+	uint32_t s, k;
+
+	for (s = 0; s < plan->n_nodes; s++) {
+		const struct pl_node *nd = &plan->nodes[s];
+
+		for (k = 0; k < nd->n_in + nd->n_out; k++) {
+			int32_t b = pl_buf_of(plan, plan->edges[nd->in + k]);
+			uint64_t *m = k < nd->n_in ? plan->prefetch : plan->spill;
+			int t;
+
+			if (b < 0 || plan->bufs[b].tier == ORTMEM_TIER_DEVICE)
+				continue;
+			t = plan->bufs[b].tier;
+			m[(size_t)s * ORTMEM_TIER_COUNT + t] += plan->bufs[b].size;
+		}
+	}
+}
+
+int ortmem__plan_place(struct ortmem_plan *plan)
+{
+	uint64_t deadline = ortmem__now_ns() + plan->o.time_budget_us * 1000;
+	struct pk_result res[ORTMEM_TIER_COUNT] = { 0 };
+	size_t cells = ((size_t)plan->n_nodes + 1) * ORTMEM_TIER_COUNT;
+	uint64_t *prof;
+	uint32_t b;
+	int t, ret;
+
+	for (b = 0; b < plan->n_bufs; b++)
+		plan->bufs[b].tier = ORTMEM_TIER_DEVICE;
+	ret = pl_touches(plan);
+	if (ret)
+		return ret;
+	prof = malloc(sizeof(*prof) * (plan->n_nodes + 1ull));
+	plan->prefetch = calloc(cells, sizeof(*plan->prefetch));
+	plan->spill = calloc(cells, sizeof(*plan->spill));
+	if (!prof || !plan->prefetch || !plan->spill) {
+		free(prof);
+		return ortmem__err_plain(-ENOMEM, "planner: cannot profile %u steps", plan->n_nodes);
+	}
+	for (t = 0; t < ORTMEM_TIER_COUNT && !ret; t++) {
+		if (!(plan->o.tiers & (1u << t)))
+			continue;
+		ret = pl_fit_tier(plan, t, prof, t ? ortmem__now_ns() : deadline, &res[t]);
+		plan->st.arena[t] = res[t].height;
+		plan->st.tier_lower_bound[t] = res[t].lb;
+		plan->st.iterations += res[t].iters;
+		if (t == ORTMEM_TIER_DEVICE)
+			plan->st.optimal = res[t].optimal;
+	}
+	free(prof);
+	if (!ret)
+		pl_moves(plan);
+	return ret;
+}

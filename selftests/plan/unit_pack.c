@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The packer against a brute-force optimum on tiny instances, the
+ * validator against planted overlaps, and ortmem_plan_pack()'s contract.
+ */
+#include <stdlib.h>
+
+#include "plan_internal.h"
+#include "../harness.h"
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Lowest offset where @i fits against the items placed before it. */
+static uint64_t lowest_fit(const struct pk_item *it, const uint64_t *off,
+			   const int *perm, int k)
+{
+	uint64_t y = 0;
+	bool moved = true;
+	int j;
+
+	while (moved) {
+		moved = false;
+		for (j = 0; j < k; j++) {
+			const struct pk_item *a = &it[perm[j]], *b = &it[perm[k]];
+
+			if (a->lo < b->hi && b->lo < a->hi &&
+			    off[perm[j]] < y + b->size && y < off[perm[j]] + a->size) {
+				y = off[perm[j]] + a->size;
+				moved = true;
+			}
+		}
+	}
+	return y;
+}
+
+/* Optimum: the best lowest-fit over every order (any packing pushed down
+ * and listed by offset is one of these). */
+static uint64_t brute(const struct pk_item *it, int n, int *perm, int k, uint64_t *off)
+{
+	uint64_t best = UINT64_MAX, h, top;
+	int i, t;
+
+	if (k == n) {
+		for (h = 0, i = 0; i < n; i++)
+			if (off[i] + it[i].size > h)
+				h = off[i] + it[i].size;
+		return h;
+	}
+	for (i = k; i < n; i++) {
+		t = perm[k]; perm[k] = perm[i]; perm[i] = t;
+		off[perm[k]] = lowest_fit(it, off, perm, k);
+		top = brute(it, n, perm, k + 1, off);
+		if (top < best)
+			best = top;
+		t = perm[k]; perm[k] = perm[i]; perm[i] = t;
+	}
+	return best;
+}
+
+TEST_TIMEOUT(tiny_instances_match_brute_force, 120)
+{
+	uint64_t seed = 7;
+	int g;
+
+	for (g = 0; g < 1500; g++) {
+		struct pk_item it[7];
+		uint64_t off[7], boff[7];
+		int perm[7], n = 2 + (int)(rnd(&seed) % 6), i;
+		struct pk_opts o = { .deadline_ns = ortmem__now_ns() + 2000000000ull, .seed = 1 };
+		struct pk_result r = { 0 };
+
+		for (i = 0; i < n; i++) {
+			it[i].lo = rnd(&seed) % 8;
+			it[i].hi = it[i].lo + 1 + rnd(&seed) % 5;
+			it[i].size = 1 + rnd(&seed) % 5;
+			perm[i] = i;
+		}
+		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
+		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
+		ASSERT_EQ(brute(it, n, perm, 0, boff), r.height);
+		EXPECT_TRUE(r.optimal);
+	}
+}
+
+TEST(validator_finds_planted_overlaps)
+{
+	struct pk_item it[3] = { { 0, 4, 10 }, { 3, 6, 10 }, { 6, 9, 10 } };
+	uint64_t off[3] = { 0, 10, 0 };
+	uint32_t a = 0, b = 0;
+
+	EXPECT_EQ(0, ortmem__pk_check_disjoint(it, off, 3, NULL, NULL));
+	off[1] = 9;
+	EXPECT_EQ(-EFAULT, ortmem__pk_check_disjoint(it, off, 3, &a, &b));
+	EXPECT_EQ(1, a);
+	EXPECT_EQ(0, b);
+	off[1] = 10;
+	off[2] = 15;	/* [6,9) starts as [3,6) ends: half-open, no clash */
+	EXPECT_EQ(0, ortmem__pk_check_disjoint(it, off, 3, NULL, NULL));
+}
+
+TEST_TIMEOUT(random_instances_stay_disjoint, 60)
+{
+	uint64_t seed = 99;
+	int g;
+
+	for (g = 0; g < 300; g++) {
+		struct ortmem_plan_buffer b[200];
+		uint64_t off[200];
+		ORTMEM_OPTS(ortmem_plan_opts, o, .max_iterations = 200, .align = { 1, 0, 0 },
+			    .flags = ORTMEM_PLAN_F_VALIDATE);
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		int n = 1 + (int)(rnd(&seed) % 200), i;
+
+		for (i = 0; i < n; i++) {
+			b[i].lower = rnd(&seed) % 1000;
+			b[i].upper = b[i].lower + 1 + rnd(&seed) % 300;
+			b[i].size = rnd(&seed) % 5000;
+		}
+		ASSERT_EQ(0, ortmem_plan_pack(b, (size_t)n, &o, off, &st));
+		EXPECT_LE(st.lower_bound, st.arena[ORTMEM_TIER_DEVICE]);
+	}
+}
+
+TEST(pack_contract)
+{
+	struct ortmem_plan_buffer b[2] = { { 0, 2, 100 }, { 1, 3, 100 } };
+	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { 256, 0, 0 });
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t off[2];
+
+	ASSERT_EQ(0, ortmem_plan_pack(b, 2, NULL, off, &st));
+	EXPECT_EQ(512, st.arena[ORTMEM_TIER_DEVICE]);	/* aligned to 256 */
+	EXPECT_EQ(512, st.lower_bound);
+	EXPECT_EQ(-ORTMEM_E_CAPACITY_UNAVAILABLE, ortmem_plan_pack(b, 2, &o, off, &st));
+	EXPECT_EQ(512, ortmem_last_error()->requested);
+	EXPECT_EQ(256, ortmem_last_error()->available);
+	b[1].upper = 1;
+	EXPECT_EQ(-EINVAL, ortmem_plan_pack(b, 2, NULL, off, &st));
+	b[1].upper = 3;
+	b[1].size = UINT64_MAX - 3;
+	EXPECT_EQ(-EOVERFLOW, ortmem_plan_pack(b, 2, NULL, off, &st));
+	EXPECT_EQ(-EINVAL, ortmem_plan_pack(NULL, 2, NULL, off, &st));
+	EXPECT_EQ(0, ortmem_plan_pack(NULL, 0, NULL, NULL, NULL));
+}
+
+TEST_HARNESS_MAIN
