@@ -155,11 +155,13 @@ ORTMEM_API int ortmem_plan_new(const struct ortmem_plan_opts *opts,
 
 /**
  * ortmem_plan_free() - Free a plan; NULL is ignored.
+ * @plan: the plan.
  */
 ORTMEM_API void ortmem_plan_free(struct ortmem_plan *plan);
 
 /**
  * ortmem_plan_add_value() - Add a value (a tensor).
+ * @plan: the plan.
  * @size: bytes, or ORTMEM_PLAN_SIZE_SYMBOLIC.
  * @flags: ORTMEM_PLAN_VALUE_*.
  *
@@ -171,6 +173,9 @@ ORTMEM_API int ortmem_plan_add_value(struct ortmem_plan *plan, uint64_t size,
 
 /**
  * ortmem_plan_set_view() - Make @view alias @source's buffer.
+ * @plan: the plan.
+ * @view: the value that aliases another.
+ * @source: the value whose buffer it aliases.
  *
  * Return: 0, or -EINVAL (unknown value, a view of itself, a cycle), -EEXIST
  * (@view is already a view).
@@ -180,8 +185,11 @@ ORTMEM_API int ortmem_plan_set_view(struct ortmem_plan *plan, uint32_t view,
 
 /**
  * ortmem_plan_add_node() - Add the next node in execution order.
- * @inputs, @n_inputs: the values it reads (may repeat).
- * @outputs, @n_outputs: the values it produces (each produced once).
+ * @plan: the plan.
+ * @inputs: the values it reads (may repeat).
+ * @n_inputs: how many values @inputs holds.
+ * @outputs: the values it produces (each produced once).
+ * @n_outputs: how many values @outputs holds.
  *
  * Return: the node's id (its step), or -EINVAL (unknown value, a value
  * produced twice, an output that is also an input), -E2BIG, -ENOMEM.
@@ -193,6 +201,10 @@ ORTMEM_API int ortmem_plan_add_node(struct ortmem_plan *plan,
 
 /**
  * ortmem_plan_hint_inplace() - Allow @output to reuse @input's buffer.
+ * @plan: the plan.
+ * @node: the node (its id from ortmem_plan_add_node()).
+ * @output: an output of @node.
+ * @input: an input of @node.
  *
  * The hint is taken at solve time when @input is the last use of its buffer
  * (no later reader, no live view), @output fits in it, @input is neither a
@@ -207,12 +219,16 @@ ORTMEM_API int ortmem_plan_hint_inplace(struct ortmem_plan *plan,
 
 /**
  * ortmem_plan_set_size_fn() - Set the size oracle (NULL removes it).
+ * @plan: the plan.
+ * @fn: the oracle, or NULL.
+ * @user: passed back to @fn.
  */
 ORTMEM_API int ortmem_plan_set_size_fn(struct ortmem_plan *plan,
 				       ortmem_plan_size_fn fn, void *user);
 
 /**
  * ortmem_plan_solve() - Compute liveness, sizes, tiers and offsets.
+ * @plan: the plan.
  *
  * May be called again (after adding to the graph or with a new oracle).
  *
@@ -226,6 +242,8 @@ ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan);
 
 /**
  * ortmem_plan_deferred() - Values whose symbolic size deferred the plan.
+ * @plan: the plan.
+ * @cap: room in @ids.
  * @ids: receives up to @cap ids (may be NULL when @cap is 0).
  *
  * Return: how many values blocked the last solve (0 when it was not
@@ -236,6 +254,8 @@ ORTMEM_API int ortmem_plan_deferred(const struct ortmem_plan *plan,
 
 /**
  * ortmem_plan_offset() - Where a value lives.
+ * @plan: the plan.
+ * @value: the value id.
  * @offset: receives the offset of its buffer in the tier's arena (for a
  *	view: its root's buffer).
  *
@@ -248,6 +268,8 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
 
 /**
  * ortmem_plan_stats() - Figures of the solved plan.
+ * @plan: the plan.
+ * @stats: receives the figures (its sz set by the caller).
  *
  * Return: 0, -EINVAL (bad struct), -ENODATA (no solved plan).
  */
@@ -256,6 +278,9 @@ ORTMEM_API int ortmem_plan_stats(const struct ortmem_plan *plan,
 
 /**
  * ortmem_plan_step_moves() - Bytes moved between tiers at step @step.
+ * @plan: the plan.
+ * @step: the step (node id).
+ * @moves: receives the figures (its sz set by the caller).
  *
  * Return: 0, -EINVAL (bad struct or step), -ENODATA (no solved plan).
  */
@@ -265,6 +290,7 @@ ORTMEM_API int ortmem_plan_step_moves(const struct ortmem_plan *plan,
 
 /**
  * ortmem_plan_validate() - Check every invariant of the solved plan.
+ * @plan: the plan.
  *
  * An independent O(n log n) check: each value's buffer covers its
  * lifetime (views included, graph outputs to the end), buffers sharing
@@ -278,7 +304,8 @@ ORTMEM_API int ortmem_plan_validate(const struct ortmem_plan *plan);
 
 /**
  * ortmem_plan_pack() - Pack plain buffers into one arena.
- * @bufs, @n: the buffers (half-open lifetimes).
+ * @bufs: the buffers (half-open lifetimes).
+ * @n: how many buffers @bufs holds.
  * @opts: uses time_budget_us, max_iterations, seed, align[DEVICE],
  *	budget[DEVICE] and flags (NULL: defaults).
  * @offsets: receives one offset per buffer.
