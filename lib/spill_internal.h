@@ -121,6 +121,7 @@ struct ortmem__lane {
 	uint32_t seg_free;	/* head of the free list, UINT32_MAX none */
 	uint32_t inflight;	/* segments issued */
 	uint32_t body_inflight;	/* of which bodies, at most queue_depth */
+	struct ortmem__sreq *verify;	/* reads done, awaiting their checksum */
 	uint32_t *done;		/* completed segs (sync engine) */
 	uint32_t ndone;
 };
@@ -141,6 +142,8 @@ struct ortmem__sreq {
 	bool tail_done;
 	bool finished;
 	bool unprepared;	/* failed before any I/O */
+	bool verify_pending;	/* read done, checksum still to check */
+	struct ortmem__sreq *next_verify;
 	uint32_t tail_slot;	/* UINT32_MAX none */
 	uint32_t pending;
 	int err;

@@ -167,8 +167,9 @@ static void req_activate(struct ortmem__lane *l, struct ortmem__sengine *e,
 			     r->len, r->csum);
 }
 
-static void req_verify(struct ortmem__lane *l, struct ortmem__sengine *e,
-		       struct ortmem__sreq *r)
+/* The tail's checks, at completion: they need the tail slot. */
+static void req_check_tail(struct ortmem__lane *l, struct ortmem__sengine *e,
+			   struct ortmem__sreq *r)
 {
 	uint8_t *tail = lane_tail(l, e, r->tail_slot);
 	uint32_t tlen = req_tail_len(r, e->file->align);
@@ -186,16 +187,10 @@ static void req_verify(struct ortmem__lane *l, struct ortmem__sengine *e,
 	if (ortmem__trailer_check(tail + tlen - ORTMEM__TRAILER_SIZE, r->id,
 				  r->foff, r->len, r->csum, &why))
 		req_fail(r, -ORTMEM_E_CHECKSUM, NULL, why);
-	else if (ortmem__csum(r->buf, r->len) != r->csum)
-		req_fail(r, -ORTMEM_E_CHECKSUM, NULL,
-			 "its data does not match the checksum written with it");
 }
 
-static void req_finish(struct ortmem__lane *l, struct ortmem__sengine *e,
-		       struct ortmem__sreq *r)
+static void req_account(struct ortmem__sengine *e, struct ortmem__sreq *r)
 {
-	if (!r->is_write && !r->err)
-		req_verify(l, e, r);
 	if (!r->is_write && r->err)
 		memset(r->buf, 0, r->len);
 	if (r->err == -ORTMEM_E_CHECKSUM)
@@ -206,9 +201,41 @@ static void req_finish(struct ortmem__lane *l, struct ortmem__sengine *e,
 		atomic_fetch_add(&e->count.bytes_written, r->len);
 	else
 		atomic_fetch_add(&e->count.bytes_read, r->len);
+	r->finished = true;
+}
+
+/*
+ * All I/O of @r is done.  A read's payload checksum is deferred until the
+ * lane has refilled its queue, so hashing overlaps the disk's work.
+ */
+static void req_finish(struct ortmem__lane *l, struct ortmem__sengine *e,
+		       struct ortmem__sreq *r)
+{
+	if (!r->is_write && !r->err)
+		req_check_tail(l, e, r);
 	l->tail_free[l->ntail_free++] = r->tail_slot;
 	r->tail_slot = UINT32_MAX;
-	r->finished = true;
+	if (!r->is_write && !r->err) {
+		r->verify_pending = true;
+		r->next_verify = l->verify;
+		l->verify = r;
+		return;
+	}
+	req_account(e, r);
+}
+
+static void lane_verify(struct ortmem__lane *l, struct ortmem__sengine *e)
+{
+	struct ortmem__sreq *r;
+
+	while ((r = l->verify)) {
+		l->verify = r->next_verify;
+		r->verify_pending = false;
+		if (ortmem__csum(r->buf, r->len) != r->csum)
+			req_fail(r, -ORTMEM_E_CHECKSUM, NULL,
+				 "its data does not match the checksum written with it");
+		req_account(e, r);
+	}
 }
 
 static bool req_all_issued(const struct ortmem__sreq *r)
@@ -373,13 +400,21 @@ void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
 
 	for (;;) {
 		while (next < n && l->ntail_free) {
-			if (!reqs[next].finished)
+			if (!reqs[next].finished) {
 				req_activate(l, e, &reqs[next]);
+				while (req_produce(l, e, &reqs[next]))
+					;
+				if (l->have_ring && reqs[next].is_write)
+					io_uring_submit(&l->ring);
+			}
 			next++;
 		}
 		for (i = lo; i < next; i++)
 			while (!reqs[i].finished && req_produce(l, e, &reqs[i]))
 				;
+		if (l->have_ring && l->inflight)
+			io_uring_submit(&l->ring);
+		lane_verify(l, e);
 		while (lo < next && reqs[lo].finished)
 			lo++;
 		if (!l->inflight) {
