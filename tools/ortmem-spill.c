@@ -499,7 +499,8 @@ static int job_setup(struct job *j)
 		return fail("out of memory", 0);
 	/* One region, so the kernel can back it with huge pages as it does
 	 * the source: fewer pages to pin and to map per I/O. */
-	j->bufs[0] = aligned_alloc(2u << 20, ((c->bs + 4095) & ~4095ull) * j->batch);
+	j->bufs[0] = aligned_alloc(2u << 20, (((c->bs + 4095) & ~4095ull) * j->batch +
+					      (2u << 20) - 1) & ~((2ull << 20) - 1));
 	if (!j->bufs[0])
 		return fail("out of memory", 0);
 	madvise(j->bufs[0], ((c->bs + 4095) & ~4095ull) * j->batch, MADV_HUGEPAGE);

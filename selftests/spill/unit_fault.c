@@ -37,9 +37,9 @@ FIXTURE_SETUP(fault)
 	ASSERT_EQ(0, spill_test_dir(self->dir, sizeof(self->dir)));
 	o.dir = self->dir;
 	ASSERT_EQ(0, ortmem_spill_open(&o, &self->s));
-	self->src = aligned_alloc(4096, LEN + 8192);
+	self->src = aligned_alloc(4096, (LEN + 8192 + 4095) & ~4095u);
 	self->copy = malloc(LEN);
-	self->dst = aligned_alloc(4096, LEN + 8192);
+	self->dst = aligned_alloc(4096, (LEN + 8192 + 4095) & ~4095u);
 	ASSERT_NONNULL(self->src);
 	ASSERT_NONNULL(self->copy);
 	ASSERT_NONNULL(self->dst);
