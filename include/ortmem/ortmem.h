@@ -10,5 +10,6 @@
 
 #include <ortmem/core.h>
 #include <ortmem/plan.h>
+#include <ortmem/spill.h>
 
 #endif /* ORTMEM_ORTMEM_H */

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: MIT
+#
+# make bench-spill: fio (io_uring, O_DIRECT), ortmem's spill engine and plain
+# pread at QD1, interleaved, several runs each, on files of SPILL_BENCH_SIZE
+# in SPILL_BENCH_DIR (a disk filesystem, not tmpfs; removed afterwards).
+
+BENCHES += bench-spill
+
+SPILL_BENCH_DIR ?= /var/tmp/ortmem-bench
+SPILL_BENCH_SIZE ?= 2G
+SPILL_BENCH_RUNS ?= 3
+
+SPILL_ISAL := $(shell pkg-config --exists libisal 2>/dev/null && echo yes)
+
+$(O)/bench/spill/pread-qd1: spill/pread-qd1.c
+	$(call msg,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $<
+
+$(O)/bench/spill/csum: spill/csum.c
+	$(call msg,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(if $(SPILL_ISAL),-DHAVE_ISAL) -o $@ $< \
+		$(shell pkg-config --libs libxxhash $(if $(SPILL_ISAL),libisal))
+
+bench-spill: $(O)/bench/spill/pread-qd1 $(O)/bench/spill/csum
+	$(Q)SPILL_BENCH_DIR='$(SPILL_BENCH_DIR)' SPILL_BENCH_SIZE='$(SPILL_BENCH_SIZE)' \
+		SPILL_BENCH_RUNS='$(SPILL_BENCH_RUNS)' spill/run.sh

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The transfer engine of a lane.  An extent of len bytes is laid out as
+ *
+ *   [ body: len rounded down to the alignment ][ tail: rest, zeros, trailer ]
+ *
+ * The body moves in chunks straight between the caller's buffer and the file
+ * when the buffer is aligned for O_DIRECT, else through bounce slots; the
+ * tail always moves through a tail slot.  Up to queue_depth body chunks (and
+ * the tails of the extents being moved) are in flight at once, over the
+ * whole batch.  Every completion is checked: a short transfer continues from
+ * where it stopped (rounded down to the alignment, so O_DIRECT accepts the
+ * rest) under a forward-progress guard, -EAGAIN and -EINTR are resubmitted,
+ * and any other result fails the extent, naming the offset it hit.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "spill_internal.h"
+
+/* Completions in a row that move nothing before an extent fails. */
+#define SEG_STALL_MAX 8
+/* -EAGAIN/-EINTR resubmissions of one I/O before it fails. */
+#define SEG_RETRY_MAX 10000
+
+uint64_t ortmem__extent_disk_len(uint64_t len, uint32_t align)
+{
+	uint64_t body = len & ~(uint64_t)(align - 1);
+	uint64_t tail = (len - body + ORTMEM__TRAILER_SIZE + align - 1) &
+			~(uint64_t)(align - 1);
+
+	return body + tail;
+}
+
+static uint32_t req_tail_len(const struct ortmem__sreq *r, uint32_t align)
+{
+	return (uint32_t)(ortmem__extent_disk_len(r->len, align) - r->body);
+}
+
+static uint8_t *lane_tail(struct ortmem__lane *l, struct ortmem__sengine *e,
+			  uint32_t slot)
+{
+	return l->mem + (size_t)l->nbounce * e->chunk + (size_t)slot * l->tail_size;
+}
+
+static uint8_t *lane_bounce(struct ortmem__lane *l, struct ortmem__sengine *e,
+			    int slot)
+{
+	return l->mem + (size_t)slot * e->chunk;
+}
+
+static int seg_draw_fault(struct ortmem__sengine *e)
+{
+	uint64_t seq = atomic_fetch_add(&e->fault.seq, 1) + 1;
+	uint64_t nth = atomic_load(&e->fault.nth);
+	int what;
+
+	if (!nth || seq < nth)
+		return 0;
+	what = atomic_load(&e->fault.what);
+	if (seq == nth || what == ORTMEM_SPILL_FAULT_STALL)
+		return what;
+	return 0;
+}
+
+static void seg_exec_sync(struct ortmem__lane *l, struct ortmem__sengine *e,
+			  struct ortmem__seg *s)
+{
+	ssize_t ret;
+
+	if (s->req->is_write)
+		ret = pwrite(e->file->fd, s->mem, s->len, (off_t)s->foff);
+	else
+		ret = pread(e->file->fd, s->mem, s->len, (off_t)s->foff);
+	s->res = ret < 0 ? -errno : (int)ret;
+	l->done[l->ndone++] = (uint32_t)(s - l->segs);
+}
+
+/* Issue (or reissue) a segment's remaining bytes. */
+static void seg_issue(struct ortmem__lane *l, struct ortmem__sengine *e,
+		      struct ortmem__seg *s)
+{
+	struct io_uring_sqe *sqe;
+	int fd = l->regfile ? 0 : e->file->fd;
+
+	s->fault = seg_draw_fault(e);
+	if (!l->have_ring) {
+		seg_exec_sync(l, e, s);
+		return;
+	}
+	sqe = io_uring_get_sqe(&l->ring);
+	while (!sqe) {
+		io_uring_submit(&l->ring);
+		sqe = io_uring_get_sqe(&l->ring);
+	}
+	if (s->buf_index >= 0 && s->req->is_write)
+		io_uring_prep_write_fixed(sqe, fd, s->mem, s->len, s->foff,
+					  s->buf_index);
+	else if (s->buf_index >= 0)
+		io_uring_prep_read_fixed(sqe, fd, s->mem, s->len, s->foff,
+					 s->buf_index);
+	else if (s->req->is_write)
+		io_uring_prep_write(sqe, fd, s->mem, s->len, s->foff);
+	else
+		io_uring_prep_read(sqe, fd, s->mem, s->len, s->foff);
+	if (l->regfile)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data(sqe, s);
+}
+
+static struct ortmem__seg *seg_get(struct ortmem__lane *l)
+{
+	struct ortmem__seg *s;
+	uint32_t i = l->seg_free;
+
+	if (i == UINT32_MAX)
+		return NULL;
+	s = &l->segs[i];
+	l->seg_free = s->next_free;
+	memset(s, 0, sizeof(*s));
+	s->buf_index = -1;
+	s->bounce = -1;
+	return s;
+}
+
+static void seg_put(struct ortmem__lane *l, struct ortmem__seg *s)
+{
+	if (s->bounce >= 0)
+		l->bounce_free[l->nbounce_free++] = (uint32_t)s->bounce;
+	if (!s->is_tail)
+		l->body_inflight--;
+	l->inflight--;
+	s->next_free = l->seg_free;
+	l->seg_free = (uint32_t)(s - l->segs);
+}
+
+static void req_fail(struct ortmem__sreq *r, int err, const struct ortmem__seg *s,
+		     const char *what)
+{
+	if (r->err)
+		return;
+	r->err = err;
+	r->err_off = s ? s->foff : r->foff;
+	r->err_what = what;
+}
+
+static void req_activate(struct ortmem__lane *l, struct ortmem__sengine *e,
+			 struct ortmem__sreq *r)
+{
+	uint32_t align = e->file->align;
+	uint8_t *tail;
+	uint32_t tlen;
+	uint64_t rest;
+
+	r->body = r->len & ~(uint64_t)(align - 1);
+	r->direct = !((uintptr_t)r->buf & (e->file->mem_align - 1));
+	r->tail_slot = l->tail_free[--l->ntail_free];
+	if (!r->is_write)
+		return;
+	tail = lane_tail(l, e, r->tail_slot);
+	tlen = req_tail_len(r, align);
+	rest = r->len - r->body;
+	r->csum = ortmem__csum(r->buf, r->len);
+	memcpy(tail, r->buf + r->body, rest);
+	memset(tail + rest, 0, tlen - rest - ORTMEM__TRAILER_SIZE);
+	ortmem__trailer_pack(tail + tlen - ORTMEM__TRAILER_SIZE, r->id, r->foff,
+			     r->len, r->csum);
+}
+
+/* The tail's checks, at completion: they need the tail slot. */
+static void req_check_tail(struct ortmem__lane *l, struct ortmem__sengine *e,
+			   struct ortmem__sreq *r)
+{
+	uint8_t *tail = lane_tail(l, e, r->tail_slot);
+	uint32_t tlen = req_tail_len(r, e->file->align);
+	uint64_t rest = r->len - r->body, i;
+	const char *why = NULL;
+
+	memcpy(r->buf + r->body, tail, rest);
+	for (i = rest; i < tlen - ORTMEM__TRAILER_SIZE; i++) {
+		if (tail[i]) {
+			req_fail(r, -ORTMEM_E_CHECKSUM, NULL,
+				 "the padding after its data is not zero");
+			return;
+		}
+	}
+	if (ortmem__trailer_check(tail + tlen - ORTMEM__TRAILER_SIZE, r->id,
+				  r->foff, r->len, r->csum, &why))
+		req_fail(r, -ORTMEM_E_CHECKSUM, NULL, why);
+}
+
+static void req_account(struct ortmem__sengine *e, struct ortmem__sreq *r)
+{
+	if (!r->is_write && r->err)
+		memset(r->buf, 0, r->len);
+	if (r->err == -ORTMEM_E_CHECKSUM)
+		atomic_fetch_add(&e->count.checksum_errors, 1);
+	else if (r->err)
+		atomic_fetch_add(&e->count.io_errors, 1);
+	else if (r->is_write)
+		atomic_fetch_add(&e->count.bytes_written, r->len);
+	else
+		atomic_fetch_add(&e->count.bytes_read, r->len);
+	r->finished = true;
+}
+
+/*
+ * All I/O of @r is done.  A read's payload checksum is deferred until the
+ * lane has refilled its queue, so hashing overlaps the disk's work.
+ */
+static void req_finish(struct ortmem__lane *l, struct ortmem__sengine *e,
+		       struct ortmem__sreq *r)
+{
+	if (!r->is_write && !r->err)
+		req_check_tail(l, e, r);
+	l->tail_free[l->ntail_free++] = r->tail_slot;
+	r->tail_slot = UINT32_MAX;
+	if (!r->is_write && !r->err) {
+		r->verify_pending = true;
+		r->next_verify = l->verify;
+		l->verify = r;
+		return;
+	}
+	req_account(e, r);
+}
+
+static void lane_verify(struct ortmem__lane *l, struct ortmem__sengine *e)
+{
+	struct ortmem__sreq *r;
+
+	while ((r = l->verify)) {
+		l->verify = r->next_verify;
+		r->verify_pending = false;
+		if (ortmem__csum(r->buf, r->len) != r->csum)
+			req_fail(r, -ORTMEM_E_CHECKSUM, NULL,
+				 "its data does not match the checksum written with it");
+		req_account(e, r);
+	}
+}
+
+static bool req_all_issued(const struct ortmem__sreq *r)
+{
+	return r->err || (r->sched == r->body && r->tail_sched);
+}
+
+/* Schedule the next segment of @r; false when it has none or none can go. */
+static bool req_produce(struct ortmem__lane *l, struct ortmem__sengine *e,
+			struct ortmem__sreq *r)
+{
+	struct ortmem__seg *s;
+	bool tail = r->sched == r->body;
+	uint64_t n;
+
+	if (req_all_issued(r))
+		return false;
+	if (!tail && (l->body_inflight >= e->queue_depth ||
+		      (!r->direct && !l->nbounce_free)))
+		return false;
+	s = seg_get(l);
+	if (!s)
+		return false;
+	s->req = r;
+	if (tail) {
+		s->is_tail = true;
+		s->mem = lane_tail(l, e, r->tail_slot);
+		s->len = req_tail_len(r, e->file->align);
+		s->foff = r->foff + r->body;
+		s->buf_index = l->regbuf ? (int16_t)l->nbounce : -1;
+		r->tail_sched = true;
+	} else {
+		n = r->body - r->sched < e->chunk ? r->body - r->sched : e->chunk;
+		s->body_off = r->sched;
+		s->foff = r->foff + r->sched;
+		s->len = (uint32_t)n;
+		if (r->direct) {
+			s->mem = r->buf + r->sched;
+		} else {
+			s->bounce = (int16_t)l->bounce_free[--l->nbounce_free];
+			s->mem = lane_bounce(l, e, s->bounce);
+			s->buf_index = l->regbuf ? s->bounce : -1;
+			if (r->is_write)
+				memcpy(s->mem, r->buf + r->sched, n);
+		}
+		r->sched += n;
+		l->body_inflight++;
+	}
+	s->total = s->len;
+	r->pending++;
+	l->inflight++;
+	seg_issue(l, e, s);
+	return true;
+}
+
+/* What an injected fault turns a result into. */
+static int seg_apply_fault(const struct ortmem__seg *s, uint32_t align, int res)
+{
+	if (s->fault < 0)
+		return s->fault;
+	if (s->fault == ORTMEM_SPILL_FAULT_STALL)
+		return 0;
+	if (s->fault == ORTMEM_SPILL_FAULT_SHORT && res > 0)
+		return (int)((uint32_t)(res / 2) & ~(align - 1));
+	return res;
+}
+
+/* Handle a short transfer; true when the segment was reissued. */
+static bool seg_continue(struct ortmem__lane *l, struct ortmem__sengine *e,
+			 struct ortmem__seg *s, uint32_t res)
+{
+	struct ortmem__sreq *r = s->req;
+	uint32_t adv = res;
+
+	atomic_fetch_add(&e->count.short_transfers, 1);
+	if (e->file->direct)
+		adv &= ~(e->file->align - 1);
+	if (!adv) {
+		if (++s->stalls > SEG_STALL_MAX) {
+			req_fail(r, -EIO, s, "no forward progress (the I/O moved nothing, again and again)");
+			return false;
+		}
+	} else {
+		s->stalls = 0;
+	}
+	s->mem += adv;
+	s->foff += adv;
+	s->len -= adv;
+	r->moved += adv;
+	seg_issue(l, e, s);
+	return true;
+}
+
+static void seg_complete(struct ortmem__lane *l, struct ortmem__sengine *e,
+			 struct ortmem__seg *s, int res)
+{
+	struct ortmem__sreq *r = s->req;
+
+	res = seg_apply_fault(s, e->file->align, res);
+	if ((res == -EAGAIN || res == -EINTR) && ++s->retries <= SEG_RETRY_MAX) {
+		atomic_fetch_add(&e->count.retries, 1);
+		seg_issue(l, e, s);
+		return;
+	}
+	if (res < 0) {
+		req_fail(r, res, s, r->is_write ? "the write failed" : "the read failed");
+	} else if ((uint32_t)res > s->len) {
+		req_fail(r, -EIO, s, "the kernel reported more bytes than asked");
+	} else if ((uint32_t)res < s->len) {
+		if (!r->err && seg_continue(l, e, s, (uint32_t)res))
+			return;
+	} else {
+		r->moved += (uint32_t)res;
+		if (!r->is_write && s->bounce >= 0 && !r->err)
+			memcpy(r->buf + s->body_off, lane_bounce(l, e, s->bounce),
+			       s->total);
+	}
+	seg_put(l, s);
+	if (!--r->pending && req_all_issued(r))
+		req_finish(l, e, r);
+}
+
+static void lane_reap_ring(struct ortmem__lane *l, struct ortmem__sengine *e)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, seen = 0;
+	int ret;
+
+	ret = io_uring_submit_and_wait(&l->ring, 1);
+	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
+		pr_warn("spill: io_uring_submit_and_wait failed (%s); waiting for completions",
+			ortmem_strerror(ret));
+	if (ret < 0) {
+		/* Something is in flight: a completion will come. */
+		ret = io_uring_wait_cqe(&l->ring, &cqe);
+		if (ret < 0 && ret != -EINTR && ret != -EAGAIN)
+			pr_warn("spill: io_uring_wait_cqe failed (%s)",
+				ortmem_strerror(ret));
+	}
+	io_uring_for_each_cqe(&l->ring, head, cqe) {
+		struct ortmem__seg *s = io_uring_cqe_get_data(cqe);
+
+		seen++;
+		seg_complete(l, e, s, cqe->res);
+	}
+	io_uring_cq_advance(&l->ring, seen);
+}
+
+static void lane_reap_sync(struct ortmem__lane *l, struct ortmem__sengine *e)
+{
+	while (l->ndone) {
+		struct ortmem__seg *s = &l->segs[l->done[--l->ndone]];
+
+		seg_complete(l, e, s, s->res);
+	}
+}
+
+void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
+		      struct ortmem__sreq *reqs, unsigned int n)
+{
+	unsigned int lo = 0, next = 0, i;
+
+	for (;;) {
+		while (next < n && l->ntail_free) {
+			if (!reqs[next].finished) {
+				req_activate(l, e, &reqs[next]);
+				while (req_produce(l, e, &reqs[next]))
+					;
+				if (l->have_ring && reqs[next].is_write)
+					io_uring_submit(&l->ring);
+			}
+			next++;
+		}
+		for (i = lo; i < next; i++)
+			while (!reqs[i].finished && req_produce(l, e, &reqs[i]))
+				;
+		if (l->have_ring && l->inflight)
+			io_uring_submit(&l->ring);
+		lane_verify(l, e);
+		while (lo < next && reqs[lo].finished)
+			lo++;
+		if (!l->inflight) {
+			if (lo == n)
+				break;
+			continue;
+		}
+		if (l->have_ring)
+			lane_reap_ring(l, e);
+		else
+			lane_reap_sync(l, e);
+	}
+}
