@@ -210,17 +210,35 @@ int ortmem__err_capacity(bool wrap_current, int tier, uint32_t role,
 	return -ORTMEM_E_CAPACITY_UNAVAILABLE;
 }
 
-int ortmem__err_plain(int code, const char *fmt, ...)
+static int err_plain_v(int code, int tier, uint64_t bytes, const char *fmt,
+		      va_list ap)
 {
-	struct ortmem__figures f = { .tier = -1 };
+	struct ortmem__figures f = { .tier = tier, .requested = bytes };
 	struct ortmem_error *e = err_push(false);
-	va_list ap;
 
 	if (code >= 0)
 		code = -EIO;
 	err_fill(e, ORTMEM_ERR_NONE, code, &f);
-	va_start(ap, fmt);
 	vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
+	return code;
+}
+
+int ortmem__err_plain(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = err_plain_v(code, -1, 0, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int ortmem__err_io(int code, int tier, uint64_t bytes, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = err_plain_v(code, tier, bytes, fmt, ap);
 	va_end(ap);
 	return code;
 }

@@ -61,6 +61,9 @@ int ortmem__err_capacity(bool wrap_current, int tier, uint32_t role,
 			 const char *fmt, ...) __printf(6, 7);
 /* Any other failure: a code and a free-text reason, no figures. */
 int ortmem__err_plain(int code, const char *fmt, ...) __printf(2, 3);
+/* The same, naming the tier and the bytes concerned. */
+int ortmem__err_io(int code, int tier, uint64_t bytes, const char *fmt, ...)
+	__printf(4, 5);
 
 /* ---- sized option structs ---- */
 

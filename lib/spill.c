@@ -59,22 +59,8 @@ struct ortmem_spill {
  * A failure of the disk tier: a plain error whose figures say "disk" and the
  * bytes concerned, with the whole account in its reason.
  */
-static int __printf(3, 4) spill_err(int code, uint64_t bytes, const char *fmt, ...)
-{
-	struct ortmem_error *e;
-	char reason[ORTMEM_ERROR_REASON_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	code = ortmem__err_plain(code, "%s", reason);
-	/* The thread's own error record, just made: fill in its figures. */
-	e = (struct ortmem_error *)ortmem_last_error();
-	e->tier = ORTMEM_TIER_DISK;
-	e->requested = bytes;
-	return code;
-}
+#define spill_err(code, bytes, ...) \
+	ortmem__err_io(code, ORTMEM_TIER_DISK, bytes, __VA_ARGS__)
 
 /* ---- handles ---- */
 
