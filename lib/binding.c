@@ -286,9 +286,9 @@ static void credit_flush_locked(struct ortmem_gov *gov, struct gov_thread *gt)
 						  memory_order_relaxed);
 
 		if (r != c) {
-			ortmem__tier_uncharge(gov, t, r - c);
 			atomic_store_explicit(&gt->credited[t], r,
 					      memory_order_relaxed);
+			ortmem__tier_uncharge(gov, t, r - c);
 		}
 	}
 }

@@ -276,14 +276,14 @@ static inline int gov_charge_fast(struct ortmem_gov *gov, struct gov_thread *gt,
 				  int tier, uint32_t role, uint64_t size)
 {
 	struct gov_tier *t = &gov->tiers[tier];
-	uint64_t now;
+	uint64_t now, pending;
 
 	if (__builtin_expect(!tier_charge(t, size, &now), 0))
 		return ortmem__gov_charge(gov, tier, role, size);
-	now -= ortmem__credit_pending(gt, tier);
-	if (__builtin_expect(now > atomic_load_explicit(&t->peak,
-							memory_order_relaxed), 0))
-		tier_note_peak(t, now);
+	pending = ortmem__credit_pending(gt, tier);
+	if (__builtin_expect(now - pending > atomic_load_explicit(&t->peak,
+					memory_order_relaxed) && now > pending, 0))
+		tier_note_peak(t, now - pending);
 	return 0;
 }
 
