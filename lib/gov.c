@@ -287,13 +287,29 @@ static inline int gov_charge_fast(struct ortmem_gov *gov, struct gov_thread *gt,
 	return 0;
 }
 
-static int gov_check_args(struct ortmem_gov *gov, int tier, uint32_t role,
-			  uint64_t size, struct ortmem_handle *hp)
+/* ortmem_role_name()'s rule, without a call through the PLT. */
+static inline bool gov_role_valid(uint32_t role)
 {
+	uint32_t kind = role & ORTMEM_ROLE_KIND_MASK;
+
+	if (kind > ORTMEM_ROLE_ACTIVATION)
+		return false;
+	return role == kind || (role == (kind | ORTMEM_ROLE_STEP_SCOPED) &&
+				kind == ORTMEM_ROLE_WORKSPACE);
+}
+
+static inline int gov_check_args(struct ortmem_gov *gov, int tier,
+				 uint32_t role, uint64_t size,
+				 struct ortmem_handle *hp)
+{
+	if (__builtin_expect(gov && hp && gov_role_valid(role) && size &&
+			     size <= GOV_MAX_SIZE && tier >= 0 &&
+			     tier < ORTMEM_TIER_COUNT, 1))
+		return 0;
 	if (!gov || !hp)
 		return ortmem__err_invalid(-1, size, "%s is NULL",
 					   gov ? "hp" : "gov");
-	if (!ortmem_role_name(role))
+	if (!gov_role_valid(role))
 		return ortmem__err_invalid(tier, size,
 			"role %#x is not a role (a kind, plus ORTMEM_ROLE_STEP_SCOPED on a workspace)",
 			role);

@@ -59,33 +59,30 @@ static void *run_gov(void *arg)
 	return NULL;
 }
 
-/* Best of ROUNDS, in ns per pair, with @nthreads threads at once. */
-static double measure(void *(*fn)(void *), int nthreads, int *failed)
+/* One round, in ns per pair, with @nthreads threads at once; keeps the
+ * best in *@best. */
+static void measure(void *(*fn)(void *), int nthreads, int *failed,
+		    double *best)
 {
-	double best = 1e30;
 	pthread_t th[2];
-	int r, i;
+	double t0 = now_ns(), t;
+	int i;
 
-	for (r = 0; r < ROUNDS; r++) {
-		double t0 = now_ns(), t;
-
-		for (i = 0; i < nthreads; i++)
-			pthread_create(&th[i], NULL, fn, failed);
-		for (i = 0; i < nthreads; i++)
-			pthread_join(th[i], NULL);
-		t = (now_ns() - t0) / pairs;
-		if (t < best)
-			best = t;
-	}
-	return best;
+	for (i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, fn, failed);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	t = (now_ns() - t0) / pairs;
+	if (t < *best)
+		*best = t;
 }
 
 int main(int argc, char **argv)
 {
 	ORTMEM_OPTS(ortmem_gov_opts, opts,
 		    .limit = { 0, 1ull << 40, 0 });
-	double m1, g1, m2, g2;
-	int failed = 0;
+	double m1 = 1e30, g1 = 1e30, m2 = 1e30, g2 = 1e30;
+	int failed = 0, r;
 
 	if (argc > 1)
 		pairs = atol(argv[1]);
@@ -94,14 +91,19 @@ int main(int argc, char **argv)
 			ortmem_last_error_message());
 		return 1;
 	}
-	m1 = measure(run_malloc, 1, &failed);
-	g1 = measure(run_gov, 1, &failed);
-	m2 = measure(run_malloc, 2, &failed);
-	g2 = measure(run_gov, 2, &failed);
+	/* Rounds alternate between the peers so both see the same machine. */
+	for (r = 0; r < ROUNDS; r++) {
+		measure(run_malloc, 1, &failed, &m1);
+		measure(run_gov, 1, &failed, &g1);
+	}
+	for (r = 0; r < ROUNDS; r++) {
+		measure(run_malloc, 2, &failed, &m2);
+		measure(run_gov, 2, &failed, &g2);
+	}
 	ortmem_gov_close(gov);
 	if (failed)
 		return 1;
-	printf("pairs: %ld per thread, %d bytes, best of %d rounds\n", pairs,
+	printf("pairs: %ld per thread, %d bytes, best of %d alternating rounds\n", pairs,
 	       SIZE, ROUNDS);
 	printf("malloc/free, 1 thread: %.1f ns\n", m1);
 	printf("malloc/free, 2 threads: %.1f ns (wall time per pair per thread)\n", m2);
