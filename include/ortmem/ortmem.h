@@ -11,5 +11,6 @@
 #include <ortmem/core.h>
 #include <ortmem/plan.h>
 #include <ortmem/spill.h>
+#include <ortmem/governor.h>
 
 #endif /* ORTMEM_ORTMEM_H */

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ortmem/governor.h - allocator backends, bindings, deferred release and the
+ * governor: per-tier budgets, leases per role, reclaim, demotion/promotion.
+ *
+ * Thread safety: every function here may be called from any thread on the
+ * same governor at the same time, except ortmem_gov_close() and
+ * ortmem_gov_set_backend(), which the caller must not race with any other
+ * call on that governor.  Reserve, release, pin and unpin of resident
+ * allocations take no lock (per-tier atomics and a per-thread slot cache);
+ * the slow paths (backend calls, reclaim, demotion, promotion, deferred
+ * release, quarantine) serialise on one mutex per governor.  Backend hooks
+ * are called with that mutex held, one at a time, and must not call back
+ * into the governor.  Reclaim callbacks are called with no governor lock
+ * held and may call any function here except ortmem_gov_close().
+ */
+#ifndef ORTMEM_GOVERNOR_H
+#define ORTMEM_GOVERNOR_H
+
+#include <ortmem/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ortmem_gov;
+
+/*
+ * A binding: the identity of one lease or allocation.  It carries a slot
+ * index, a tag of the governor that issued it and the slot's generation, so
+ * a handle used after its release (stale) or made up (forged) is refused
+ * with -ORTMEM_E_STALE_HANDLE and never reaches another allocation.  The
+ * all-zero handle is never valid.
+ */
+struct ortmem_handle {
+	uint64_t id;
+};
+
+/* ===================================================================
+ * Allocator backends
+ * =================================================================== */
+
+/* Optional capabilities, discovered at run time through ops->caps(). */
+/* ptr() returns a CPU address of the bytes (host RAM, a mapping). */
+#define ORTMEM_BACKEND_CAP_HOST_POINTER (1u << 0)
+/* Virtual backing: address space reserved first, physical memory mapped
+ * into it later (cuMemCreate/cuMemMap). */
+#define ORTMEM_BACKEND_CAP_VIRTUAL (1u << 1)
+/* The memory can be shared with another process or device mapping. */
+#define ORTMEM_BACKEND_CAP_SHARED_MAPPING (1u << 2)
+#define ORTMEM_BACKEND_CAP_ALL (ORTMEM_BACKEND_CAP_HOST_POINTER | \
+				ORTMEM_BACKEND_CAP_VIRTUAL | \
+				ORTMEM_BACKEND_CAP_SHARED_MAPPING)
+
+/*
+ * One tier's allocator.  A backend names its allocations with a 64-bit
+ * value of its own (a pointer, an extent number): "bh" below.  Every hook
+ * gets the ctx given to ortmem_gov_set_backend() and returns 0 or -errno;
+ * a backend may explain a failure by leaving a detailed error (any failing
+ * libortmem call does), which the governor keeps as the reason.
+ *
+ * Required: free, and one way to create allocations (alloc or store).
+ * Data movement (demotion, promotion) uses, on the source, ptr (with
+ * HOST_POINTER) or read; on the destination, store, or alloc followed by
+ * ptr or write.  A tier lacking both is never a source or destination.
+ */
+struct ortmem_backend_ops {
+	size_t sz;		/* sizeof(struct ortmem_backend_ops) */
+	const char *name;	/* shown in statistics and errors */
+	/* ORTMEM_BACKEND_CAP_* this instance has now; NULL means none. */
+	uint32_t (*caps)(void *ctx);
+	/* Allocate @size bytes (contents undefined). */
+	int (*alloc)(void *ctx, uint64_t size, uint64_t *bhp);
+	/*
+	 * Release @bh (@size bytes).  On failure set *@freedp to the bytes that
+	 * were released anyway (0..size); @bh must stay valid for a later
+	 * free of the rest, which is called with the residual size.
+	 */
+	int (*free)(void *ctx, uint64_t bh, uint64_t size, uint64_t *freedp);
+	/* CPU address of @bh; required with ORTMEM_BACKEND_CAP_HOST_POINTER. */
+	void *(*ptr)(void *ctx, uint64_t bh);
+	/* Create an allocation holding @len bytes copied from @src. */
+	int (*store)(void *ctx, const void *src, uint64_t len, uint64_t *bhp);
+	/* Copy @len bytes from @src into @bh / from @bh into @dst. */
+	int (*write)(void *ctx, uint64_t bh, const void *src, uint64_t len);
+	int (*read)(void *ctx, uint64_t bh, void *dst, uint64_t len);
+	/* > 0 while an operation of the backend still uses @bh (in-flight
+	 * I/O), 0 when idle, -errno when that cannot be known. */
+	int (*busy)(void *ctx, uint64_t bh);
+	/* Called by ortmem_gov_close() after the last free. */
+	void (*close)(void *ctx);
+};
+
+/**
+ * ortmem_backend_heap() - The "heap" backend: plain process memory.
+ *
+ * Allocations come from malloc (below 1 MiB) or anonymous mmap; no pinning,
+ * no device.  Capabilities: HOST_POINTER.  For tests and for runtimes without
+ * the kernel module.  Its ctx is unused (pass NULL).
+ *
+ * Return: the ops, static, never NULL.
+ */
+ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_heap(void);
+
+/* ===================================================================
+ * Governor
+ * =================================================================== */
+
+struct ortmem_gov_opts {
+	size_t sz;
+	/* Budget of each tier in bytes; 0 closes the tier. */
+	uint64_t limit[ORTMEM_TIER_COUNT];
+	/* Device bytes left to the driver (contexts, cuBLAS workspaces): the
+	 * device tier grants at most limit - driver_reserve. */
+	uint64_t driver_reserve;
+	/* Most live handles at once; 0 means 65536, at most 1 << 24. */
+	uint32_t max_handles;
+	uint32_t flags;		/* none defined; must be 0 */
+};
+
+/* ortmem_gov_alloc() flags. */
+/* The allocation may be demoted to a lower tier to make room. */
+#define ORTMEM_ALLOC_MOVABLE (1u << 0)
+
+/* ortmem_gov_release() flags. */
+/* Pinned: release when the last pin goes instead of refusing. */
+#define ORTMEM_RELEASE_DEFER (1u << 0)
+
+/* ortmem_gov_pin() flags. */
+/* Pin where it is; do not promote a demoted allocation first. */
+#define ORTMEM_PIN_NO_PROMOTE (1u << 0)
+
+ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
+			       struct ortmem_gov **govp);
+ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov);
+
+ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
+				      const struct ortmem_backend_ops *ops,
+				      void *ctx);
+ORTMEM_API int ortmem_gov_backend_caps(struct ortmem_gov *gov, int tier);
+
+ORTMEM_API int ortmem_gov_set_limit(struct ortmem_gov *gov, int tier,
+				    uint64_t limit);
+ORTMEM_API int ortmem_gov_set_driver_reserve(struct ortmem_gov *gov,
+					     uint64_t bytes);
+
+/* Leases: budget only, no memory. */
+ORTMEM_API int ortmem_gov_reserve(struct ortmem_gov *gov, int tier,
+				  uint32_t role, uint64_t size,
+				  struct ortmem_handle *hp);
+/* Allocations: a lease plus backend memory. */
+ORTMEM_API int ortmem_gov_alloc(struct ortmem_gov *gov, int tier,
+				uint32_t role, uint64_t size, uint32_t flags,
+				struct ortmem_handle *hp);
+ORTMEM_API int ortmem_gov_release(struct ortmem_gov *gov,
+				  struct ortmem_handle h, uint32_t flags);
+ORTMEM_API int ortmem_gov_release_after(struct ortmem_gov *gov,
+					struct ortmem_handle h,
+					int (*ready)(void *arg), void *arg);
+ORTMEM_API int ortmem_gov_poll(struct ortmem_gov *gov);
+
+ORTMEM_API int ortmem_gov_pin(struct ortmem_gov *gov, struct ortmem_handle h,
+			      uint32_t flags, void **ptrp);
+ORTMEM_API int ortmem_gov_unpin(struct ortmem_gov *gov,
+				struct ortmem_handle h);
+ORTMEM_API int ortmem_gov_demote(struct ortmem_gov *gov,
+				 struct ortmem_handle h);
+
+/* What a handle refers to now. */
+struct ortmem_alloc_info {
+	int tier;		/* where the bytes are */
+	int home_tier;		/* where they were reserved */
+	uint32_t role;
+	uint32_t pins;
+	uint64_t size;
+	int has_memory;		/* an allocation, not a bare lease */
+	int movable;
+};
+ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
+				struct ortmem_alloc_info *info);
+
+/*
+ * A holder that can give memory back.  Called with @want, the bytes still
+ * missing on @tier; it releases what it can (with ortmem_gov_release() or
+ * ortmem_gov_demote()) and returns 0, or -errno when it cannot (its
+ * detailed error, if it left one, becomes the cause of the refusal).
+ */
+typedef int (*ortmem_reclaim_fn)(struct ortmem_gov *gov, int tier,
+				 uint64_t want, void *arg);
+
+ORTMEM_API int ortmem_gov_add_reclaim(struct ortmem_gov *gov, int tier,
+				      int priority, const char *name,
+				      ortmem_reclaim_fn fn, void *arg);
+ORTMEM_API int ortmem_gov_remove_reclaim(struct ortmem_gov *gov, int id);
+ORTMEM_API int ortmem_gov_reclaim(struct ortmem_gov *gov, int tier,
+				  uint32_t role, uint64_t bytes);
+
+/* ===================================================================
+ * Quarantine
+ * =================================================================== */
+
+/* Who still owns the bytes of a quarantined allocation. */
+enum ortmem_residual_owner {
+	/* The backend still holds them; ortmem_gov_quarantine_retry() frees. */
+	ORTMEM_OWNER_BACKEND = 1,
+	/* An operation (I/O, device work) may still use them: its completion
+	 * condition failed, so nobody can say when they are safe to free. */
+	ORTMEM_OWNER_INFLIGHT = 2,
+};
+
+struct ortmem_quarantine_entry {
+	struct ortmem_handle handle;	/* the binding the bytes belonged to */
+	int tier;
+	int owner;			/* enum ortmem_residual_owner */
+	uint64_t size;			/* the allocation */
+	uint64_t residual;		/* bytes still owned, still charged */
+	int code;			/* the failure, negative */
+	char backend[32];
+	char reason[ORTMEM_ERROR_REASON_MAX];
+};
+
+ORTMEM_API int ortmem_gov_quarantine(struct ortmem_gov *gov,
+				     struct ortmem_quarantine_entry *out,
+				     size_t max);
+ORTMEM_API int ortmem_gov_quarantine_retry(struct ortmem_gov *gov);
+
+/* ===================================================================
+ * Statistics (in the spirit of PyTorch's memory_stats)
+ * =================================================================== */
+
+struct ortmem_tier_stats {
+	uint64_t used;		/* bytes leased (includes quarantined) */
+	uint64_t limit;		/* budget as set */
+	uint64_t usable;	/* limit less the driver reserve */
+	uint64_t peak;		/* most bytes leased at once */
+	uint64_t driver_reserve;
+	uint64_t leases;	/* live leases and allocations */
+	uint64_t role_bytes[4];	/* by enum ortmem_role_kind */
+	uint64_t demoted_bytes;	/* moved out to a lower tier */
+	uint64_t promoted_bytes;	/* moved in from a lower tier */
+	uint64_t reclaim_calls;	/* reclaim callbacks called */
+	uint64_t refusals;	/* reservations refused */
+	uint64_t quarantined_bytes;
+	uint64_t deferred;	/* releases waiting */
+	uint32_t caps;		/* backend capabilities */
+	char backend[32];	/* backend name, "" when none */
+};
+
+struct ortmem_gov_stats {
+	size_t sz;		/* sizeof(struct ortmem_gov_stats) */
+	struct ortmem_tier_stats tier[ORTMEM_TIER_COUNT];
+	uint64_t handles_live;
+	uint64_t handles_max;
+	uint64_t handles_retired;	/* slots whose generation ran out */
+	uint64_t pins;			/* pins held, all handles */
+	uint64_t quarantined;		/* entries */
+};
+
+ORTMEM_API int ortmem_gov_stats(struct ortmem_gov *gov,
+				struct ortmem_gov_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ORTMEM_GOVERNOR_H */

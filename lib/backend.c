@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Allocator backends behind struct ortmem_backend_ops: registration with
+ * its checks, capabilities discovered at run time, and moving bytes from
+ * one backend to another (demotion, promotion) with only the hooks each
+ * one has.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gov_internal.h"
+
+uint32_t ortmem__backend_caps(const struct gov_tier *t)
+{
+	uint32_t caps;
+
+	if (!t->has_backend || !t->ops.caps)
+		return 0;
+	caps = t->ops.caps(t->ctx) & ORTMEM_BACKEND_CAP_ALL;
+	if (!t->ops.ptr)
+		caps &= ~ORTMEM_BACKEND_CAP_HOST_POINTER;
+	return caps;
+}
+
+static int backend_check(int tier, const struct ortmem_backend_ops *ops)
+{
+	int ret = ortmem__opts_valid(ops, sizeof(*ops), "ortmem_backend_ops");
+
+	if (ret)
+		return ret;
+	if (!ORTMEM_OPTS_GET(ops, free, NULL))
+		return ortmem__err_invalid(tier, 0,
+			"backend '%s' has no free hook; every backend must release what it allocates",
+			ORTMEM_OPTS_GET(ops, name, NULL) ?: "?");
+	if (!ORTMEM_OPTS_GET(ops, alloc, NULL) &&
+	    !ORTMEM_OPTS_GET(ops, store, NULL))
+		return ortmem__err_invalid(tier, 0,
+			"backend '%s' has neither an alloc nor a store hook, so it can hold nothing",
+			ORTMEM_OPTS_GET(ops, name, NULL) ?: "?");
+	return 0;
+}
+
+static bool gov_tier_in_use(struct ortmem_gov *gov, int tier)
+{
+	uint32_t i;
+
+	for (i = 0; i < gov->nslots; i++) {
+		struct gov_slot *s = &gov->slots[i];
+		unsigned int st = slot_state(atomic_load(&s->word));
+
+		if (st != SLOT_FREE && st != SLOT_RETIRED &&
+		    atomic_load(&s->kind) == SLOT_KIND_ALLOC &&
+		    atomic_load(&s->tier) == tier)
+			return true;
+	}
+	return false;
+}
+
+ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
+				      const struct ortmem_backend_ops *ops,
+				      void *ctx)
+{
+	struct gov_tier *t;
+	int ret;
+
+	if (!gov)
+		return ortmem__err_invalid(-1, 0, "gov is NULL");
+	if (tier < 0 || tier >= ORTMEM_TIER_COUNT)
+		return ortmem__err_invalid(-1, 0, "tier %d is not a tier", tier);
+	if (ops) {
+		ret = backend_check(tier, ops);
+		if (ret)
+			return ret;
+	}
+	t = &gov->tiers[tier];
+	pthread_mutex_lock(&gov->lock);
+	if (gov_tier_in_use(gov, tier)) {
+		pthread_mutex_unlock(&gov->lock);
+		return ortmem__err_plain(-EBUSY,
+			"the %s tier still holds allocations of backend '%s'; release them before changing its backend",
+			ortmem_tier_name(tier), t->name);
+	}
+	memset(&t->ops, 0, sizeof(t->ops));
+	t->has_backend = ops != NULL;
+	t->ctx = ctx;
+	t->name[0] = '\0';
+	if (ops) {
+		memcpy(&t->ops, ops, ops->sz < sizeof(t->ops) ? ops->sz :
+		       sizeof(t->ops));
+		t->ops.sz = sizeof(t->ops);
+		snprintf(t->name, sizeof(t->name), "%s",
+			 t->ops.name ? t->ops.name : "unnamed");
+	}
+	pthread_mutex_unlock(&gov->lock);
+	return 0;
+}
+
+ORTMEM_API int ortmem_gov_backend_caps(struct ortmem_gov *gov, int tier)
+{
+	if (!gov)
+		return ortmem__err_invalid(-1, 0, "gov is NULL");
+	if (tier < 0 || tier >= ORTMEM_TIER_COUNT)
+		return ortmem__err_invalid(-1, 0, "tier %d is not a tier", tier);
+	if (!gov->tiers[tier].has_backend)
+		return ortmem__err_plain(-ENOENT,
+			"the %s tier has no backend; set one with ortmem_gov_set_backend()",
+			ortmem_tier_name(tier));
+	return (int)ortmem__backend_caps(&gov->tiers[tier]);
+}
+
+/* A hook failed with @ret: report it, keeping the backend's own words. */
+int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
+				uint64_t size, const char *hook)
+{
+	const struct ortmem_error *e = ortmem_last_error();
+	char why[ORTMEM_ERROR_REASON_MAX] = "";
+
+	if (ret >= 0)
+		ret = -EIO;
+	if (e)
+		ortmem_error_format(e, why, sizeof(why));
+	return ortmem__err_alloc_failed(ret, tier, size,
+		"backend '%s' %s returned %d%s%s", t->name, hook, ret,
+		e ? ": " : "", why);
+}
+
+bool ortmem__backend_can_source(const struct gov_tier *t)
+{
+	return t->has_backend &&
+	       ((ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER) ||
+		t->ops.read);
+}
+
+bool ortmem__backend_can_sink(const struct gov_tier *t)
+{
+	return t->has_backend &&
+	       (t->ops.store ||
+		(t->ops.alloc &&
+		 ((ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER) ||
+		  t->ops.write)));
+}
+
+int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
+			 uint64_t size, uint64_t *freedp)
+{
+	struct gov_tier *t = &gov->tiers[tier];
+	int ret;
+
+	*freedp = 0;
+	ortmem_error_clear();
+	ret = t->ops.free(t->ctx, bh, size, freedp);
+	if (!ret) {
+		*freedp = size;
+		return 0;
+	}
+	if (*freedp > size)
+		*freedp = size;
+	return ortmem__backend_hook_failed(t, tier, ret, size, "free");
+}
+
+/* The source bytes as a CPU address: direct, or read into *@bouncep. */
+static int move_source(struct gov_tier *src, int from, uint64_t bh,
+		       uint64_t size, const void **datap, void **bouncep)
+{
+	int ret;
+
+	*bouncep = NULL;
+	if (ortmem__backend_caps(src) & ORTMEM_BACKEND_CAP_HOST_POINTER) {
+		*datap = src->ops.ptr(src->ctx, bh);
+		return 0;
+	}
+	if (size > SIZE_MAX || !(*bouncep = malloc(size)))
+		return ortmem__err_plain(-ENOMEM,
+			"cannot allocate a %" PRIu64 "-byte bounce buffer to move data out of the %s tier",
+			size, ortmem_tier_name(from));
+	ortmem_error_clear();
+	ret = src->ops.read(src->ctx, bh, *bouncep, size);
+	if (ret) {
+		ret = ortmem__backend_hook_failed(src, from, ret, size, "read");
+		free(*bouncep);
+		*bouncep = NULL;
+		return ret;
+	}
+	*datap = *bouncep;
+	return 0;
+}
+
+static int move_sink(struct gov_tier *dst, int to, const void *data,
+		     uint64_t size, uint64_t *bhp)
+{
+	uint64_t freed;
+	int ret;
+
+	ortmem_error_clear();
+	if (dst->ops.store) {
+		ret = dst->ops.store(dst->ctx, data, size, bhp);
+		return ret ? ortmem__backend_hook_failed(dst, to, ret, size,
+							 "store") : 0;
+	}
+	ret = dst->ops.alloc(dst->ctx, size, bhp);
+	if (ret)
+		return ortmem__backend_hook_failed(dst, to, ret, size, "alloc");
+	if (ortmem__backend_caps(dst) & ORTMEM_BACKEND_CAP_HOST_POINTER) {
+		memcpy(dst->ops.ptr(dst->ctx, *bhp), data, size);
+		return 0;
+	}
+	ret = dst->ops.write(dst->ctx, *bhp, data, size);
+	if (!ret)
+		return 0;
+	ret = ortmem__backend_hook_failed(dst, to, ret, size, "write");
+	if (dst->ops.free(dst->ctx, *bhp, size, &freed))
+		pr_err("backend '%s' leaked %" PRIu64 " bytes: free after a failed write failed too\n",
+		       dst->name, size - freed);
+	return ret;
+}
+
+/* Copy @size bytes of @bh on tier @from into a new allocation on @to. */
+int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
+			 int to, uint64_t size, uint64_t *newbhp)
+{
+	struct gov_tier *src = &gov->tiers[from], *dst = &gov->tiers[to];
+	const void *data = NULL;
+	void *bounce;
+	int ret;
+
+	if (!ortmem__backend_can_source(src) || !ortmem__backend_can_sink(dst))
+		return ortmem__err_plain(-EOPNOTSUPP,
+			"cannot move %" PRIu64 " bytes from the %s tier (backend '%s') to the %s tier (backend '%s'): the source needs ptr or read, the destination store, or alloc with ptr or write",
+			size, ortmem_tier_name(from), src->name,
+			ortmem_tier_name(to), dst->name);
+	ret = move_source(src, from, bh, size, &data, &bounce);
+	if (ret)
+		return ret;
+	ret = move_sink(dst, to, data, size, newbhp);
+	free(bounce);
+	return ret;
+}

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Bindings: the handle table.  Every lease or allocation occupies a slot
+ * whose word holds its generation, pin count and state; a handle names the
+ * slot, the governor and the generation, so a stale or forged one is
+ * refused.  A slot whose generation would wrap is retired, never reused.
+ *
+ * Free slots live in a global stack (slot_lock) and, for speed, in a
+ * per-thread cache; bytes a thread releases are credited back to the tiers
+ * in batches (thr_lock), and drained from every thread before any refusal,
+ * so budgets stay exact where it matters.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "gov_internal.h"
+
+static pthread_mutex_t ortmem__thr_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t thr_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t thr_key;
+
+/* The thread's governor blocks, and the one it used last. */
+/* initial-exec: the fast path reads these without a __tls_get_addr call. */
+#define GOV_TLS __thread __attribute__((tls_model("initial-exec")))
+static GOV_TLS struct gov_thread *tl_threads;
+static GOV_TLS struct ortmem_gov *tl_gov;
+static GOV_TLS uint64_t tl_serial;
+static GOV_TLS struct gov_thread *tl_gt;
+
+int ortmem__binding_init(struct ortmem_gov *gov, uint32_t n)
+{
+	uint32_t i;
+
+	gov->slots = calloc(n, sizeof(*gov->slots));
+	gov->free_idx = calloc(n, sizeof(*gov->free_idx));
+	if (!gov->slots || !gov->free_idx) {
+		free(gov->slots);
+		free(gov->free_idx);
+		return -ENOMEM;
+	}
+	gov->nslots = n;
+	for (i = 0; i < n; i++) {
+		atomic_init(&gov->slots[i].word, slot_word(1, 0, SLOT_FREE));
+		gov->free_idx[i] = n - 1 - i;
+	}
+	gov->nfree = n;
+	return 0;
+}
+
+/* Give a thread block's cache and credit back; under ortmem__thr_lock. */
+static void gov_thread_detach(struct gov_thread *gt)
+{
+	struct ortmem_gov *gov = gt->gov;
+	struct gov_thread **pp;
+	int t;
+
+	pthread_mutex_lock(&gov->thr_lock);
+	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
+		uint64_t r = atomic_load_explicit(&gt->released[t],
+						  memory_order_relaxed);
+
+		ortmem__tier_uncharge(gov, t, r - atomic_load(&gt->credited[t]));
+		atomic_store(&gt->credited[t], r);
+	}
+	for (pp = &gov->threads; *pp; pp = &(*pp)->gov_next)
+		if (*pp == gt) {
+			*pp = gt->gov_next;
+			break;
+		}
+	pthread_mutex_unlock(&gov->thr_lock);
+	pthread_mutex_lock(&gov->slot_lock);
+	while (gt->nmag)
+		gov->free_idx[gov->nfree++] = gt->mag[--gt->nmag];
+	pthread_mutex_unlock(&gov->slot_lock);
+	gt->gov = NULL;
+}
+
+static void thr_exit(void *arg)
+{
+	struct gov_thread *gt = arg, *next;
+
+	pthread_mutex_lock(&ortmem__thr_lock);
+	for (; gt; gt = next) {
+		next = gt->thr_next;
+		if (gt->gov)
+			gov_thread_detach(gt);
+		free(gt);
+	}
+	pthread_mutex_unlock(&ortmem__thr_lock);
+	tl_threads = NULL;
+	tl_gov = NULL;
+	tl_gt = NULL;
+}
+
+static void thr_key_make(void)
+{
+	pthread_key_create(&thr_key, thr_exit);
+}
+
+void ortmem__binding_fini(struct ortmem_gov *gov)
+{
+	struct gov_thread *gt;
+
+	pthread_mutex_lock(&ortmem__thr_lock);
+	for (gt = gov->threads; gt; gt = gt->gov_next)
+		gt->gov = NULL;
+	gov->threads = NULL;
+	pthread_mutex_unlock(&ortmem__thr_lock);
+	free(gov->slots);
+	free(gov->free_idx);
+}
+
+/* Slow lookup: find or make this thread's block for @gov. */
+static struct gov_thread *gov_thread_find(struct ortmem_gov *gov)
+{
+	struct gov_thread *gt, **pp;
+
+	pthread_once(&thr_key_once, thr_key_make);
+	pthread_mutex_lock(&ortmem__thr_lock);
+	for (pp = &tl_threads; (gt = *pp);) {
+		if (!gt->gov) {		/* its governor closed */
+			*pp = gt->thr_next;
+			free(gt);
+			continue;
+		}
+		if (gt->gov == gov)
+			break;
+		pp = &gt->thr_next;
+	}
+	if (!gt) {
+		gt = calloc(1, sizeof(*gt));
+		if (gt) {
+			gt->gov = gov;
+			gt->thr_next = tl_threads;
+			tl_threads = gt;
+			pthread_mutex_lock(&gov->thr_lock);
+			gt->gov_next = gov->threads;
+			gov->threads = gt;
+			pthread_mutex_unlock(&gov->thr_lock);
+		}
+	}
+	pthread_setspecific(thr_key, tl_threads);
+	pthread_mutex_unlock(&ortmem__thr_lock);
+	if (gt) {
+		tl_gov = gov;
+		tl_serial = gov->serial;
+		tl_gt = gt;
+	}
+	return gt;
+}
+
+struct gov_thread *ortmem__gov_thread(struct ortmem_gov *gov)
+{
+	if (__builtin_expect(tl_gov == gov && tl_serial == gov->serial, 1))
+		return tl_gt;
+	return gov_thread_find(gov);
+}
+
+static void mag_refill(struct ortmem_gov *gov, struct gov_thread *gt)
+{
+	pthread_mutex_lock(&gov->slot_lock);
+	while (gt->nmag < GOV_MAG_BATCH && gov->nfree)
+		gt->mag[gt->nmag++] = gov->free_idx[--gov->nfree];
+	pthread_mutex_unlock(&gov->slot_lock);
+}
+
+int ortmem__slot_get(struct ortmem_gov *gov, struct gov_thread *gt,
+		     uint32_t *idxp)
+{
+	if (__builtin_expect(!gt, 0))
+		return ortmem__err_plain(-ENOMEM,
+			"cannot allocate the per-thread handle cache");
+	if (__builtin_expect(!gt->nmag, 0)) {
+		mag_refill(gov, gt);
+		if (!gt->nmag)
+			return ortmem__err_plain(-ENOSPC,
+				"all %u handles of this governor are live or retired; release some or open the governor with a larger max_handles",
+				gov->nslots);
+	}
+	*idxp = gt->mag[--gt->nmag];
+	return 0;
+}
+
+/*
+ * Return a slot, whose word the caller already moved to @gen's successor
+ * state (FREE or RETIRED).  Retired slots are dropped.
+ */
+void ortmem__slot_put(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
+{
+	struct gov_thread *gt;
+
+	if (gen == SLOT_GEN_MAX) {
+		atomic_fetch_add_explicit(&gov->retired, 1, memory_order_relaxed);
+		return;
+	}
+	gt = ortmem__gov_thread(gov);
+	if (__builtin_expect(!gt, 0)) {
+		pthread_mutex_lock(&gov->slot_lock);
+		gov->free_idx[gov->nfree++] = idx;
+		pthread_mutex_unlock(&gov->slot_lock);
+		return;
+	}
+	if (__builtin_expect(gt->nmag == GOV_MAG, 0)) {
+		pthread_mutex_lock(&gov->slot_lock);
+		while (gt->nmag > GOV_MAG - GOV_MAG_BATCH)
+			gov->free_idx[gov->nfree++] = gt->mag[--gt->nmag];
+		pthread_mutex_unlock(&gov->slot_lock);
+	}
+	gt->mag[gt->nmag++] = idx;
+}
+
+int ortmem__slot_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
+			uint64_t word, const char *what)
+{
+	uint32_t idx = h.id & 0xffffff;
+	unsigned int st = slot_state(word);
+
+	if (st == SLOT_QUARANTINED && slot_gen(word) == (uint32_t)(h.id >> 32))
+		return ortmem__err_plain(-ORTMEM_E_QUARANTINED,
+			"cannot %s handle %#" PRIx64 ": its release failed and it is quarantined; see ortmem_gov_quarantine()",
+			what, h.id);
+	if ((st == SLOT_RELEASING || (word & SLOT_PENDING)) &&
+	    slot_gen(word) == (uint32_t)(h.id >> 32))
+		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
+			"cannot %s handle %#" PRIx64 ": it was released (the release is pending); do not use a handle after releasing it",
+			what, h.id);
+	return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
+		"cannot %s handle %#" PRIx64 ": it names slot %u generation %u, but the slot is at generation %u (%s); the handle was released or never issued by this governor (%u slots)",
+		what, h.id, idx, (uint32_t)(h.id >> 32), slot_gen(word),
+		st == SLOT_RETIRED ? "retired" : st == SLOT_FREE ? "free" : "reused",
+		gov->nslots);
+}
+
+/*
+ * Resolve @h to its slot.  On success *@wordp is the slot's word, which has
+ * the handle's generation; its state may be anything but FREE or RETIRED.
+ */
+int ortmem__slot_lookup(struct ortmem_gov *gov, struct ortmem_handle h,
+			uint32_t *idxp, uint64_t *wordp)
+{
+	uint32_t idx = h.id & 0xffffff;
+	uint64_t w;
+
+	if (__builtin_expect(((h.id >> 24) & 0xff) != gov->tag ||
+			     idx >= gov->nslots, 0))
+		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
+			"handle %#" PRIx64 " was not issued by this governor (tag %u, slot %u of %u); pass the handle ortmem_gov_reserve() or ortmem_gov_alloc() returned",
+			h.id, (unsigned int)(h.id >> 24) & 0xff, idx, gov->nslots);
+	w = atomic_load_explicit(&gov->slots[idx].word, memory_order_acquire);
+	if (__builtin_expect(slot_gen(w) != (uint32_t)(h.id >> 32) ||
+			     slot_state(w) == SLOT_FREE ||
+			     slot_state(w) == SLOT_RETIRED, 0))
+		return ortmem__slot_refuse(gov, h, w, "use");
+	*idxp = idx;
+	*wordp = w;
+	return 0;
+}
+
+int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
+{
+	struct gov_slot *s;
+	uint64_t w;
+
+	if (idx >= gov->nslots || !gen)
+		return -EINVAL;
+	s = &gov->slots[idx];
+	w = atomic_load(&s->word);
+	if (slot_state(w) != SLOT_FREE)
+		return -EBUSY;
+	atomic_store(&s->word, slot_word(gen, 0, SLOT_FREE));
+	return 0;
+}
+
+/* ---- released-bytes credit ---- */
+
+static void credit_flush_locked(struct ortmem_gov *gov, struct gov_thread *gt)
+{
+	int t;
+
+	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
+		uint64_t r = atomic_load_explicit(&gt->released[t],
+						  memory_order_relaxed);
+
+		uint64_t c = atomic_load_explicit(&gt->credited[t],
+						  memory_order_relaxed);
+
+		if (r != c) {
+			atomic_store_explicit(&gt->credited[t], r,
+					      memory_order_relaxed);
+			ortmem__tier_uncharge(gov, t, r - c);
+		}
+	}
+}
+
+static void credit_flush(struct ortmem_gov *gov, struct gov_thread *gt)
+{
+	pthread_mutex_lock(&gov->thr_lock);
+	credit_flush_locked(gov, gt);
+	pthread_mutex_unlock(&gov->thr_lock);
+	gt->nrel = 0;
+}
+
+void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size)
+{
+	struct gov_thread *gt = ortmem__gov_thread(gov);
+	uint64_t r;
+
+	if (__builtin_expect(!gt, 0)) {
+		ortmem__tier_uncharge(gov, tier, size);
+		return;
+	}
+	r = atomic_load_explicit(&gt->released[tier], memory_order_relaxed) +
+	    size;
+	atomic_store_explicit(&gt->released[tier], r, memory_order_relaxed);
+	if (__builtin_expect(++gt->nrel >= GOV_CREDIT_BATCH ||
+			     size >= atomic_load_explicit(
+				     &gov->tiers[tier].flush_bytes,
+				     memory_order_relaxed), 0))
+		credit_flush(gov, gt);
+}
+
+void ortmem__credit_drain(struct ortmem_gov *gov)
+{
+	struct gov_thread *gt;
+
+	pthread_mutex_lock(&gov->thr_lock);
+	for (gt = gov->threads; gt; gt = gt->gov_next)
+		credit_flush_locked(gov, gt);
+	pthread_mutex_unlock(&gov->thr_lock);
+}
+
+uint64_t ortmem__credit_pending(struct gov_thread *gt, int tier)
+{
+	return atomic_load_explicit(&gt->released[tier], memory_order_relaxed) -
+	       atomic_load_explicit(&gt->credited[tier], memory_order_relaxed);
+}

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Operations on one binding: release (now, deferred on pins, or after a
+ * condition), pin (promoting a demoted allocation first), unpin, query and
+ * explicit demotion.  Pins and releases race only through the slot word's
+ * compare-and-swap, so a pinned binding can never be released.
+ */
+#include <errno.h>
+#include <inttypes.h>
+
+#include "gov_internal.h"
+
+static int gov_refuse_busy(struct ortmem_handle h, uint64_t w, const char *what)
+{
+	if (slot_state(w) == SLOT_MOVING)
+		return ortmem__err_plain(-EBUSY,
+			"cannot %s handle %#" PRIx64 ": another thread is moving it between tiers; retry",
+			what, h.id);
+	return ortmem__err_plain(-EBUSY,
+		"cannot %s handle %#" PRIx64 ": it holds %u pins; unpin it first%s",
+		what, h.id, slot_pins(w),
+		strcmp(what, "release") ? "" :
+		", or pass ORTMEM_RELEASE_DEFER to release it at the last unpin");
+}
+
+static inline bool slot_is_live(uint64_t w)
+{
+	unsigned int st = slot_state(w);
+
+	return (st == SLOT_LIVE || st == SLOT_DEMOTED) && !(w & SLOT_PENDING);
+}
+
+int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
+			 uint64_t id)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	uint32_t gen = slot_gen(w);
+	int ret;
+
+	if (atomic_load_explicit(&s->kind, memory_order_relaxed) ==
+	    SLOT_KIND_LEASE) {
+		uint64_t size = atomic_load_explicit(&s->size,
+						     memory_order_relaxed);
+		int tier = atomic_load_explicit(&s->tier, memory_order_relaxed);
+		uint64_t next = gen == SLOT_GEN_MAX ?
+				slot_word(gen, 0, SLOT_RETIRED) :
+				slot_word(gen + 1, 0, SLOT_FREE);
+
+		if (!atomic_compare_exchange_strong_explicit(&s->word, &w, next,
+				memory_order_acq_rel, memory_order_relaxed))
+			return -EAGAIN;
+		ortmem__credit(gov, tier, size);
+		ortmem__slot_put(gov, idx, gen);
+		return 0;
+	}
+	if (!atomic_compare_exchange_strong_explicit(&s->word, &w,
+			slot_word(gen, 0, SLOT_MOVING),
+			memory_order_acq_rel, memory_order_relaxed))
+		return -EAGAIN;
+	pthread_mutex_lock(&gov->lock);
+	ret = ortmem__backend_release_locked(gov, idx, id);
+	pthread_mutex_unlock(&gov->lock);
+	return ret;
+}
+
+ORTMEM_API int ortmem_gov_release(struct ortmem_gov *gov,
+				  struct ortmem_handle h, uint32_t flags)
+{
+	struct gov_slot *s;
+	uint32_t idx;
+	uint64_t w;
+	int ret;
+
+	if (__builtin_expect(!gov || (flags & ~ORTMEM_RELEASE_DEFER), 0))
+		return ortmem__err_invalid(-1, 0, gov ?
+			"release flags have unknown bits" : "gov is NULL");
+	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	if (__builtin_expect(ret, 0))
+		return ret;
+	s = &gov->slots[idx];
+	for (;;) {
+		if (!slot_is_live(w)) {
+			if (slot_state(w) == SLOT_MOVING)
+				return gov_refuse_busy(h, w, "release");
+			return ortmem__slot_refuse(gov, h, w, "release");
+		}
+		if (slot_pins(w)) {
+			if (!(flags & ORTMEM_RELEASE_DEFER))
+				return gov_refuse_busy(h, w, "release");
+			if (atomic_compare_exchange_weak(&s->word, &w,
+							 w | SLOT_PENDING))
+				return 1;
+			continue;
+		}
+		ret = ortmem__release_word(gov, idx, w, h.id);
+		if (ret != -EAGAIN)
+			return ret;
+		w = atomic_load_explicit(&s->word, memory_order_acquire);
+		if (slot_gen(w) != (uint32_t)(h.id >> 32))
+			return ortmem__slot_refuse(gov, h, w, "release");
+	}
+}
+
+ORTMEM_API int ortmem_gov_release_after(struct ortmem_gov *gov,
+					struct ortmem_handle h,
+					int (*ready)(void *arg), void *arg)
+{
+	uint32_t idx;
+	uint64_t w;
+	int ret;
+
+	if (!gov || !ready)
+		return ortmem__err_invalid(-1, 0, "%s is NULL",
+					   gov ? "ready" : "gov");
+	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	if (ret)
+		return ret;
+	do {
+		if (!slot_is_live(w))
+			return slot_state(w) == SLOT_MOVING ?
+			       gov_refuse_busy(h, w, "release") :
+			       ortmem__slot_refuse(gov, h, w, "release");
+		if (slot_pins(w))
+			return gov_refuse_busy(h, w, "release");
+	} while (!atomic_compare_exchange_weak(&gov->slots[idx].word, &w,
+			slot_word(slot_gen(w), 0, SLOT_MOVING)));
+	pthread_mutex_lock(&gov->lock);
+	ret = ortmem__deferred_queue(gov, idx, h.id, ready, arg);
+	pthread_mutex_unlock(&gov->lock);
+	return ret;
+}
+
+static void *gov_slot_ptr(struct ortmem_gov *gov, struct gov_slot *s)
+{
+	struct gov_tier *t;
+
+	if (atomic_load_explicit(&s->kind, memory_order_relaxed) !=
+	    SLOT_KIND_ALLOC)
+		return NULL;
+	t = &gov->tiers[atomic_load_explicit(&s->tier, memory_order_relaxed)];
+	if (!(ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER))
+		return NULL;
+	return t->ops.ptr(t->ctx, atomic_load_explicit(&s->bh,
+						       memory_order_relaxed));
+}
+
+ORTMEM_API int ortmem_gov_pin(struct ortmem_gov *gov, struct ortmem_handle h,
+			      uint32_t flags, void **ptrp)
+{
+	struct gov_slot *s;
+	uint32_t idx;
+	uint64_t w;
+	int ret;
+
+	if (!gov || (flags & ~ORTMEM_PIN_NO_PROMOTE))
+		return ortmem__err_invalid(-1, 0, gov ?
+			"pin flags have unknown bits" : "gov is NULL");
+	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	if (ret)
+		return ret;
+	s = &gov->slots[idx];
+	for (;;) {
+		if (!slot_is_live(w)) {
+			if (slot_state(w) == SLOT_MOVING)
+				return gov_refuse_busy(h, w, "pin");
+			return ortmem__slot_refuse(gov, h, w, "pin");
+		}
+		if (slot_pins(w) == SLOT_PINS_MAX)
+			return ortmem__err_plain(-EOVERFLOW,
+				"cannot pin handle %#" PRIx64 ": it already holds the most pins (%u)",
+				h.id, SLOT_PINS_MAX);
+		if (slot_state(w) == SLOT_DEMOTED &&
+		    !(flags & ORTMEM_PIN_NO_PROMOTE)) {
+			if (slot_pins(w))
+				return gov_refuse_busy(h, w, "promote");
+			ret = ortmem__promote(gov, idx, w);
+			if (ret != -EAGAIN) {
+				if (ret)
+					return ret;
+				break;
+			}
+			w = atomic_load_explicit(&s->word, memory_order_acquire);
+			continue;
+		}
+		if (atomic_compare_exchange_weak_explicit(&s->word, &w,
+				w + (1ull << SLOT_PINS_SHIFT),
+				memory_order_acq_rel, memory_order_acquire))
+			break;
+	}
+	atomic_store_explicit(&s->last_use,
+			      atomic_fetch_add_explicit(&gov->tick, 1,
+							memory_order_relaxed),
+			      memory_order_relaxed);
+	if (ptrp)
+		*ptrp = gov_slot_ptr(gov, s);
+	return 0;
+}
+
+ORTMEM_API int ortmem_gov_unpin(struct ortmem_gov *gov, struct ortmem_handle h)
+{
+	struct gov_slot *s;
+	uint32_t idx;
+	uint64_t w, next;
+	int ret;
+
+	if (!gov)
+		return ortmem__err_invalid(-1, 0, "gov is NULL");
+	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	if (ret)
+		return ret;
+	s = &gov->slots[idx];
+	do {
+		unsigned int st = slot_state(w);
+
+		if ((st != SLOT_LIVE && st != SLOT_DEMOTED) || !slot_pins(w))
+			return ortmem__err_plain(-EINVAL,
+				"cannot unpin handle %#" PRIx64 ": it holds no pin; pair every ortmem_gov_unpin() with an ortmem_gov_pin()",
+				h.id);
+		next = w - (1ull << SLOT_PINS_SHIFT);
+	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, next,
+			memory_order_acq_rel, memory_order_acquire));
+	if (!slot_pins(next) && (next & SLOT_PENDING)) {
+		ret = ortmem__release_word(gov, idx, next, h.id);
+		/* Only pinners race with us, and a PENDING slot refuses pins. */
+		return ret == -EAGAIN ? -EIO : ret;
+	}
+	return 0;
+}
+
+ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
+				struct ortmem_alloc_info *info)
+{
+	struct gov_slot *s;
+	uint32_t idx;
+	uint64_t w;
+	int ret;
+
+	if (!gov || !info)
+		return ortmem__err_invalid(-1, 0, "%s is NULL",
+					   gov ? "info" : "gov");
+	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	if (ret)
+		return ret;
+	if (slot_state(w) == SLOT_QUARANTINED || slot_state(w) == SLOT_RELEASING)
+		return ortmem__slot_refuse(gov, h, w, "query");
+	s = &gov->slots[idx];
+	memset(info, 0, sizeof(*info));
+	info->tier = atomic_load(&s->tier);
+	info->home_tier = atomic_load(&s->home);
+	info->role = atomic_load(&s->role);
+	info->pins = slot_pins(w);
+	info->size = atomic_load(&s->size);
+	info->has_memory = atomic_load(&s->kind) == SLOT_KIND_ALLOC;
+	info->movable = atomic_load(&s->movable);
+	return 0;
+}
+
+ORTMEM_API int ortmem_gov_demote(struct ortmem_gov *gov, struct ortmem_handle h)
+{
+	uint32_t idx;
+	uint64_t w;
+	int ret;
+
+	if (!gov)
+		return ortmem__err_invalid(-1, 0, "gov is NULL");
+	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	if (ret)
+		return ret;
+	if (atomic_load(&gov->slots[idx].kind) != SLOT_KIND_ALLOC)
+		return ortmem__err_invalid(atomic_load(&gov->slots[idx].tier),
+			atomic_load(&gov->slots[idx].size),
+			"handle %#" PRIx64 " is a bare lease; only allocations (ortmem_gov_alloc()) have bytes to demote",
+			h.id);
+	if (!slot_is_live(w))
+		return ortmem__slot_refuse(gov, h, w, "demote");
+	pthread_mutex_lock(&gov->lock);
+	ret = ortmem__demote_locked(gov, idx);
+	pthread_mutex_unlock(&gov->lock);
+	return ret;
+}

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/gov_internal.h - the governor's state, shared by lib/gov*.c,
+ * lib/binding*.c, lib/deferred*.c and lib/backend*.c; never installed.
+ *
+ * Locking (outermost first): ortmem__thr_lock (global, per-thread blocks)
+ * -> gov->lock (slow paths, backends, queues) -> gov->thr_lock (thread list
+ * and released-bytes credit) -> gov->slot_lock (global free-slot stack).
+ * The fast paths take none of them.
+ */
+#ifndef ORTMEM_LIB_GOV_INTERNAL_H
+#define ORTMEM_LIB_GOV_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <ortmem/governor.h>
+
+#include "internal.h"
+
+#define GOV_CACHELINE 64
+#define GOV_MAX_HANDLES (1u << 24)
+#define GOV_DEFAULT_HANDLES 65536u
+/* Sizes beyond this cannot be summed without overflow checks. */
+#define GOV_MAX_SIZE (1ull << 62)
+
+/* ---- slot word: generation(32) | pins(24) | state(8) ---- */
+enum gov_state {
+	SLOT_FREE = 0,
+	SLOT_LIVE = 1,		/* resident on its home tier */
+	SLOT_DEMOTED = 2,	/* live, on a lower tier */
+	SLOT_MOVING = 3,	/* owned by a slow path (move, alloc, free) */
+	SLOT_RELEASING = 4,	/* deferred release queued */
+	SLOT_QUARANTINED = 5,
+	SLOT_RETIRED = 6,	/* generation ran out; never reused */
+};
+#define SLOT_PENDING 0x80u	/* release when the last pin goes */
+#define SLOT_STATE_MASK 0x7fu
+#define SLOT_PINS_SHIFT 8
+#define SLOT_PINS_MAX ((1u << 24) - 1)
+#define SLOT_GEN_MAX UINT32_MAX
+
+static inline uint32_t slot_gen(uint64_t w) { return (uint32_t)(w >> 32); }
+static inline uint32_t slot_pins(uint64_t w)
+{
+	return (uint32_t)(w >> SLOT_PINS_SHIFT) & SLOT_PINS_MAX;
+}
+static inline unsigned int slot_state(uint64_t w) { return w & SLOT_STATE_MASK; }
+static inline uint64_t slot_word(uint32_t gen, uint32_t pins, unsigned int st)
+{
+	return (uint64_t)gen << 32 | (uint64_t)pins << SLOT_PINS_SHIFT | st;
+}
+
+/* ---- handle id: generation(32) | tag(8) | index(24) ---- */
+static inline uint64_t handle_make(uint32_t gen, uint8_t tag, uint32_t idx)
+{
+	return (uint64_t)gen << 32 | (uint64_t)tag << 24 | idx;
+}
+
+#define SLOT_KIND_LEASE 0u
+#define SLOT_KIND_ALLOC 1u
+
+struct gov_slot {
+	_Atomic uint64_t word;
+	/* Fixed while live (written before the word publishes the slot). */
+	_Atomic uint64_t size;
+	_Atomic uint32_t role;
+	_Atomic uint8_t kind;
+	_Atomic uint8_t movable;
+	_Atomic uint8_t home;
+	/* Changed only by the slot's owner in state MOVING. */
+	_Atomic uint8_t tier;
+	_Atomic uint64_t bh;
+	_Atomic uint64_t last_use;
+};
+
+struct gov_tier {
+	_Atomic uint64_t used;
+	_Atomic uint64_t usable;	/* limit less driver reserve */
+	_Atomic uint64_t peak;
+	_Atomic uint64_t flush_bytes;	/* credit flushed beyond this */
+	_Atomic uint64_t limit;
+	_Atomic uint64_t demoted;
+	_Atomic uint64_t promoted;
+	_Atomic uint64_t reclaim_calls;
+	_Atomic uint64_t refusals;
+	_Atomic uint64_t quarantined;
+	_Atomic uint64_t deferred;
+	/* Backend: set before use, read-only after (ortmem_gov_set_backend). */
+	struct ortmem_backend_ops ops;
+	void *ctx;
+	bool has_backend;
+	char name[32];
+} __attribute__((aligned(GOV_CACHELINE)));
+
+#define GOV_MAG 64
+#define GOV_MAG_BATCH 32
+#define GOV_CREDIT_BATCH 64
+
+/* Per-thread, per-governor state: a cache of free slots and the bytes this
+ * thread released but has not yet returned to the tiers. */
+struct gov_thread {
+	struct ortmem_gov *gov;		/* NULL once the governor closed */
+	struct gov_thread *gov_next;	/* gov->threads list */
+	struct gov_thread *thr_next;	/* this thread's list */
+	_Atomic uint64_t released[ORTMEM_TIER_COUNT];	/* owner writes */
+	_Atomic uint64_t credited[ORTMEM_TIER_COUNT];	/* written under thr_lock */
+	uint32_t nrel;
+	uint32_t nmag;
+	uint32_t mag[GOV_MAG];
+};
+
+struct gov_reclaim {
+	int id;
+	int tier;
+	int priority;
+	ortmem_reclaim_fn fn;
+	void *arg;
+	char name[32];
+	struct gov_reclaim *next;
+};
+
+struct gov_deferred {
+	uint32_t idx;
+	uint64_t id;			/* the handle released */
+	int (*ready)(void *arg);	/* NULL: wait for backend busy() */
+	void *arg;
+	struct gov_deferred *next;
+};
+
+struct gov_quarantine {
+	struct ortmem_quarantine_entry e;
+	int32_t slot;			/* -1: the slot lives on */
+	uint64_t bh;
+	int (*ready)(void *arg);
+	void *arg;
+	struct gov_quarantine *next;
+};
+
+struct ortmem_gov {
+	struct gov_tier tiers[ORTMEM_TIER_COUNT];
+	uint64_t serial;
+	uint8_t tag;
+	uint32_t nslots;
+	struct gov_slot *slots;
+	_Atomic uint64_t tick;
+	_Atomic uint64_t retired;
+	_Atomic uint64_t driver_reserve;
+
+	pthread_mutex_t lock;
+	struct gov_reclaim *reclaims;
+	int next_reclaim_id;
+	struct gov_deferred *deferred, **deferred_tail;
+	struct gov_quarantine *quarantine;
+
+	pthread_mutex_t thr_lock;
+	struct gov_thread *threads;
+
+	pthread_mutex_t slot_lock;
+	uint32_t nfree;
+	uint32_t *free_idx;
+};
+
+/* binding.c */
+int ortmem__binding_init(struct ortmem_gov *gov, uint32_t n);
+void ortmem__binding_fini(struct ortmem_gov *gov);
+struct gov_thread *ortmem__gov_thread(struct ortmem_gov *gov);
+void ortmem__slot_put(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
+int ortmem__slot_lookup(struct ortmem_gov *gov, struct ortmem_handle h,
+			uint32_t *idxp, uint64_t *wordp);
+int ortmem__slot_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
+			uint64_t word, const char *what);
+void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__credit_drain(struct ortmem_gov *gov);
+uint64_t ortmem__credit_pending(struct gov_thread *gt, int tier);
+int ortmem__slot_get(struct ortmem_gov *gov, struct gov_thread *gt,
+		     uint32_t *idxp);
+/* Test hook: set the generation of a free slot. */
+int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx,
+			    uint32_t gen);
+
+/* gov.c */
+bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__tier_uncharge(struct ortmem_gov *gov, int tier, uint64_t size);
+int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
+		       uint64_t size);
+int ortmem__check_tier(int tier, uint64_t size);
+/* Release slot @idx, whose word we hold at @w (pins 0, no one else can
+ * change it but pinners, whose CAS then fails). */
+int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
+			 uint64_t id);
+
+/* gov_reclaim.c */
+int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
+		    uint64_t size);
+int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx);
+int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
+
+/* backend.c */
+int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
+				uint64_t size, const char *hook);
+uint32_t ortmem__backend_caps(const struct gov_tier *t);
+bool ortmem__backend_can_source(const struct gov_tier *t);
+bool ortmem__backend_can_sink(const struct gov_tier *t);
+int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
+			 int to, uint64_t size, uint64_t *newbhp);
+int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
+			 uint64_t size, uint64_t *freedp);
+
+/* deferred.c */
+int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
+				   uint64_t id);
+int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
+				  uint64_t id);
+void ortmem__slot_free_locked(struct ortmem_gov *gov, uint32_t idx);
+void ortmem__quarantine_add(struct ortmem_gov *gov, int32_t slot, uint64_t id,
+			    int tier, int owner, uint64_t size,
+			    uint64_t residual, uint64_t bh, int code);
+int ortmem__deferred_queue(struct ortmem_gov *gov, uint32_t idx, uint64_t id,
+			   int (*ready)(void *arg), void *arg);
+int ortmem__poll_locked(struct ortmem_gov *gov);
+void ortmem__deferred_fini(struct ortmem_gov *gov);
+
+#endif /* ORTMEM_LIB_GOV_INTERNAL_H */

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Refusals with their figures and messages, bindings (stale, forged,
+ * foreign and wrapped handles), pins against release, budgets changed at
+ * run time and the driver reserve.
+ */
+#include <stdio.h>
+
+#include "gov_internal.h"
+#include "../harness.h"
+#include "testbackend.h"
+
+#define MIB (1024ull * 1024)
+
+FIXTURE(gov) {
+	struct ortmem_gov *gov;
+};
+
+FIXTURE_SETUP(gov)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { 8 * MIB, 16 * MIB, 64 * MIB },
+		    .driver_reserve = 1 * MIB, .max_handles = 64);
+
+	ASSERT_EQ(0, ortmem_gov_open(&o, &self->gov));
+}
+
+FIXTURE_TEARDOWN(gov)
+{
+	ortmem_gov_close(self->gov);
+}
+
+TEST_F(gov, tier_exhausted_carries_every_figure)
+{
+	struct ortmem_handle a, b;
+	const struct ortmem_error *e;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, ORTMEM_TIER_DEVICE,
+					ORTMEM_ROLE_WEIGHTS, 5 * MIB, &a));
+	ASSERT_EQ(-ORTMEM_E_TIER_EXHAUSTED,
+		  ortmem_gov_reserve(self->gov, ORTMEM_TIER_DEVICE,
+				     ORTMEM_ROLE_KV_CACHE, 3 * MIB, &b));
+	e = ortmem_last_error();
+	ASSERT_NONNULL(e);
+	EXPECT_EQ(ORTMEM_ERR_TIER_EXHAUSTED, e->kind);
+	EXPECT_EQ(ORTMEM_TIER_DEVICE, e->tier);
+	EXPECT_EQ(ORTMEM_ROLE_KV_CACHE, e->role);
+	EXPECT_EQ(3 * MIB, e->requested);
+	EXPECT_EQ(5 * MIB, e->used);
+	EXPECT_EQ(7 * MIB, e->limit);	/* 8 MiB less the driver's 1 MiB */
+	EXPECT_EQ(2 * MIB, e->available);
+	EXPECT_NULL(e->cause);
+	EXPECT_STREQ("cannot reserve 3145728 bytes of device memory for kv-cache: "
+		     "5242880 of 7340032 bytes are already leased, leaving 2097152; "
+		     "free memory by closing sessions, lower the demand, or raise the device limit",
+		     ortmem_last_error_message());
+	/* Exactly what is left still fits. */
+	EXPECT_EQ(0, ortmem_gov_reserve(self->gov, ORTMEM_TIER_DEVICE,
+					ORTMEM_ROLE_KV_CACHE, 2 * MIB, &b));
+}
+
+TEST_F(gov, invalid_requests_say_what_is_wrong)
+{
+	struct ortmem_handle h;
+	const struct ortmem_error *e;
+
+	EXPECT_EQ(-EINVAL, ortmem_gov_reserve(self->gov, 3, 0, 1, &h));
+	EXPECT_EQ(-EINVAL, ortmem_gov_reserve(self->gov, -1, 0, 1, &h));
+	EXPECT_EQ(-EINVAL, ortmem_gov_reserve(self->gov, 1, 0, 0, &h));
+	e = ortmem_last_error();
+	EXPECT_EQ(ORTMEM_ERR_INVALID_REQUEST, e->kind);
+	EXPECT_STREQ("invalid request for 0 bytes of host memory: a reservation of 0 bytes is not allowed; "
+		     "correct the request (retrying it unchanged will fail again)",
+		     ortmem_last_error_message());
+	EXPECT_EQ(-EINVAL, ortmem_gov_reserve(self->gov, 1, 0, UINT64_MAX, &h));
+	EXPECT_EQ(-EINVAL, ortmem_gov_reserve(self->gov, 1, 0x1ff, 1, &h));
+	EXPECT_EQ(-EINVAL, ortmem_gov_reserve(self->gov, 1,
+					      ORTMEM_ROLE_WEIGHTS | ORTMEM_ROLE_STEP_SCOPED,
+					      1, &h));
+	EXPECT_EQ(-EINVAL, ortmem_gov_reserve(NULL, 1, 0, 1, &h));
+	EXPECT_EQ(-EINVAL, ortmem_gov_reserve(self->gov, 1, 0, 1, NULL));
+	/* No backend on the tier: an allocation is refused, a lease is not. */
+	EXPECT_EQ(-EINVAL, ortmem_gov_alloc(self->gov, 1, 0, 1, 0, &h));
+	EXPECT_EQ(-EINVAL, ortmem_gov_release(self->gov, h, 0x10));
+	EXPECT_EQ(-EINVAL, ortmem_gov_stats(self->gov, NULL));
+}
+
+TEST(open_refuses_bad_options)
+{
+	struct ortmem_gov *gov = NULL;
+	struct {
+		struct ortmem_gov_opts o;
+		uint64_t future;
+	} big = { .o = { .sz = sizeof(big) }, .future = 1 };
+	ORTMEM_OPTS(ortmem_gov_opts, flags, .flags = 1);
+	ORTMEM_OPTS(ortmem_gov_opts, rsv, .limit = { 1, 0, 0 }, .driver_reserve = 2);
+	ORTMEM_OPTS(ortmem_gov_opts, many, .max_handles = (1u << 24) + 1);
+
+	EXPECT_EQ(-EINVAL, ortmem_gov_open(&big.o, &gov));
+	EXPECT_EQ(-EINVAL, ortmem_gov_open(&flags, &gov));
+	EXPECT_EQ(-EINVAL, ortmem_gov_open(&rsv, &gov));
+	EXPECT_EQ(-EINVAL, ortmem_gov_open(&many, &gov));
+	EXPECT_EQ(-EINVAL, ortmem_gov_open(NULL, NULL));
+	EXPECT_NULL(gov);
+	ASSERT_EQ(0, ortmem_gov_open(NULL, &gov));	/* all defaults */
+	ortmem_gov_close(gov);
+	ortmem_gov_close(NULL);
+}
+
+TEST_F(gov, allocation_failed_keeps_the_backend_reason)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_backend_ops ops;
+	struct ortmem_handle h;
+	struct tb tb;
+
+	tb_init(&tb);
+	tb.fail_alloc_at = 1;
+	ops = tb_ops(&tb);
+	ASSERT_EQ(0, ortmem_gov_set_backend(self->gov, 1, &ops, &tb));
+	ASSERT_EQ(-ENOMEM, ortmem_gov_alloc(self->gov, 1, 0, MIB, 0, &h));
+	EXPECT_EQ(ORTMEM_ERR_ALLOCATION_FAILED, ortmem_last_error()->kind);
+	EXPECT_EQ(MIB, ortmem_last_error()->requested);
+	EXPECT_STREQ("backend 'testmem' alloc returned -12",
+		     ortmem_last_error()->reason);
+	/* The charge was rolled back. */
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(0, st.tier[1].used);
+	ortmem_gov_close(self->gov);
+	self->gov = NULL;
+	tb_fini(&tb);
+}
+
+TEST_F(gov, stale_handle_after_release_is_refused)
+{
+	struct ortmem_handle h, h2;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &h));
+	ASSERT_EQ(0, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "generation"));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_pin(self->gov, h, 0, NULL));
+	/* The slot is reused with a new generation; the old handle stays dead. */
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 200, &h2));
+	EXPECT_EQ(h.id & 0xffffffff, h2.id & 0xffffffff);
+	EXPECT_NE(h.id, h2.id);
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, h2, 0));
+}
+
+TEST_F(gov, forged_and_foreign_handles_are_refused)
+{
+	struct ortmem_gov *other;
+	struct ortmem_handle h, zero = { 0 }, forged;
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { 0, MIB, 0 });
+
+	ASSERT_EQ(0, ortmem_gov_open(&o, &other));
+	ASSERT_EQ(0, ortmem_gov_reserve(other, 1, 0, 100, &h));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "not issued by this governor"));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, zero, 0));
+	forged.id = h.id | 0xffffff;	/* slot far beyond the table */
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(other, forged, 0));
+	forged.id = h.id + (5ull << 32);	/* a generation never issued */
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(other, forged, 0));
+	EXPECT_EQ(0, ortmem_gov_release(other, h, 0));
+	ortmem_gov_close(other);
+}
+
+TEST_F(gov, generation_wrap_retires_the_slot)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_handle h, h2;
+	uint32_t idx;
+	int i;
+
+	/* Every free slot is one release away from running out. */
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(0, ortmem__binding_set_gen(self->gov, i, UINT32_MAX));
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &h));
+	EXPECT_EQ(UINT32_MAX, (uint32_t)(h.id >> 32));
+	idx = h.id & 0xffffff;
+	ASSERT_EQ(0, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "retired"));
+	/* The handle with the wrapped generation (0 and 1) never resolves. */
+	h2.id = h.id & 0xffffffff;
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h2, 0));
+	h2.id |= 1ull << 32;
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h2, 0));
+	for (i = 0; i < 63; i++) {
+		ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 1, &h2));
+		EXPECT_NE(idx, (uint32_t)(h2.id & 0xffffff));
+	}
+	/* Only the 63 slots left: one more has no slot at all. */
+	EXPECT_EQ(-ENOSPC, ortmem_gov_reserve(self->gov, 1, 0, 1, &h2));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(1, st.handles_retired);
+	EXPECT_EQ(63, st.handles_live);
+}
+
+TEST_F(gov, pins_block_release)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_handle h;
+	void *p = (void *)1;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, ORTMEM_ROLE_KV_CACHE, MIB, &h));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h, 0, &p));
+	EXPECT_NULL(p);		/* a bare lease has no bytes */
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h, 0, NULL));
+	EXPECT_EQ(-EBUSY, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "it holds 2 pins"));
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h));
+	EXPECT_EQ(-EBUSY, ortmem_gov_release(self->gov, h, 0));
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h));
+	EXPECT_EQ(-EINVAL, ortmem_gov_unpin(self->gov, h));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, h, 0));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(0, st.tier[1].used);
+}
+
+TEST_F(gov, deferred_release_happens_at_last_unpin)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_handle h;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, MIB, &h));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h, 0, NULL));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h, 0, NULL));
+	EXPECT_EQ(1, ortmem_gov_release(self->gov, h, ORTMEM_RELEASE_DEFER));
+	/* Released as far as new users go, still charged. */
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_pin(self->gov, h, 0, NULL));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(MIB, st.tier[1].used);
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(MIB, st.tier[1].used);
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(0, st.tier[1].used);
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_unpin(self->gov, h));
+}
+
+TEST_F(gov, limits_change_at_run_time)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_handle a, b;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 10 * MIB, &a));
+	ASSERT_EQ(0, ortmem_gov_set_limit(self->gov, 1, 4 * MIB));
+	/* Live leases stay; new ones are refused until used falls. */
+	EXPECT_EQ(-ORTMEM_E_TIER_EXHAUSTED, ortmem_gov_reserve(self->gov, 1, 0, 1, &b));
+	EXPECT_EQ(10 * MIB, ortmem_last_error()->used);
+	EXPECT_EQ(4 * MIB, ortmem_last_error()->limit);
+	EXPECT_EQ(0, ortmem_last_error()->available);
+	ASSERT_EQ(0, ortmem_gov_release(self->gov, a, 0));
+	EXPECT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 4 * MIB, &b));
+	/* Device: the driver reserve comes off the limit. */
+	ASSERT_EQ(0, ortmem_gov_set_driver_reserve(self->gov, 6 * MIB));
+	EXPECT_EQ(-ORTMEM_E_TIER_EXHAUSTED, ortmem_gov_reserve(self->gov, 0, 0, 3 * MIB, &a));
+	EXPECT_EQ(2 * MIB, ortmem_last_error()->limit);
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_driver_reserve(self->gov, 9 * MIB));
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_limit(self->gov, 0, 5 * MIB));
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_limit(self->gov, 3, MIB));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(8 * MIB, st.tier[0].limit);
+	EXPECT_EQ(2 * MIB, st.tier[0].usable);
+	EXPECT_EQ(6 * MIB, st.tier[0].driver_reserve);
+	EXPECT_EQ(10 * MIB, st.tier[1].peak);
+	EXPECT_EQ(1, st.tier[1].leases);
+	EXPECT_EQ(4 * MIB, st.tier[1].role_bytes[0]);
+	EXPECT_EQ(1, st.tier[1].refusals);
+	EXPECT_EQ(1, st.tier[0].refusals);
+}
+
+TEST_F(gov, older_stats_struct_gets_its_part)
+{
+	struct ortmem_gov_stats st;
+
+	memset(&st, 0xaa, sizeof(st));
+	st.sz = offsetof(struct ortmem_gov_stats, tier[1]);
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(8 * MIB, st.tier[0].limit);
+	EXPECT_EQ(0xaaaaaaaaaaaaaaaaull, st.tier[1].limit);
+	st.sz = 1;
+	EXPECT_EQ(-EINVAL, ortmem_gov_stats(self->gov, &st));
+}
+
+TEST_HARNESS_MAIN
