@@ -102,6 +102,13 @@ struct ortmem_backend_ops {
  */
 ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_heap(void);
 
+/*
+ * The disk tier on the spill engine: pass a struct ortmem_spill * as the
+ * ctx of ortmem_gov_set_backend().  The caller keeps owning the spill
+ * handle and closes it after ortmem_gov_close().
+ */
+ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_spill(void);
+
 /* ===================================================================
  * Governor
  * =================================================================== */
