@@ -9,5 +9,6 @@
 #define ORTMEM_ORTMEM_H
 
 #include <ortmem/core.h>
+#include <ortmem/host.h>
 
 #endif /* ORTMEM_ORTMEM_H */
