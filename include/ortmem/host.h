@@ -111,6 +111,7 @@ ORTMEM_API int ortmem_host_backend(const struct ortmem_host *host);
 
 /**
  * ortmem_host_backend_name() - "module" or "mlock".
+ * @backend: an enum ortmem_host_backend value.
  *
  * Return: the name, or NULL when @backend is not a backend.
  */

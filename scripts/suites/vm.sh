@@ -11,7 +11,8 @@
 # and when qemu, busybox or a kernel with matching headers is missing.
 #
 # Environment: O (build folder, set by make), ORTMEM_VM_FUZZ_SECONDS (60),
-# ORTMEM_VM_TIMEOUT (170).
+# ORTMEM_VM_TIMEOUT (170), ORTMEM_VM_BENCH=1 (run bench/kmod/pagebench in
+# the VM instead of the tests; make bench-kmod).
 cd "$(dirname "$0")/../.."
 top=$(pwd)
 : "${O:=$top/build/gcc}"
@@ -42,7 +43,8 @@ fail() {
 
 vm=$O/vm
 mkdir -p "$vm"
-make -s -C kmod KDIR="$kdir" > "$vm/kmod-build.log" 2>&1 ||
+make -s -C kmod KDIR="$kdir" W=1 C=$(command -v sparse >/dev/null && echo 1 || echo 0) \
+	> "$vm/kmod-build.log" 2>&1 ||
 	{ cat "$vm/kmod-build.log"; fail "building ortmem.ko failed"; }
 make -s -C selftests vm-progs > "$vm/progs-build.log" 2>&1 ||
 	{ cat "$vm/progs-build.log"; fail "building the kmod selftests failed"; }
@@ -52,6 +54,7 @@ rm -rf "$vm/lib-tests"
 mkdir -p "$vm/lib-tests"
 [ -d "$O/selftests/host" ] && cp -a "$O/selftests/host" "$vm/lib-tests/"
 
+[ "${ORTMEM_VM_BENCH:-0}" = 1 ] && export BENCH_DIR="$vm/bench"
 scripts/vm/mkinitramfs.sh "$vm/initramfs.cpio.gz" "$kver" kmod/ortmem.ko \
 	"$vm/selftests" "$vm/lib-tests" || fail "building the initramfs failed"
 rm -f "$vm/disk.img"
@@ -60,11 +63,20 @@ truncate -s 64M "$vm/disk.img"
 fuzz=${ORTMEM_VM_FUZZ_SECONDS:-60}
 limit=${ORTMEM_VM_TIMEOUT:-170}
 t0=$(date +%s)
+mode=test
+[ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
 scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$limit" \
-	"ortmem.fuzz=$fuzz" > "$vm/console.log" 2>&1
+	"ortmem.fuzz=$fuzz ortmem.mode=$mode" > "$vm/console.log" 2>&1
 rc=$?
 t1=$(date +%s)
 tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
+
+if [ "$mode" = bench ]; then
+	echo "# vm: kernel $kver, qemu TCG (-smp 2 -m 1024), $((t1 - t0)) s wall"
+	grep '^pagebench' "$vm/console.txt"
+	grep -q '@@ortmem-vm bench-end rc=0' "$vm/console.txt"
+	exit
+fi
 
 # The guest's test output, then our own checks.
 sed -n '/^@@ortmem-vm tests-begin/,/^@@ortmem-vm tests-end/p' "$vm/console.txt" |
@@ -89,6 +101,14 @@ check() {
 		f=$((f + 1))
 	fi
 }
+if grep -q 'warning:\|error:' "$vm/kmod-build.log"; then
+	echo "not ok vm: ortmem.ko builds without warnings (W=1, sparse)"
+	sed 's/^/# /' "$vm/kmod-build.log" | head -n 20
+	f=$((f + 1))
+else
+	echo "ok vm: ortmem.ko builds without warnings (W=1, sparse)"
+	p=$((p + 1))
+fi
 check insmod "ortmem.ko loads"
 check outstanding "no page outstanding after the tests"
 check rmmod "rmmod ortmem succeeds after the tests"

@@ -8,7 +8,8 @@
 #
 #   mkinitramfs.sh OUT.cpio.gz KVER ORTMEM_KO TESTS_DIR...
 #
-# Each TESTS_DIR/GROUP/ folder becomes /selftests/GROUP/ in the guest.
+# Each TESTS_DIR/GROUP/ folder becomes /selftests/GROUP/ in the guest;
+# with BENCH_DIR set, its programs go to /bench.
 set -eu
 
 out=$1
@@ -59,13 +60,17 @@ for dir in "$@"; do
 		cp -a "$group" "$root/selftests/"
 	done
 done
+if [ -n "${BENCH_DIR:-}" ]; then
+	mkdir -p "$root/bench"
+	cp -a "$BENCH_DIR"/. "$root/bench/"
+fi
 here=$(cd "$(dirname "$0")/../.." && pwd)
 install -m 0755 "$here/selftests/run_tests.sh" "$root/selftests/run_tests.sh"
 install -m 0644 "$here/selftests/settings" "$root/selftests/settings"
 install -m 0755 "$here/scripts/vm/init" "$root/init"
 
 # Shared libraries, at the paths the programs look for them.
-find "$root/selftests" -type f -perm -u+x | while read -r prog; do
+find "$root/selftests" "$root/bench" -type f 2>/dev/null -perm -u+x | while read -r prog; do
 	file -L "$prog" 2>/dev/null | grep -q 'dynamically linked' || continue
 	ldd "$prog" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'
 done | sort -u | while read -r lib; do

@@ -17,6 +17,12 @@ $(O)/vm/selftests/kmod/%: kmod/%.c kmod/ortmem_test.h harness.h harness_run.h \
 	$(Q)$(CC) $(ALL_CFLAGS) -I. -o $@ $< $(ALL_LDFLAGS) \
 		$(shell pkg-config --libs liburing) -lpthread
 
-vm-progs: $(KMOD_PROGS)
+# The page-design benchmark runs in the same VM (make bench-kmod).
+$(O)/vm/bench/pagebench: $(TOPDIR)/bench/kmod/pagebench.c $(TOPDIR)/include/uapi/linux/ortmem.h
+	$(call msg,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(shell pkg-config --libs liburing)
+
+vm-progs: $(KMOD_PROGS) $(O)/vm/bench/pagebench
 
 .PHONY: vm-progs
