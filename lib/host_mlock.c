@@ -60,7 +60,8 @@ static int mlock_alloc(struct ortmem_host *host, struct ortmem__host_buf *b,
 		return ortmem__err_alloc_failed(ret, ORTMEM_TIER_HOST, b->size,
 			"madvise(MADV_DONTFORK) failed: %s", strerror(-ret));
 	}
-	if (mlock(p, b->size)) {
+	/* The raw call: sanitizer runtimes turn mlock() into a no-op. */
+	if (syscall(SYS_mlock, p, b->size)) {
 		ret = -errno;
 		munmap(p, b->size);
 		getrlimit(RLIMIT_MEMLOCK, &rl);
