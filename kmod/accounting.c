@@ -54,10 +54,18 @@ static int charge_cap(unsigned long nr_pages)
 
 	do {
 		if (nr_pages > cap || cur > cap - nr_pages)
-			return -ENOSPC;
+			goto full;
 	} while (!atomic_long_try_cmpxchg(&ortmem_pinned_pages, &cur,
 					  cur + nr_pages));
 	return 0;
+
+full:
+	/* A request that could never fit is the caller's business. */
+	if (nr_pages <= cap)
+		pr_warn_ratelimited("pinning cap of %lu MiB reached (%ld MiB pinned); raise max_pinned_mb to allow more\n",
+				    cap >> (20 - PAGE_SHIFT),
+				    cur >> (20 - PAGE_SHIFT));
+	return -ENOSPC;
 }
 
 static int charge_user(struct user_struct *user, unsigned long nr_pages)

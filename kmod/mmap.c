@@ -80,8 +80,8 @@ int ortmem_mmap(struct file *filp, struct vm_area_struct *vma)
 		return -EINVAL;
 	}
 
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTCOPY | VM_DONTDUMP;
-	vma->vm_flags &= ~VM_MAYEXEC;
+	ortmem_vma_mod_flags(vma, VM_DONTEXPAND | VM_DONTCOPY | VM_DONTDUMP,
+			     VM_MAYEXEC);
 	vma->vm_private_data = region;
 	vma->vm_ops = &ortmem_vm_ops;
 	atomic_inc(&region->map_count);

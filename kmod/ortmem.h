@@ -79,6 +79,22 @@ int ortmem_mmap(struct file *filp, struct vm_area_struct *vma);
 extern const struct attribute_group *ortmem_groups[];
 
 /**
+ * ortmem_vma_mod_flags() - Set and clear flags of a VMA being mmapped.
+ * @vma: the new VMA.
+ * @set: flags to set.
+ * @clear: flags to clear.
+ */
+static inline void ortmem_vma_mod_flags(struct vm_area_struct *vma,
+					unsigned long set, unsigned long clear)
+{
+#ifdef ORTMEM_HAVE_VM_FLAGS_MOD
+	vm_flags_mod(vma, set, clear);
+#else
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+#endif
+}
+
+/**
  * ortmem_file_owned() - Whether the calling process opened @file.
  * @file: the per-file state.
  *

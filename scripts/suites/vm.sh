@@ -109,6 +109,18 @@ else
 	echo "ok vm: ortmem.ko builds without warnings (W=1, sparse)"
 	p=$((p + 1))
 fi
+kerneldoc=$kdir/scripts/kernel-doc
+if [ -x "$kerneldoc" ]; then
+	if perl "$kerneldoc" -none -Werror kmod/*.[ch] include/uapi/linux/ortmem.h \
+		include/ortmem/host.h > "$vm/kernel-doc.log" 2>&1; then
+		echo "ok vm: kernel-doc is clean on kmod/, the uapi header and ortmem/host.h"
+		p=$((p + 1))
+	else
+		echo "not ok vm: kernel-doc is clean on kmod/, the uapi header and ortmem/host.h"
+		sed 's/^/# /' "$vm/kernel-doc.log" | head -n 20
+		f=$((f + 1))
+	fi
+fi
 check insmod "ortmem.ko loads"
 check outstanding "no page outstanding after the tests"
 check rmmod "rmmod ortmem succeeds after the tests"
