@@ -66,7 +66,7 @@ t0=$(date +%s)
 mode=test
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
 scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$limit" \
-	"ortmem.fuzz=$fuzz ortmem.mode=$mode" > "$vm/console.log" 2>&1
+	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode" > "$vm/console.log" 2>&1
 rc=$?
 t1=$(date +%s)
 tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
