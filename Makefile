@@ -36,6 +36,10 @@ check: deps
 check-host: all
 	$(Q)selftests/run_tests.sh $(O)/selftests
 
+# The kmod group and the library's host-tier tests in a qemu VM (TCG).
+check-vm: all
+	$(Q)scripts/suites/vm.sh
+
 bench: deps all
 	$(Q)$(MAKE) -C bench
 

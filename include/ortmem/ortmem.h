@@ -12,5 +12,6 @@
 #include <ortmem/plan.h>
 #include <ortmem/spill.h>
 #include <ortmem/governor.h>
+#include <ortmem/host.h>
 
 #endif /* ORTMEM_ORTMEM_H */

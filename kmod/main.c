@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * main.c - the /dev/ortmem misc device: load, unload, open and release.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/module.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "ortmem.h"
+
+unsigned int max_pinned_mb;
+module_param(max_pinned_mb, uint, 0644);
+MODULE_PARM_DESC(max_pinned_mb,
+		 "Cap on the bytes all regions may pin together, in MiB (0: half of RAM)");
+
+/**
+ * DOC: Ownership and fork
+ *
+ * A file descriptor of /dev/ortmem belongs to the process (thread group)
+ * that opened it.  Any thread of that process may use it.  Another process
+ * that holds the same file description (a forked child, or a receiver of the
+ * descriptor over SCM_RIGHTS) gets -EACCES from every ioctl but
+ * %ORTMEM_IOC_GET_VERSION and from mmap; it may open /dev/ortmem itself.
+ * Mappings are not inherited across fork (VM_DONTCOPY): a child touching a
+ * parent's region address gets SIGSEGV instead of sharing pinned pages by
+ * surprise.  The last close of the file frees every handle, whoever closes
+ * it; the pages of a region live on until its last mapping is gone.
+ */
+bool ortmem_file_owned(const struct ortmem_file *file)
+{
+	return file->owner == task_tgid(current);
+}
+
+static int ortmem_open(struct inode *inode, struct file *filp)
+{
+	struct ortmem_file *file;
+
+	file = kzalloc(sizeof(*file), GFP_KERNEL_ACCOUNT);
+	if (!file)
+		return -ENOMEM;
+	xa_init_flags(&file->regions, XA_FLAGS_ALLOC1);
+	file->owner = get_pid(task_tgid(current));
+	filp->private_data = file;
+	return 0;
+}
+
+static int ortmem_release(struct inode *inode, struct file *filp)
+{
+	struct ortmem_file *file = filp->private_data;
+	struct ortmem_region *region;
+	unsigned long handle;
+
+	xa_for_each(&file->regions, handle, region) {
+		xa_erase(&file->regions, handle);
+		ortmem_region_put(region);
+	}
+	xa_destroy(&file->regions);
+	put_pid(file->owner);
+	kfree(file);
+	return 0;
+}
+
+static const struct file_operations ortmem_fops = {
+	.owner = THIS_MODULE,
+	.open = ortmem_open,
+	.release = ortmem_release,
+	.unlocked_ioctl = ortmem_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = ortmem_mmap,
+	.llseek = noop_llseek,
+};
+
+struct miscdevice ortmem_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "ortmem",
+	.fops = &ortmem_fops,
+	.mode = 0660,
+	.groups = ortmem_groups,
+};
+
+static int __init ortmem_init(void)
+{
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct ortmem_version_args) != 40);
+	BUILD_BUG_ON(sizeof(struct ortmem_alloc_args) != 32);
+	BUILD_BUG_ON(sizeof(struct ortmem_free_args) != 8);
+	BUILD_BUG_ON(sizeof(struct ortmem_query_args) != 32);
+	BUILD_BUG_ON(ORTMEM_MMAP_SHIFT <= PAGE_SHIFT);
+
+	ret = misc_register(&ortmem_misc);
+	if (ret) {
+		pr_err("cannot register the misc device: %d\n", ret);
+		return ret;
+	}
+	pr_info("ABI %u loaded, pinning cap %lu MiB\n", ORTMEM_ABI_VERSION,
+		ortmem_cap_pages() >> (20 - PAGE_SHIFT));
+	return 0;
+}
+
+static void __exit ortmem_exit(void)
+{
+	misc_deregister(&ortmem_misc);
+	WARN_ON_ONCE(atomic_long_read(&ortmem_outstanding_pages));
+	WARN_ON_ONCE(atomic_long_read(&ortmem_pinned_pages));
+}
+
+module_init(ortmem_init);
+module_exit(ortmem_exit);
+
+MODULE_DESCRIPTION("ortmem: pinned host memory regions for tiered ML inference");
+MODULE_AUTHOR("The ortmem developers");
+MODULE_LICENSE("GPL");

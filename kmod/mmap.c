@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmap.c - mapping regions into a process and faulting their pages in.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/mm.h>
+
+#include "ortmem.h"
+
+static void ortmem_vm_open(struct vm_area_struct *vma)
+{
+	struct ortmem_region *region = vma->vm_private_data;
+
+	kref_get(&region->ref);
+	atomic_inc(&region->map_count);
+}
+
+static void ortmem_vm_close(struct vm_area_struct *vma)
+{
+	struct ortmem_region *region = vma->vm_private_data;
+
+	atomic_dec(&region->map_count);
+	ortmem_region_put(region);
+}
+
+static vm_fault_t ortmem_vm_fault(struct vm_fault *vmf)
+{
+	struct ortmem_region *region = vmf->vma->vm_private_data;
+	pgoff_t idx = vmf->pgoff - region->pgoff;
+	struct page *page;
+
+	if (vmf->pgoff < region->pgoff || idx >= region->nr_pages)
+		return VM_FAULT_SIGBUS;
+	page = region->pages[idx];
+	get_page(page);
+	vmf->page = page;
+	return 0;
+}
+
+static const struct vm_operations_struct ortmem_vm_ops = {
+	.open = ortmem_vm_open,
+	.close = ortmem_vm_close,
+	.fault = ortmem_vm_fault,
+};
+
+/**
+ * ortmem_mmap() - Map (part of) a region.
+ * @filp: the open file; the caller's process must have opened it.
+ * @vma: the new mapping; vm_pgoff selects the region and the offset in it.
+ *
+ * Return: 0, -EACCES when another process opened @filp, -EINVAL for a
+ * private mapping or an offset and length that do not lie in one live
+ * region, -EPERM for an executable mapping.
+ */
+int ortmem_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	const unsigned long shift = ORTMEM_MMAP_SHIFT - PAGE_SHIFT;
+	struct ortmem_file *file = filp->private_data;
+	unsigned long handle = vma->vm_pgoff >> shift;
+	struct ortmem_region *region;
+	pgoff_t first;
+
+	if (!ortmem_file_owned(file))
+		return -EACCES;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	if (!handle || handle > ORTMEM_HANDLE_MAX)
+		return -EINVAL;
+	region = ortmem_region_lookup(file, handle);
+	if (!region)
+		return -EINVAL;
+	first = vma->vm_pgoff - region->pgoff;
+	if (first >= region->nr_pages ||
+	    vma_pages(vma) > region->nr_pages - first) {
+		ortmem_region_put(region);
+		return -EINVAL;
+	}
+
+	ortmem_vma_mod_flags(vma, VM_DONTEXPAND | VM_DONTCOPY | VM_DONTDUMP,
+			     VM_MAYEXEC);
+	vma->vm_private_data = region;
+	vma->vm_ops = &ortmem_vm_ops;
+	atomic_inc(&region->map_count);
+	return 0;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ortmem.h - internal declarations of the ortmem module.
+ *
+ * Lock order: the per-file xarray lock is taken alone; region lifetime is a
+ * kref, never a lock.  Nothing here is taken from a fault or vm_ops
+ * callback except the region kref.
+ */
+#ifndef ORTMEM_KMOD_H
+#define ORTMEM_KMOD_H
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/miscdevice.h>
+#include <linux/mm_types.h>
+#include <linux/xarray.h>
+
+#include <uapi/linux/ortmem.h>
+
+struct user_struct;
+struct pid;
+
+/**
+ * struct ortmem_region - A set of pinned, zeroed pages of one allocation.
+ * @ref: held by the owning file's handle table and by each VMA mapping it.
+ * @user: user charged for the pages, or NULL when exempt (CAP_IPC_LOCK).
+ * @nr_pages: number of pages in @pages.
+ * @pages: the pages, each with one reference of the region's own.
+ * @pgoff: first page offset of the region in the device's mmap space.
+ * @handle: the region's handle in its file.
+ * @numa_node: node asked for, or %ORTMEM_NUMA_ANY.
+ * @map_count: number of VMAs that map the region.
+ */
+struct ortmem_region {
+	struct kref ref;
+	struct user_struct *user;
+	unsigned long nr_pages;
+	struct page **pages;
+	pgoff_t pgoff;
+	u32 handle;
+	int numa_node;
+	atomic_t map_count;
+};
+
+/**
+ * struct ortmem_file - State of one open file description of /dev/ortmem.
+ * @regions: handle -> &struct ortmem_region, handles 1..%ORTMEM_HANDLE_MAX.
+ * @owner: thread group that opened the file; only it may use the file.
+ */
+struct ortmem_file {
+	struct xarray regions;
+	struct pid *owner;
+};
+
+/* main.c */
+extern struct miscdevice ortmem_misc;
+extern unsigned int max_pinned_mb;
+
+/* accounting.c */
+extern atomic_long_t ortmem_pinned_pages;
+extern atomic_long_t ortmem_outstanding_pages;
+extern atomic_t ortmem_nr_regions;
+unsigned long ortmem_cap_pages(void);
+int ortmem_charge(unsigned long nr_pages, struct user_struct **userp);
+void ortmem_uncharge(unsigned long nr_pages, struct user_struct *user);
+
+/* region.c */
+struct ortmem_region *ortmem_region_create(u64 size, int numa_node, u32 flags);
+void ortmem_region_put(struct ortmem_region *region);
+struct ortmem_region *ortmem_region_lookup(struct ortmem_file *file, u32 handle);
+
+/* ioctl.c */
+long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
+
+/* mmap.c */
+int ortmem_mmap(struct file *filp, struct vm_area_struct *vma);
+
+/* sysfs.c */
+extern const struct attribute_group *ortmem_groups[];
+
+/**
+ * ortmem_vma_mod_flags() - Set and clear flags of a VMA being mmapped.
+ * @vma: the new VMA.
+ * @set: flags to set.
+ * @clear: flags to clear.
+ */
+static inline void ortmem_vma_mod_flags(struct vm_area_struct *vma,
+					unsigned long set, unsigned long clear)
+{
+#ifdef ORTMEM_HAVE_VM_FLAGS_MOD
+	vm_flags_mod(vma, set, clear);
+#else
+	vma->vm_flags = (vma->vm_flags | set) & ~clear;
+#endif
+}
+
+/**
+ * ortmem_file_owned() - Whether the calling process opened @file.
+ * @file: the per-file state.
+ *
+ * Return: true when current belongs to the thread group that opened it.
+ */
+bool ortmem_file_owned(const struct ortmem_file *file);
+
+#endif /* ORTMEM_KMOD_H */

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/dev.h - /dev/ortmem inside libortmem: ioctl wrappers (sys.c) and
+ * discovery, open and handshake (dev.c).  Never installed.
+ */
+#ifndef ORTMEM_LIB_DEV_H
+#define ORTMEM_LIB_DEV_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include <uapi/linux/ortmem.h>
+
+/* ---- sys.c: one wrapper per command; 0 or -errno, never errno ---- */
+
+int ortmem__sys_get_version(int fd, struct ortmem_version_args *args);
+int ortmem__sys_alloc(int fd, struct ortmem_alloc_args *args);
+int ortmem__sys_free(int fd, uint32_t handle);
+int ortmem__sys_query(int fd, struct ortmem_query_args *args);
+/* mmap of a region: 0 and *addrp, or -errno. */
+int ortmem__sys_map(int fd, uint64_t len, uint64_t offset, void **addrp);
+int ortmem__sys_unmap(void *addr, uint64_t len);
+
+/* ---- dev.c ---- */
+
+struct ortmem__dev {
+	int fd;
+	char node[PATH_MAX];		/* e.g. /dev/ortmem */
+	char syspath[PATH_MAX];		/* sysfs folder; "" when unknown */
+	struct ortmem_version_args version;
+};
+
+/*
+ * ortmem__dev_open() - Find /dev/ortmem (libudev, or @node when not NULL,
+ * or $ORTMEM_DEVICE), open it and run the version handshake.
+ *
+ * Return: 0, -ENODEV (no module), -EACCES/-EPERM (node not accessible),
+ * -ORTMEM_E_ABI_MISMATCH, -ENOMEM; the detailed error says which and why.
+ */
+int ortmem__dev_open(const char *node, struct ortmem__dev **devp);
+void ortmem__dev_close(struct ortmem__dev *dev);
+
+/* Read a numeric sysfs attribute of the device: 0 or -errno. */
+int ortmem__dev_attr(const struct ortmem__dev *dev, const char *name,
+		     uint64_t *val);
+
+#endif /* ORTMEM_LIB_DEV_H */

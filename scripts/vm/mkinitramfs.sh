@@ -1,0 +1,81 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Build the test VM's initramfs: busybox, the kernel's virtio disk modules
+# (with their dependencies, as modules.dep lists them), ortmem.ko, the
+# selftests runner and test folders, and every shared library the test
+# programs need (as ldd finds them, at the same paths).
+#
+#   mkinitramfs.sh OUT.cpio.gz KVER ORTMEM_KO TESTS_DIR...
+#
+# Each TESTS_DIR/GROUP/ folder becomes /selftests/GROUP/ in the guest;
+# with BENCH_DIR set, its programs go to /bench.
+set -eu
+
+out=$1
+kver=$2
+ko=$3
+shift 3
+
+moddir=/lib/modules/$kver
+root=$(mktemp -d)
+chmod 0755 "$root"
+trap 'rm -rf "$root"' EXIT
+
+busybox=$(command -v busybox || true)
+[ -n "$busybox" ] || { echo "mkinitramfs: busybox not found (install busybox-static)" >&2; exit 1; }
+if ! file -L "$busybox" 2>/dev/null | grep -q 'statically linked'; then
+	[ -x /bin/busybox ] && busybox=/bin/busybox
+fi
+
+mkdir -p "$root/bin" "$root/sbin" "$root/proc" "$root/sys" "$root/dev" \
+	"$root/tmp" "$root/modules" "$root/selftests" "$root/etc"
+cp "$busybox" "$root/bin/busybox"
+echo 'root:x:0:0:root:/:/bin/sh' > "$root/etc/passwd"
+echo 'nobody:x:65534:65534:nobody:/:/bin/false' >> "$root/etc/passwd"
+
+# Kernel modules for the virtio disk, dependencies first.
+add_module() {
+	rel=$(sed -n "s|^\(kernel/[^:]*/$1\.ko[^:]*\):.*|\1|p" "$moddir/modules.dep")
+	[ -n "$rel" ] || { echo "mkinitramfs: module $1 not in $moddir/modules.dep" >&2; exit 1; }
+	for dep in $(sed -n "s|^$rel: *||p" "$moddir/modules.dep" | tr ' ' '\n' | tac); do
+		name=$(basename "$dep")
+		grep -qx "$name" "$root/modules/order" 2>/dev/null && continue
+		cp "$moddir/$dep" "$root/modules/"
+		echo "$name" >> "$root/modules/order"
+	done
+	name=$(basename "$rel")
+	grep -qx "$name" "$root/modules/order" 2>/dev/null && return 0
+	cp "$moddir/$rel" "$root/modules/"
+	echo "$name" >> "$root/modules/order"
+}
+add_module virtio_pci
+add_module virtio_blk
+cp "$ko" "$root/modules/ortmem.ko"
+
+# Tests, and the runner with its settings.
+for dir in "$@"; do
+	for group in "$dir"/*/; do
+		[ -d "$group" ] || continue
+		cp -a "$group" "$root/selftests/"
+	done
+done
+if [ -n "${BENCH_DIR:-}" ]; then
+	mkdir -p "$root/bench"
+	cp -a "$BENCH_DIR"/. "$root/bench/"
+fi
+here=$(cd "$(dirname "$0")/../.." && pwd)
+install -m 0755 "$here/selftests/run_tests.sh" "$root/selftests/run_tests.sh"
+install -m 0644 "$here/selftests/settings" "$root/selftests/settings"
+install -m 0755 "$here/scripts/vm/init" "$root/init"
+
+# Shared libraries, at the paths the programs look for them.
+find "$root/selftests" "$root/bench" -type f 2>/dev/null -perm -u+x | while read -r prog; do
+	file -L "$prog" 2>/dev/null | grep -q 'dynamically linked' || continue
+	ldd "$prog" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'
+done | sort -u | while read -r lib; do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+
+(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$out"

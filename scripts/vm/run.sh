@@ -1,0 +1,20 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Boot a kernel with an initramfs under qemu (TCG; KVM hangs guests on these
+# machines) with a scratch virtio disk, the serial console on stdout.
+#
+#   run.sh KERNEL INITRAMFS DISK_IMAGE TIMEOUT_S [EXTRA_CMDLINE]
+set -eu
+kernel=$1
+initrd=$2
+disk=$3
+limit=$4
+extra=${5:-}
+
+exec timeout -k 5 "$limit" qemu-system-x86_64 \
+	-accel tcg -machine q35 -cpu max -smp 2 -m 1024 \
+	-kernel "$kernel" -initrd "$initrd" \
+	-append "console=ttyS0 quiet loglevel=4 panic=-1 $extra" \
+	-drive "file=$disk,if=virtio,format=raw,cache=unsafe" \
+	-nographic -no-reboot -monitor none -serial stdio -nodefaults

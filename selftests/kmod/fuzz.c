@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Random ioctl commands and arguments, random mmaps and munmaps, for
+ * ORTMEM_FUZZ_SECONDS (default 60) seconds.  Afterwards nothing is pinned,
+ * nothing is outstanding, and the runner checks that the kernel log shows no
+ * warning.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "../harness.h"
+#include "ortmem_test.h"
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static uint64_t rnd_value(uint64_t *s)
+{
+	static const uint64_t edges[] = {
+		0, 1, 4095, 4096, 4097, 8192, 65536, 1ull << 20, 1ull << 31,
+		1ull << 32, ORTMEM_REGION_MAX_SIZE, ORTMEM_REGION_MAX_SIZE + 1,
+		UINT64_MAX, UINT64_MAX - 4095, INT64_MAX, 0xffffffffull,
+	};
+
+	switch (rnd(s) % 4) {
+	case 0:
+		return edges[rnd(s) % (sizeof(edges) / sizeof(edges[0]))];
+	case 1:
+		return rnd(s) % 64;
+	case 2:
+		return (rnd(s) % 32) * 4096;
+	default:
+		return rnd(s);
+	}
+}
+
+static unsigned long rnd_cmd(uint64_t *s)
+{
+	static const unsigned long cmds[] = {
+		ORTMEM_IOC_GET_VERSION, ORTMEM_IOC_ALLOC, ORTMEM_IOC_FREE,
+		ORTMEM_IOC_QUERY,
+	};
+	unsigned long dir = rnd(s) % 4, nr = rnd(s) % 8, size = rnd(s) % 80;
+
+	if (rnd(s) % 4)
+		return cmds[rnd(s) % 4];
+	if (rnd(s) % 2)
+		return _IOC(dir, ORTMEM_IOC_MAGIC, nr, size);
+	return (unsigned long)rnd(s);
+}
+
+struct mapping {
+	void *addr;
+	size_t len;
+};
+
+TEST_TIMEOUT(random_ioctls_and_mappings, 200)
+{
+	const char *env = getenv("ORTMEM_FUZZ_SECONDS");
+	long seconds = env ? atol(env) : 60;
+	int64_t pinned = pinned_bytes(), out = outstanding();
+	struct mapping maps[64] = { 0 };
+	uint64_t seed = (uint64_t)time(NULL) * 2654435761u | 1;
+	uint64_t words[8];
+	unsigned long calls = 0, ok = 0;
+	time_t end;
+	int fd, i;
+
+	OPEN_OR_SKIP(fd);
+	/* A small cap keeps random sizes from filling the VM's RAM. */
+	if (geteuid() == 0 && sysfs_write(PARAM_CAP, "64") == 0)
+		TH_LOG("max_pinned_mb set to 64 for the run");
+	if (getenv("ORTMEM_FUZZ_SEED"))
+		seed = strtoull(getenv("ORTMEM_FUZZ_SEED"), NULL, 0) | 1;
+	TH_LOG("seed 0x%llx, %ld s", (unsigned long long)seed, seconds);
+	end = time(NULL) + seconds;
+	while (time(NULL) < end) {
+		for (i = 0; i < 256; i++, calls++) {
+			unsigned int k;
+			uint64_t r = rnd(&seed) % 16;
+
+			for (k = 0; k < 8; k++)
+				words[k] = rnd(&seed) % 3 ? rnd_value(&seed) : 0;
+			/* Keep allocations small so the fuzzer stays in RAM. */
+			if (r < 8) {
+				if (rnd(&seed) % 2)
+					words[0] &= 0xfffff;
+				ok += ioctl(fd, rnd_cmd(&seed), words) == 0;
+			} else if (r < 11) {
+				struct mapping *m = &maps[rnd(&seed) % 64];
+				uint64_t off = ((rnd(&seed) % 8) << ORTMEM_MMAP_SHIFT) +
+					       (rnd(&seed) % 4) * 4096;
+				int prot = (int)(rnd(&seed) % 8);
+				int flags = rnd(&seed) % 4 ? MAP_SHARED : MAP_PRIVATE;
+
+				if (m->addr)
+					munmap(m->addr, m->len);
+				m->len = (rnd(&seed) % 8 + 1) * 4096;
+				m->addr = mmap(NULL, m->len, prot, flags, fd, (off_t)off);
+				if (m->addr == MAP_FAILED) {
+					m->addr = NULL;
+				} else {
+					ok++;
+					if (prot & PROT_WRITE)
+						((volatile char *)m->addr)[rnd(&seed) % m->len] = 1;
+					else if (prot & PROT_READ)
+						(void)((volatile char *)m->addr)[0];
+				}
+			} else if (r < 13) {
+				struct ortmem_alloc_args a = {
+					.size = (rnd(&seed) % 16 + 1) * 4096,
+					.numa_node = -1,
+				};
+
+				ok += ioctl(fd, ORTMEM_IOC_ALLOC, &a) == 0;
+			} else if (r < 15) {
+				struct ortmem_free_args f = {
+					.handle = (uint32_t)(rnd(&seed) % 40),
+				};
+
+				ok += ioctl(fd, ORTMEM_IOC_FREE, &f) == 0;
+			} else {
+				struct mapping *m = &maps[rnd(&seed) % 64];
+
+				if (m->addr) {
+					size_t cut = (rnd(&seed) % (m->len / 4096)) * 4096;
+
+					/* Split: unmap the head, keep the tail. */
+					if (cut && !munmap(m->addr, cut)) {
+						m->addr = (char *)m->addr + cut;
+						m->len -= cut;
+					}
+				}
+			}
+			if (rnd(&seed) % 20000 == 0) {
+				close(fd);
+				fd = dev_open();
+				ASSERT_LE(0, fd);
+			}
+		}
+	}
+	TH_LOG("%lu calls, %lu succeeded", calls, ok);
+	for (i = 0; i < 64; i++)
+		if (maps[i].addr)
+			munmap(maps[i].addr, maps[i].len);
+	close(fd);
+	if (geteuid() == 0)
+		sysfs_write(PARAM_CAP, "0");
+	EXPECT_LT(1000, calls);
+	EXPECT_LT(0, ok);
+	EXPECT_EQ(pinned, pinned_bytes());
+	EXPECT_EQ(out, outstanding());
+}
+
+TEST_HARNESS_MAIN
