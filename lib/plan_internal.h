@@ -69,6 +69,9 @@ bool ortmem__pk_out_of_time(struct packer *pk);
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h);
 /* plan_search.c: local search over the order from the best plan. */
 void ortmem__pk_local_search(struct packer *pk);
+/* plan_decide.c: bisection on the height with a decision search; true
+ * when the best height is proven optimal. */
+bool ortmem__pk_decide(struct packer *pk);
 /* plan_bnb.c: exact search; true when it finished (best is optimal). */
 bool ortmem__pk_bnb(struct packer *pk);
 

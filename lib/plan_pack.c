@@ -477,6 +477,8 @@ static int pk_alloc(struct packer *pk)
 
 /* How many items pack exactly in the time budget (see plan_bnb.c). */
 #define PK_BNB_MAX_N 64
+/* Up to how many items the decision search runs (its nodes cost O(n)). */
+#define PK_DECIDE_MAX_N 20000
 
 /*
  * ortmem__pack() - Give each item an offset; items that overlap in time
@@ -503,6 +505,9 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 		ret = pk_portfolio(&pk);
 		if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N)
 			res->optimal = ortmem__pk_bnb(&pk);
+		if (!ret && pk.best_h > pk.lb && !res->optimal &&
+		    n <= PK_DECIDE_MAX_N)
+			res->optimal = ortmem__pk_decide(&pk);
 		if (!ret && pk.best_h > pk.lb && !res->optimal)
 			ortmem__pk_local_search(&pk);
 	}
