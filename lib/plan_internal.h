@@ -58,6 +58,9 @@ struct packer {
 };
 
 uint64_t ortmem__now_ns(void);
+/* plan_sort.c: stable sort of @ids by key[id] (radix); @tmp holds n. */
+void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
+			uint32_t *tmp);
 uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n);
 int ortmem__pack(const struct pk_item *it, uint32_t n,
 		 const struct pk_opts *opts, uint64_t *off,

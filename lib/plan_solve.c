@@ -31,14 +31,22 @@ static int pl_figures(struct ortmem_plan *plan)
 	uint32_t b, v;
 	int t;
 
-	it = malloc(sizeof(*it) * (plan->n_bufs ? plan->n_bufs : 1));
-	if (!it)
-		return ortmem__err_plain(-ENOMEM, "planner: out of memory");
 	for (b = 0; b < plan->n_bufs; b++)
-		it[b] = (struct pk_item){ plan->bufs[b].lo, plan->bufs[b].hi,
-			(plan->bufs[b].size + align - 1) & ~(align - 1) };
-	plan->st.lower_bound = ortmem__pk_lower_bound(it, plan->n_bufs);
-	free(it);
+		if (plan->bufs[b].tier != ORTMEM_TIER_DEVICE)
+			break;
+	/* All on the device: the device packing's bound is the same one. */
+	if (b == plan->n_bufs) {
+		plan->st.lower_bound = plan->st.tier_lower_bound[ORTMEM_TIER_DEVICE];
+	} else {
+		it = malloc(sizeof(*it) * (plan->n_bufs ? plan->n_bufs : 1));
+		if (!it)
+			return ortmem__err_plain(-ENOMEM, "planner: out of memory");
+		for (b = 0; b < plan->n_bufs; b++)
+			it[b] = (struct pk_item){ plan->bufs[b].lo, plan->bufs[b].hi,
+				(plan->bufs[b].size + align - 1) & ~(align - 1) };
+		plan->st.lower_bound = ortmem__pk_lower_bound(it, plan->n_bufs);
+		free(it);
+	}
 	for (v = 0; v < plan->n_vals; v++) {
 		const struct pl_value *x = &plan->vals[v];
 
