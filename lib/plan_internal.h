@@ -58,6 +58,9 @@ struct packer {
 };
 
 uint64_t ortmem__now_ns(void);
+/* plan_sort.c: stable sort of @ids by key[id] (radix); @tmp holds n. */
+void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
+			uint32_t *tmp);
 uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n);
 int ortmem__pack(const struct pk_item *it, uint32_t n,
 		 const struct pk_opts *opts, uint64_t *off,
@@ -69,6 +72,9 @@ bool ortmem__pk_out_of_time(struct packer *pk);
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h);
 /* plan_search.c: local search over the order from the best plan. */
 void ortmem__pk_local_search(struct packer *pk);
+/* plan_decide.c: bisection on the height with a decision search; true
+ * when the best height is proven optimal. */
+bool ortmem__pk_decide(struct packer *pk);
 /* plan_bnb.c: exact search; true when it finished (best is optimal). */
 bool ortmem__pk_bnb(struct packer *pk);
 

@@ -22,51 +22,48 @@ uint64_t ortmem__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-struct pk_event {
-	uint64_t t;
-	uint32_t i;
-	bool start;
-};
-
-static int pk_event_cmp(const void *a, const void *b)
-{
-	const struct pk_event *x = a, *y = b;
-
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	/* Half-open: an end at t comes before a start at t. */
-	if (x->start != y->start)
-		return x->start ? 1 : -1;
-	return (x->i > y->i) - (x->i < y->i);
-}
-
-/* Largest total size live at one time; UINT64_MAX when out of memory. */
+/*
+ * Largest total size live at one time; UINT64_MAX when out of memory.
+ * Starts and ends sorted apart, then merged: at equal times the ends come
+ * first (half-open lifetimes).
+ */
 uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
 {
-	struct pk_event *ev;
-	uint64_t cur = 0, best = 0;
-	uint32_t i, k = 0;
+	uint32_t *st, *en, *tmp, i, k = 0, a = 0, b = 0;
+	uint64_t *lo, *hi, cur = 0, best = 0;
 
-	ev = malloc(sizeof(*ev) * 2 * (size_t)(n ? n : 1));
-	if (!ev)
-		return UINT64_MAX;
+	st = malloc(sizeof(*st) * (n ? n : 1));
+	en = malloc(sizeof(*en) * (n ? n : 1));
+	tmp = malloc(sizeof(*tmp) * (n ? n : 1));
+	lo = calloc(n ? n : 1, sizeof(*lo));
+	hi = calloc(n ? n : 1, sizeof(*hi));
+	if (!st || !en || !tmp || !lo || !hi) {
+		best = UINT64_MAX;
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
-		if (!it[i].size || it[i].hi <= it[i].lo)
+		lo[i] = it[i].lo;
+		hi[i] = it[i].hi;
+		if (it[i].size && it[i].hi > it[i].lo)
+			st[k] = en[k] = i, k++;
+	}
+	ortmem__pk_sort_by(st, k, lo, tmp);
+	ortmem__pk_sort_by(en, k, hi, tmp);
+	while (a < k) {
+		if (hi[en[b]] <= lo[st[a]]) {
+			cur -= it[en[b++]].size;
 			continue;
-		ev[k++] = (struct pk_event){ it[i].lo, i, true };
-		ev[k++] = (struct pk_event){ it[i].hi, i, false };
-	}
-	qsort(ev, k, sizeof(*ev), pk_event_cmp);
-	for (i = 0; i < k; i++) {
-		if (ev[i].start) {
-			cur += it[ev[i].i].size;
-			if (cur > best)
-				best = cur;
-		} else {
-			cur -= it[ev[i].i].size;
 		}
+		cur += it[st[a++]].size;
+		if (cur > best)
+			best = cur;
 	}
-	free(ev);
+out:
+	free(st);
+	free(en);
+	free(tmp);
+	free(lo);
+	free(hi);
 	return best;
 }
 
@@ -75,32 +72,6 @@ uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
 static bool pk_live(const struct pk_item *x)
 {
 	return x->size && x->hi > x->lo;
-}
-
-/*
- * Sort item ids by start (ties by id) without a global comparator state:
- * a stable merge sort on (lo, id) pairs, reentrant.
- */
-static void pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
-		       uint32_t *tmp)
-{
-	uint32_t w, i, l, r, m, e, k;
-
-	for (w = 1; w < n; w *= 2) {
-		for (i = 0; i < n; i += 2 * w) {
-			l = i;
-			m = i + w < n ? i + w : n;
-			e = i + 2 * w < n ? i + 2 * w : n;
-			r = m;
-			for (k = i; k < e; k++) {
-				if (l < m && (r >= e || key[ids[l]] <= key[ids[r]]))
-					tmp[k] = ids[l++];
-				else
-					tmp[k] = ids[r++];
-			}
-		}
-		memcpy(ids, tmp, sizeof(*ids) * n);
-	}
 }
 
 /* Conflict lists by a start-time sweep; -E2BIG when there are too many. */
@@ -122,7 +93,7 @@ static int pk_build_conflicts(struct packer *pk)
 		ids[i] = i;
 		key[i] = pk->it[i].lo;
 	}
-	pk_sort_by(ids, n, key, tmp);
+	ortmem__pk_sort_by(ids, n, key, tmp);
 	/* Two passes: count, then fill. */
 	for (int pass = 0; pass < 2; pass++) {
 		nact = 0;
@@ -284,7 +255,7 @@ static int pk_place_sweep(struct packer *pk)
 		ids[k] = k;
 		key[k] = pk->it[k].lo;
 	}
-	pk_sort_by(ids, n, key, tmp);
+	ortmem__pk_sort_by(ids, n, key, tmp);
 	for (k = 0; k < n; k++) {
 		const struct pk_item *x = &pk->it[ids[k]];
 
@@ -389,8 +360,8 @@ static void pk_order_by(struct packer *pk, enum pk_ordering o,
 		k2[i] = UINT64_MAX - k2[i];
 	}
 	/* Stable sorts: secondary key first, then primary. */
-	pk_sort_by(pk->order, n, k2, tmp);
-	pk_sort_by(pk->order, n, k1, tmp);
+	ortmem__pk_sort_by(pk->order, n, k2, tmp);
+	ortmem__pk_sort_by(pk->order, n, k1, tmp);
 }
 
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)
@@ -477,6 +448,8 @@ static int pk_alloc(struct packer *pk)
 
 /* How many items pack exactly in the time budget (see plan_bnb.c). */
 #define PK_BNB_MAX_N 64
+/* Up to how many items the decision search runs (its nodes cost O(n)). */
+#define PK_DECIDE_MAX_N 20000
 
 /*
  * ortmem__pack() - Give each item an offset; items that overlap in time
@@ -503,6 +476,9 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 		ret = pk_portfolio(&pk);
 		if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N)
 			res->optimal = ortmem__pk_bnb(&pk);
+		if (!ret && pk.best_h > pk.lb && !res->optimal &&
+		    n <= PK_DECIDE_MAX_N)
+			res->optimal = ortmem__pk_decide(&pk);
 		if (!ret && pk.best_h > pk.lb && !res->optimal)
 			ortmem__pk_local_search(&pk);
 	}

@@ -31,14 +31,22 @@ static int pl_figures(struct ortmem_plan *plan)
 	uint32_t b, v;
 	int t;
 
-	it = malloc(sizeof(*it) * (plan->n_bufs ? plan->n_bufs : 1));
-	if (!it)
-		return ortmem__err_plain(-ENOMEM, "planner: out of memory");
 	for (b = 0; b < plan->n_bufs; b++)
-		it[b] = (struct pk_item){ plan->bufs[b].lo, plan->bufs[b].hi,
-			(plan->bufs[b].size + align - 1) & ~(align - 1) };
-	plan->st.lower_bound = ortmem__pk_lower_bound(it, plan->n_bufs);
-	free(it);
+		if (plan->bufs[b].tier != ORTMEM_TIER_DEVICE)
+			break;
+	/* All on the device: the device packing's bound is the same one. */
+	if (b == plan->n_bufs) {
+		plan->st.lower_bound = plan->st.tier_lower_bound[ORTMEM_TIER_DEVICE];
+	} else {
+		it = malloc(sizeof(*it) * (plan->n_bufs ? plan->n_bufs : 1));
+		if (!it)
+			return ortmem__err_plain(-ENOMEM, "planner: out of memory");
+		for (b = 0; b < plan->n_bufs; b++)
+			it[b] = (struct pk_item){ plan->bufs[b].lo, plan->bufs[b].hi,
+				(plan->bufs[b].size + align - 1) & ~(align - 1) };
+		plan->st.lower_bound = ortmem__pk_lower_bound(it, plan->n_bufs);
+		free(it);
+	}
 	for (v = 0; v < plan->n_vals; v++) {
 		const struct pl_value *x = &plan->vals[v];
 
@@ -158,6 +166,48 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
 	b = &plan->bufs[x->inplace_of >= 0 ? x->buf : plan->vals[x->root].buf];
 	*offset = b->off;
 	return b->tier;
+}
+
+ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
+					  uint32_t value, uint32_t step,
+					  uint64_t *offset)
+{
+	const struct pl_value *x;
+	uint32_t b, lo, hi;
+	int ret = pl_check_solved(plan, __func__);
+
+	if (ret)
+		return ret;
+	if (value >= plan->n_vals || step >= plan->n_nodes || !offset)
+		return ortmem__err_invalid(-1, 0,
+			"ortmem_plan_staging_offset: value %u of %u or step %u of %u does not exist, or offset is NULL",
+			value, plan->n_vals, step, plan->n_nodes);
+	x = &plan->vals[value];
+	if (plan->vals[x->root].def < 0)
+		return ortmem__err_plain(-ENOENT,
+			"ortmem_plan_staging_offset: value %u is a graph input (or a view of one)", value);
+	b = (uint32_t)(x->inplace_of >= 0 ? x->buf : plan->vals[x->root].buf);
+	if (plan->bufs[b].tier == ORTMEM_TIER_DEVICE)
+		return ortmem__err_plain(-ENOENT,
+			"ortmem_plan_staging_offset: value %u lives on the device; ortmem_plan_offset() gives its offset",
+			value);
+	/* The steps using the buffer are ascending: bisect. */
+	lo = plan->touch_idx[b];
+	hi = plan->touch_idx[b + 1];
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (plan->touch_step[mid] < step)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == plan->touch_idx[b + 1] || plan->touch_step[lo] != step)
+		return ortmem__err_plain(-ENOENT,
+			"ortmem_plan_staging_offset: step %u neither reads nor writes value %u, so it is not staged there",
+			step, value);
+	*offset = plan->touch_off[lo];
+	return 0;
 }
 
 ORTMEM_API int ortmem_plan_stats(const struct ortmem_plan *plan,

@@ -267,6 +267,24 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
 				  uint32_t value, uint64_t *offset);
 
 /**
+ * ortmem_plan_staging_offset() - Where a value placed off the device is
+ *	staged on the device at a step.
+ * @plan: the plan.
+ * @value: the value id (a view: its root's buffer).
+ * @step: a node that reads or writes the value.
+ * @offset: receives the offset of the staging copy in the device arena,
+ *	valid for that step only (prefetched before it, spilled after it).
+ *
+ * Return: 0; -ENOENT when there is no staging copy (the buffer is on the
+ * device: see ortmem_plan_offset(); a graph input; or @step does not use
+ * the value); -EINVAL (unknown value or step, NULL @offset); -ENODATA (no
+ * solved plan).
+ */
+ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
+					  uint32_t value, uint32_t step,
+					  uint64_t *offset);
+
+/**
  * ortmem_plan_stats() - Figures of the solved plan.
  * @plan: the plan.
  * @stats: receives the figures (its sz set by the caller).

@@ -295,6 +295,61 @@ TEST(device_budget_spills_to_host)
 	ortmem_plan_free(p);
 }
 
+/*
+ * v0 (2 KiB) is read at steps 1 and 3; steps 1 and 2 produce 4 KiB values
+ * read at the next step, step 3 a 1 KiB one.  With a 9 KiB device budget
+ * v0 cannot stay on the device over step 2 (10 KiB), so it goes to the host, and is staged on the
+ * device where it is used: steps 0 (written), 1 and 3 (read).
+ */
+TEST(host_buffers_have_staging_offsets)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { 9 * 1024, 0, 0 }, .align = { 1024, 1024, 1024 },
+		    .flags = ORTMEM_PLAN_F_VALIDATE);
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	struct ortmem_plan *p = NULL;
+	uint32_t v[5], in[2], s;
+	uint64_t off, soff[4];
+	int k;
+
+	ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+	v[0] = (uint32_t)ortmem_plan_add_value(p, 2048, 0);
+	v[1] = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+	v[2] = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+	v[3] = (uint32_t)ortmem_plan_add_value(p, 1024, 0);
+	v[4] = (uint32_t)ortmem_plan_add_value(p, 1024, ORTMEM_PLAN_VALUE_OUTPUT);
+	ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &v[0], 1));
+	ASSERT_EQ(1, ortmem_plan_add_node(p, &v[0], 1, &v[1], 1));
+	ASSERT_EQ(2, ortmem_plan_add_node(p, &v[1], 1, &v[2], 1));
+	in[0] = v[0];
+	in[1] = v[2];
+	ASSERT_EQ(3, ortmem_plan_add_node(p, in, 2, &v[3], 1));
+	ASSERT_EQ(4, ortmem_plan_add_node(p, &v[3], 1, &v[4], 1));
+	ASSERT_EQ(0, ortmem_plan_solve(p));
+	ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+	ASSERT_EQ(ORTMEM_TIER_HOST, ortmem_plan_offset(p, v[0], &off));
+	for (s = 0; s < 4; s++) {
+		k = ortmem_plan_staging_offset(p, v[0], s, &soff[s]);
+		if (s == 2) {
+			EXPECT_EQ(-ENOENT, k);
+			continue;
+		}
+		ASSERT_EQ(0, k);
+		EXPECT_EQ(0, soff[s] % 1024);
+		EXPECT_LE(soff[s] + 2048, st.arena[ORTMEM_TIER_DEVICE]);
+	}
+	/* At step 3 the copy of v0 must not overlap v2 (read) or v3 (written). */
+	ASSERT_EQ(ORTMEM_TIER_DEVICE, ortmem_plan_offset(p, v[2], &off));
+	EXPECT_TRUE(soff[3] + 2048 <= off || off + 4096 <= soff[3]);
+	ASSERT_EQ(ORTMEM_TIER_DEVICE, ortmem_plan_offset(p, v[3], &off));
+	EXPECT_TRUE(soff[3] + 2048 <= off || off + 1024 <= soff[3]);
+	EXPECT_EQ(-ENOENT, ortmem_plan_staging_offset(p, v[2], 2, &off));
+	EXPECT_EQ(-EINVAL, ortmem_plan_staging_offset(p, v[0], 5, &off));
+	EXPECT_EQ(-EINVAL, ortmem_plan_staging_offset(p, 99, 1, &off));
+	EXPECT_EQ(-EINVAL, ortmem_plan_staging_offset(p, v[0], 1, NULL));
+	EXPECT_EQ(-EINVAL, ortmem_plan_staging_offset(NULL, v[0], 1, &off));
+	ortmem_plan_free(p);
+}
+
 TEST(hostile_input_is_refused)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, bad, .flags = 0x80);

@@ -149,4 +149,86 @@ TEST(pack_contract)
 	EXPECT_EQ(0, ortmem_plan_pack(NULL, 0, NULL, NULL, NULL));
 }
 
+/*
+ * Cut the rectangle [0, T) x [0, H) into @n pieces by random guillotine
+ * cuts (in time or in address); each piece is a buffer.  Every moment is
+ * covered by pieces stacking to H, so LB = H and the optimum is H.
+ */
+static int cut_rectangle(struct pk_item *it, int n, uint64_t t_end,
+			 uint64_t h, uint64_t unit, uint64_t *seed)
+{
+	uint64_t off[256];
+	int k = 1, tries;
+
+	it[0] = (struct pk_item){ 0, t_end, h };
+	off[0] = 0;
+	for (tries = 0; k < n && tries < 100000; tries++) {
+		struct pk_item *x = &it[rnd(seed) % (uint64_t)k];
+		uint64_t *xo = &off[x - it];
+
+		if (rnd(seed) % 2) {
+			uint64_t d = x->hi - x->lo, c;
+
+			if (d < 2)
+				continue;
+			c = x->lo + 1 + rnd(seed) % (d - 1);
+			it[k] = (struct pk_item){ c, x->hi, x->size };
+			off[k] = *xo;
+			x->hi = c;
+		} else {
+			uint64_t units = x->size / unit, c;
+
+			if (units < 2)
+				continue;
+			c = (1 + rnd(seed) % (units - 1)) * unit;
+			it[k] = (struct pk_item){ x->lo, x->hi, x->size - c };
+			off[k] = *xo + c;
+			x->size = c;
+		}
+		k++;
+	}
+	return k;
+}
+
+TEST_TIMEOUT(cut_rectangles_pack_within_5_percent, 300)
+{
+	uint64_t seed = 2024, h = 64 * 1024;
+	int g;
+
+	for (g = 0; g < 12; g++) {
+		struct pk_item it[160];
+		uint64_t off[160];
+		struct pk_opts o = { .deadline_ns = ortmem__now_ns() + 3000000000ull,
+				     .seed = 1 + (uint64_t)g };
+		struct pk_result r = { 0 };
+		int n = cut_rectangle(it, 80 + (int)(rnd(&seed) % 80), 1000, h, 1024, &seed);
+
+		ASSERT_LT(64, n);	/* past the exact search: the decision search runs */
+		ASSERT_EQ(h, ortmem__pk_lower_bound(it, (uint32_t)n));
+		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
+		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
+		EXPECT_EQ(h, r.lb);
+		EXPECT_LE(r.height, h + h / 20);
+		if (r.optimal)
+			EXPECT_EQ(h, r.height);
+	}
+}
+
+/* With an iteration limit the search is reproducible. */
+TEST(decision_search_is_reproducible)
+{
+	uint64_t seed = 77, h = 32 * 1024;
+	struct pk_item it[120];
+	uint64_t off1[120], off2[120];
+	struct pk_opts o = { .deadline_ns = UINT64_MAX, .max_iter = 20000, .seed = 5 };
+	struct pk_result r1 = { 0 }, r2 = { 0 };
+	int n = cut_rectangle(it, 120, 500, h, 1024, &seed);
+
+	ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off1, &r1));
+	ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off2, &r2));
+	EXPECT_EQ(r1.height, r2.height);
+	EXPECT_EQ(0, memcmp(off1, off2, sizeof(off1[0]) * (size_t)n));
+	EXPECT_EQ(0, ortmem__pk_check_disjoint(it, off1, (uint32_t)n, NULL, NULL));
+}
+
 TEST_HARNESS_MAIN
