@@ -46,6 +46,11 @@ struct packer {
 	uint32_t *rank;
 	uint64_t *off;
 	uint64_t *hpre;
+	/* order, rank, off and hpre are one placement by place_from() */
+	bool placed;
+	/* scratch shared by the phases: n (t32: n + 1) entries each */
+	uint64_t *t64[3];
+	uint32_t *t32[2];
 	/* scratch for gap search */
 	uint64_t (*gap)[2];
 	/* best so far */

@@ -23,24 +23,16 @@ uint64_t ortmem__now_ns(void)
 }
 
 /*
- * Largest total size live at one time; UINT64_MAX when out of memory.
+ * Largest total size live at one time (UINT64_MAX when out of memory).
  * Starts and ends sorted apart, then merged: at equal times the ends come
  * first (half-open lifetimes).
  */
-uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
+static uint64_t pk_lb_in(const struct pk_item *it, uint32_t n, uint32_t *st,
+			 uint32_t *en, uint32_t *tmp, uint64_t *lo, uint64_t *hi)
 {
-	uint32_t *st, *en, *tmp, i, k = 0, a = 0, b = 0;
-	uint64_t *lo, *hi, cur = 0, best = 0;
+	uint32_t i, k = 0, a = 0, b = 0;
+	uint64_t cur = 0, best = 0;
 
-	st = malloc(sizeof(*st) * (n ? n : 1));
-	en = malloc(sizeof(*en) * (n ? n : 1));
-	tmp = malloc(sizeof(*tmp) * (n ? n : 1));
-	lo = calloc(n ? n : 1, sizeof(*lo));
-	hi = calloc(n ? n : 1, sizeof(*hi));
-	if (!st || !en || !tmp || !lo || !hi) {
-		best = UINT64_MAX;
-		goto out;
-	}
 	for (i = 0; i < n; i++) {
 		lo[i] = it[i].lo;
 		hi[i] = it[i].hi;
@@ -58,7 +50,21 @@ uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
 		if (cur > best)
 			best = cur;
 	}
-out:
+	return best;
+}
+
+uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
+{
+	uint32_t *st, *en, *tmp;
+	uint64_t *lo, *hi, best = UINT64_MAX;
+
+	st = malloc(sizeof(*st) * (n ? n : 1));
+	en = malloc(sizeof(*en) * (n ? n : 1));
+	tmp = malloc(sizeof(*tmp) * (n ? n : 1));
+	lo = malloc(sizeof(*lo) * (n ? n : 1));
+	hi = malloc(sizeof(*hi) * (n ? n : 1));
+	if (st && en && tmp && lo && hi)
+		best = pk_lb_in(it, n, st, en, tmp, lo, hi);
 	free(st);
 	free(en);
 	free(tmp);
@@ -77,18 +83,14 @@ static bool pk_live(const struct pk_item *x)
 /* Conflict lists by a start-time sweep; -E2BIG when there are too many. */
 static int pk_build_conflicts(struct packer *pk)
 {
-	uint32_t n = pk->n, *ids, *tmp, *act, nact = 0, i, j, k;
-	uint64_t *key, total = 0;
-	uint32_t *deg;
+	/* Scratch: the packer's arrays, written over later anyway. */
+	uint32_t n = pk->n, *ids = pk->order, *tmp = pk->rank;
+	uint32_t *act = pk->best_order, *deg = pk->t32[1];
+	uint32_t nact = 0, i, j, k;
+	uint64_t *key = pk->t64[0], total = 0;
 	int ret = -ENOMEM;
 
-	ids = malloc(sizeof(*ids) * n);
-	tmp = malloc(sizeof(*tmp) * n);
-	act = malloc(sizeof(*act) * n);
-	key = calloc(n ? n : 1, sizeof(*key));
-	deg = calloc(n + 1, sizeof(*deg));
-	if (!ids || !tmp || !act || !key || !deg)
-		goto out;
+	memset(deg, 0, sizeof(*deg) * (n + 1));
 	for (i = 0; i < n; i++) {
 		ids[i] = i;
 		key[i] = pk->it[i].lo;
@@ -138,11 +140,6 @@ static int pk_build_conflicts(struct packer *pk)
 	pk->have_conf = true;
 	ret = 0;
 out:
-	free(ids);
-	free(tmp);
-	free(act);
-	free(key);
-	free(deg);
 	return ret;
 }
 
@@ -207,6 +204,10 @@ uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from)
 	uint64_t h = from ? pk->hpre[from - 1] : 0;
 	uint32_t p, k, d;
 
+	/* Nothing of the suffix is placed yet: a rank left from an earlier
+	 * order would make a later item an obstacle. */
+	for (p = from; p < pk->n; p++)
+		pk->rank[pk->order[p]] = UINT32_MAX;
 	for (p = from; p < pk->n; p++) {
 		uint32_t i = pk->order[p];
 		const struct pk_item *x = &pk->it[i];
@@ -232,6 +233,7 @@ uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from)
 			h = pk->off[i] + x->size;
 		pk->hpre[p] = h;
 	}
+	pk->placed = true;
 	return h;
 }
 
@@ -291,11 +293,14 @@ out:
 
 /* ---- the portfolio ---- */
 
+/* Most crowded lifetime first, then by size: the two greedy orders that
+ * do best on model graphs (Pisarchyk and Lee, 2020); a big graph may have
+ * time for no other. */
 enum pk_ordering {
+	PK_BY_BREADTH,		/* most crowded lifetime first, then largest */
 	PK_BY_SIZE,		/* largest first, then longest */
 	PK_BY_AREA,		/* size x duration */
 	PK_BY_DURATION,		/* longest first, then largest */
-	PK_BY_BREADTH,		/* most crowded lifetime first, then largest */
 	PK_BY_START,		/* earliest first: a sweep in time */
 	PK_ORDERINGS
 };
@@ -379,24 +384,20 @@ bool ortmem__pk_out_of_time(struct packer *pk)
 		return true;
 	if (pk->opts.max_iter && pk->iters >= pk->opts.max_iter)
 		return true;
-	/* The clock is cheap (vDSO) but not free: look every 16 plans. */
-	if ((pk->iters & 15) == 0 && ortmem__now_ns() >= pk->opts.deadline_ns)
+	/* The clock is cheap (vDSO) but not free: look every 16 plans, or at
+	 * each when a plan takes longer than the clock (big instances). */
+	if (((pk->iters & 15) == 0 || pk->n > 4096) &&
+	    ortmem__now_ns() >= pk->opts.deadline_ns)
 		return true;
 	return false;
 }
 
 static int pk_portfolio(struct packer *pk)
 {
-	uint32_t n = pk->n, *tmp;
-	uint64_t *k1, *k2, *crowd;
-	int o, ret = -ENOMEM;
+	uint32_t *tmp = pk->t32[0];
+	uint64_t *k1 = pk->t64[0], *k2 = pk->t64[1], *crowd = pk->t64[2];
+	int o;
 
-	tmp = malloc(sizeof(*tmp) * n);
-	k1 = malloc(sizeof(*k1) * n);
-	k2 = malloc(sizeof(*k2) * n);
-	crowd = malloc(sizeof(*crowd) * n);
-	if (!tmp || !k1 || !k2 || !crowd)
-		goto out;
 	pk_crowd(pk, crowd);
 	for (o = 0; o < PK_ORDERINGS; o++) {
 		/* The first ordering always runs; the rest while time lasts. */
@@ -407,13 +408,7 @@ static int pk_portfolio(struct packer *pk)
 		ortmem__pk_keep_if_best(pk, ortmem__pk_place_from(pk, 0));
 		pk->iters++;
 	}
-	ret = 0;
-out:
-	free(tmp);
-	free(k1);
-	free(k2);
-	free(crowd);
-	return ret;
+	return 0;
 }
 
 static void pk_free(struct packer *pk)
@@ -427,6 +422,10 @@ static void pk_free(struct packer *pk)
 	free(pk->gap);
 	free(pk->best_order);
 	free(pk->best_off);
+	for (int k = 0; k < 3; k++)
+		free(pk->t64[k]);
+	free(pk->t32[0]);
+	free(pk->t32[1]);
 }
 
 static int pk_alloc(struct packer *pk)
@@ -440,6 +439,12 @@ static int pk_alloc(struct packer *pk)
 	pk->gap = malloc(sizeof(*pk->gap) * n);
 	pk->best_order = malloc(sizeof(*pk->best_order) * n);
 	pk->best_off = calloc(n, sizeof(*pk->best_off));
+	for (int k = 0; k < 3; k++)
+		pk->t64[k] = malloc(sizeof(*pk->t64[k]) * n);
+	pk->t32[0] = malloc(sizeof(*pk->t32[0]) * (n + 1ull));
+	pk->t32[1] = malloc(sizeof(*pk->t32[1]) * (n + 1ull));
+	if (!pk->t64[0] || !pk->t64[1] || !pk->t64[2] || !pk->t32[0] || !pk->t32[1])
+		return -ENOMEM;
 	if (!pk->order || !pk->rank || !pk->off || !pk->hpre || !pk->gap ||
 	    !pk->best_order || !pk->best_off)
 		return -ENOMEM;
@@ -462,12 +467,14 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 	struct packer pk = { .n = n, .it = it, .opts = *opts };
 	int ret;
 
-	pk.lb = ortmem__pk_lower_bound(it, n);
 	pk.best_h = UINT64_MAX;
 	pk.rng = opts->seed ? opts->seed : 0x9e3779b97f4a7c15ull;
-	ret = pk.lb == UINT64_MAX ? -ENOMEM : pk_alloc(&pk);
+	ret = pk_alloc(&pk);
 	if (ret)
 		goto out;
+	/* The bound in the packer's arrays: a big instance pays for every
+	 * fresh page, so the scratch is shared by the phases. */
+	pk.lb = pk_lb_in(it, n, pk.order, pk.rank, pk.best_order, pk.t64[0], pk.t64[1]);
 	ret = pk_build_conflicts(&pk);
 	if (ret == -E2BIG) {
 		ret = pk_place_sweep(&pk);
@@ -475,10 +482,10 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 	} else if (!ret) {
 		ret = pk_portfolio(&pk);
 		if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N)
-			res->optimal = ortmem__pk_bnb(&pk);
+			res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
 		if (!ret && pk.best_h > pk.lb && !res->optimal &&
 		    n <= PK_DECIDE_MAX_N)
-			res->optimal = ortmem__pk_decide(&pk);
+			res->optimal = ortmem__pk_decide(&pk), pk.placed = false;
 		if (!ret && pk.best_h > pk.lb && !res->optimal)
 			ortmem__pk_local_search(&pk);
 	}

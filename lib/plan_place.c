@@ -288,21 +288,25 @@ int ortmem__plan_place(struct ortmem_plan *plan)
 	uint64_t deadline = ortmem__now_ns() + plan->o.time_budget_us * 1000;
 	struct pk_result res[ORTMEM_TIER_COUNT] = { 0 };
 	size_t cells = ((size_t)plan->n_nodes + 1) * ORTMEM_TIER_COUNT;
-	uint64_t *prof;
+	uint64_t *prof = NULL;
+	bool budgeted = false;
 	uint32_t b;
-	int t, ret;
+	int t, ret = 0;
 
 	for (b = 0; b < plan->n_bufs; b++)
 		plan->bufs[b].tier = ORTMEM_TIER_DEVICE;
-	ret = pl_touches(plan);
-	if (ret)
-		return ret;
-	prof = malloc(sizeof(*prof) * (plan->n_nodes + 1ull));
-	plan->prefetch = calloc(cells, sizeof(*plan->prefetch));
-	plan->spill = calloc(cells, sizeof(*plan->spill));
-	if (!prof || !plan->prefetch || !plan->spill) {
-		free(prof);
-		return ortmem__err_plain(-ENOMEM, "planner: cannot profile %u steps", plan->n_nodes);
+	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
+		budgeted |= (plan->o.tiers & (1u << t)) && plan->o.budget[t];
+	/* Without budgets every buffer stays on the device: no uses to index,
+	 * no profile, no moves (big graphs pay for each page they touch). */
+	if (budgeted) {
+		ret = pl_touches(plan);
+		if (ret)
+			return ret;
+		prof = malloc(sizeof(*prof) * (plan->n_nodes + 1ull));
+		if (!prof)
+			return ortmem__err_plain(-ENOMEM, "planner: cannot profile %u steps",
+						 plan->n_nodes);
 	}
 	for (t = 0; t < ORTMEM_TIER_COUNT && !ret; t++) {
 		if (!(plan->o.tiers & (1u << t)))
@@ -315,7 +319,17 @@ int ortmem__plan_place(struct ortmem_plan *plan)
 			plan->st.optimal = res[t].optimal;
 	}
 	free(prof);
-	if (!ret)
+	for (b = 0; b < plan->n_bufs && !ret; b++)
+		if (plan->bufs[b].tier != ORTMEM_TIER_DEVICE)
+			break;
+	/* Moves only when a buffer left the device; NULL reads as none. */
+	if (!ret && b < plan->n_bufs) {
+		plan->prefetch = calloc(cells, sizeof(*plan->prefetch));
+		plan->spill = calloc(cells, sizeof(*plan->spill));
+		if (!plan->prefetch || !plan->spill)
+			return ortmem__err_plain(-ENOMEM, "planner: cannot record the moves of %u steps",
+						 plan->n_nodes);
 		pl_moves(plan);
+	}
 	return ret;
 }

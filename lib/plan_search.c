@@ -129,8 +129,17 @@ static void ls_walk(struct packer *pk, struct ls_state *s)
 	uint64_t h, nh, since_best = 0, shakes = 2;
 	uint32_t ncrit, nc, from;
 
-	memcpy(pk->order, pk->best_order, sizeof(*pk->order) * pk->n);
-	h = ortmem__pk_place_from(pk, 0);
+	/* The portfolio's last plan is often the best: no need to place it
+	 * again (a big graph pays milliseconds for it). */
+	if (ortmem__pk_out_of_time(pk))
+		return;
+	if (pk->placed && pk->hpre[pk->n - 1] == pk->best_h &&
+	    !memcmp(pk->order, pk->best_order, sizeof(*pk->order) * pk->n)) {
+		h = pk->best_h;
+	} else {
+		memcpy(pk->order, pk->best_order, sizeof(*pk->order) * pk->n);
+		h = ortmem__pk_place_from(pk, 0);
+	}
 	ncrit = ls_critical(pk, h, s->crit);
 	while (!ortmem__pk_out_of_time(pk)) {
 		pk->iters++;
@@ -164,20 +173,11 @@ static void ls_walk(struct packer *pk, struct ls_state *s)
 
 void ortmem__pk_local_search(struct packer *pk)
 {
-	struct ls_state s;
-	uint32_t n = pk->n;
+	/* The packer's scratch: the portfolio is done with it. */
+	struct ls_state s = { .saved_order = pk->t32[0], .saved_off = pk->t64[0],
+			      .saved_hpre = pk->t64[1], .crit = pk->t32[1] };
 
-	if (n < 2)
+	if (pk->n < 2)
 		return;
-	s.saved_order = malloc(sizeof(*s.saved_order) * n);
-	s.saved_off = malloc(sizeof(*s.saved_off) * n);
-	s.saved_hpre = malloc(sizeof(*s.saved_hpre) * n);
-	s.crit = malloc(sizeof(*s.crit) * n);
-	/* Out of memory: the portfolio's plan stands. */
-	if (s.saved_order && s.saved_off && s.saved_hpre && s.crit)
-		ls_walk(pk, &s);
-	free(s.saved_order);
-	free(s.saved_off);
-	free(s.saved_hpre);
-	free(s.crit);
+	ls_walk(pk, &s);
 }

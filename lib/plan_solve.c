@@ -65,7 +65,7 @@ static int pl_figures(struct ortmem_plan *plan)
 		sum += plan->st.arena[t];
 	plan->st.arena_over_lb = plan->st.lower_bound ?
 		(double)sum / (double)plan->st.lower_bound : 1.0;
-	for (v = 0; v < (uint32_t)plan->n_nodes * ORTMEM_TIER_COUNT; v++) {
+	for (v = 0; plan->prefetch && v < (uint32_t)plan->n_nodes * ORTMEM_TIER_COUNT; v++) {
 		plan->st.prefetch_bytes += plan->prefetch[v];
 		plan->st.spill_bytes += plan->spill[v];
 	}
@@ -241,8 +241,11 @@ ORTMEM_API int ortmem_plan_step_moves(const struct ortmem_plan *plan,
 			"ortmem_plan_step_moves: step %u of %u, or moves NULL or too small",
 			step, plan->n_nodes);
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
-		moves->prefetch[t] = plan->prefetch[(size_t)step * ORTMEM_TIER_COUNT + t];
-		moves->spill[t] = plan->spill[(size_t)step * ORTMEM_TIER_COUNT + t];
+		/* No moves recorded: every buffer is on the device. */
+		moves->prefetch[t] = plan->prefetch ?
+			plan->prefetch[(size_t)step * ORTMEM_TIER_COUNT + t] : 0;
+		moves->spill[t] = plan->spill ?
+			plan->spill[(size_t)step * ORTMEM_TIER_COUNT + t] : 0;
 	}
 	return 0;
 }

@@ -263,7 +263,9 @@ static int vl_arenas(const struct ortmem_plan *plan)
 /* Buffers and device staging copies of one tier must not collide. */
 static int vl_overlap(const struct ortmem_plan *plan, int tier)
 {
-	uint32_t b, k, n = 0, cap = plan->n_bufs + plan->touch_idx[plan->n_bufs];
+	/* No uses indexed when no budget let a buffer leave the device. */
+	uint32_t b, k, n = 0, cap = plan->n_bufs +
+		(plan->touch_idx ? plan->touch_idx[plan->n_bufs] : 0);
 	struct pk_item *it = malloc(sizeof(*it) * (cap ? cap : 1));
 	uint64_t *off = malloc(sizeof(*off) * (cap ? cap : 1));
 	int ret = 0;
