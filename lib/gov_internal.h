@@ -189,11 +189,24 @@ int ortmem__check_tier(int tier, uint64_t size);
  * change it but pinners, whose CAS then fails). */
 int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
 			 uint64_t id);
+/*
+ * Release, pin and unpin @h, whose slot @idx was seen at word @w (which may
+ * be stale by now: the operation re-reads it and refuses with
+ * -ORTMEM_E_STALE_HANDLE once the slot holds another generation).  The
+ * public calls are ortmem__slot_lookup() followed by these; unit tests call
+ * them with an old @w to replay a lost race deterministically.
+ */
+int ortmem__release_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		       uint32_t idx, uint64_t w, uint32_t flags);
+int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp);
+int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		     uint32_t idx, uint64_t w);
 
 /* gov_reclaim.c */
 int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
 		    uint64_t size);
-int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx);
+int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
 int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
 
 /* backend.c */
