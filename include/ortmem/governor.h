@@ -103,6 +103,15 @@ struct ortmem_backend_ops {
 ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_heap(void);
 
 /*
+ * The host tier on pinned host RAM (ortmem_host_open(), <ortmem/host.h>):
+ * pass a struct ortmem_host * as the ctx of ortmem_gov_set_backend().  The
+ * caller keeps owning the host allocator and closes it after
+ * ortmem_gov_close().  Capabilities: HOST_POINTER, plus SHARED_MAPPING
+ * while the allocator uses the kernel module.
+ */
+ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_host(void);
+
+/*
  * The disk tier on the spill engine: pass a struct ortmem_spill * as the
  * ctx of ortmem_gov_set_backend().  The caller keeps owning the spill
  * handle and closes it after ortmem_gov_close().
