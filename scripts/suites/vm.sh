@@ -3,7 +3,8 @@
 #
 # The kmod test bench: build ortmem.ko against the installed Debian headers,
 # boot the matching Debian kernel under qemu with the kmod selftests and the
-# library's host-tier tests (the host group and governor/host_tier), and check the TAP results and the kernel log.
+# library's host-tier tests (the host group and governor/host_tier), and
+# check the TAP results and the kernel log.
 #
 # Ends with "vm: N passed, N failed, N skipped"; the count is the guest's
 # tests plus three checks of its own (module loads, the kernel log is clean,
