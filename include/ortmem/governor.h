@@ -7,7 +7,7 @@
  * same governor at the same time, except ortmem_gov_close() and
  * ortmem_gov_set_backend(), which the caller must not race with any other
  * call on that governor.  Reserve, release, pin and unpin of resident
- * allocations take no lock (per-tier atomics and a per-thread slot cache);
+ * allocations take no lock (per-thread budget credit and slot cache);
  * the slow paths (backend calls, reclaim, demotion, promotion, deferred
  * release, quarantine) serialise on one mutex per governor.  Backend hooks
  * are called with that mutex held, one at a time, and must not call back

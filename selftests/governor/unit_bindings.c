@@ -349,6 +349,54 @@ TEST_F(gov, stale_query_and_demote_are_refused)
 	EXPECT_EQ(0, ortmem_gov_release(self->gov, cur, 0));
 }
 
+struct holder {
+	struct ortmem_gov *gov;
+	pthread_barrier_t ready, done;
+	struct ortmem_handle h;
+	int ret;
+};
+
+/* Reserve 1 MiB (taking a batch of credit with it), then wait, alive. */
+static void *holder_main(void *arg)
+{
+	struct holder *hd = arg;
+
+	hd->ret = ortmem_gov_reserve(hd->gov, 1, 0, MIB, &hd->h);
+	pthread_barrier_wait(&hd->ready);
+	pthread_barrier_wait(&hd->done);
+	return NULL;
+}
+
+TEST_F(gov, another_threads_credit_never_causes_a_refusal)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct holder hd = { .gov = self->gov };
+	struct ortmem_handle a, b;
+	pthread_t th;
+
+	ASSERT_EQ(0, pthread_barrier_init(&hd.ready, NULL, 2));
+	ASSERT_EQ(0, pthread_barrier_init(&hd.done, NULL, 2));
+	ASSERT_EQ(0, pthread_create(&th, NULL, holder_main, &hd));
+	pthread_barrier_wait(&hd.ready);
+	ASSERT_EQ(0, hd.ret);
+	/* The holder's thread took more than its 1 MiB from the tier... */
+	EXPECT_LT(MIB, atomic_load(&self->gov->tiers[1].used));
+	/* ...but every byte it does not lease is ours: exactly 15 MiB fit. */
+	EXPECT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 15 * MIB, &a));
+	EXPECT_EQ(-ORTMEM_E_TIER_EXHAUSTED, ortmem_gov_reserve(self->gov, 1, 0, 1, &b));
+	EXPECT_EQ(16 * MIB, ortmem_last_error()->used);
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(16 * MIB, st.tier[1].used);
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, a, 0));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, hd.h, 0));
+	pthread_barrier_wait(&hd.done);
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(0, st.tier[1].used);
+	pthread_barrier_destroy(&hd.ready);
+	pthread_barrier_destroy(&hd.done);
+}
+
 TEST_F(gov, limits_change_at_run_time)
 {
 	struct ortmem_gov_stats st = { .sz = sizeof(st) };
