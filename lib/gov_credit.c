@@ -55,8 +55,12 @@ int ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
 		old = atomic_fetch_add(&gt->credit[tier], got) + got;
 		while (old >= size)
 			if (atomic_compare_exchange_weak(&gt->credit[tier], &old,
-							 old - size))
+							 old - size)) {
+				credit_peak(gov, tier, atomic_load_explicit(
+						&t->used, memory_order_relaxed),
+					    old - size);
 				return 0;
+			}
 	}
 	if (batch) {
 		old = atomic_fetch_or(&gt->credit[tier], GOV_CREDIT_REFILLING);

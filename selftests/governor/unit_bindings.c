@@ -397,6 +397,24 @@ TEST_F(gov, another_threads_credit_never_causes_a_refusal)
 	pthread_barrier_destroy(&hd.done);
 }
 
+TEST_F(gov, peak_counts_leases_not_credit)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_handle a, b, c;
+
+	/* Host: 16 MiB usable, so credit comes in batches of 256 KiB. */
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100 * 1024, &a));
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100 * 1024, &b));
+	ASSERT_EQ(0, ortmem_gov_release(self->gov, a, 0));
+	ASSERT_EQ(0, ortmem_gov_release(self->gov, b, 0));
+	/* Taken from the batch and the bytes just released. */
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 300 * 1024, &c));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(300 * 1024, st.tier[1].peak);
+	EXPECT_EQ(300 * 1024, st.tier[1].used);
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, c, 0));
+}
+
 TEST_F(gov, limits_change_at_run_time)
 {
 	struct ortmem_gov_stats st = { .sz = sizeof(st) };
