@@ -6,9 +6,8 @@
  * refused.  A slot whose generation would wrap is retired, never reused.
  *
  * Free slots live in a global stack (slot_lock) and, for speed, in a
- * per-thread cache; bytes a thread releases are credited back to the tiers
- * in batches (thr_lock), and drained from every thread before any refusal,
- * so budgets stay exact where it matters.
+ * per-thread cache.  Each thread also holds a batch of budget credit per
+ * tier (lib/gov_credit.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -53,16 +52,9 @@ static void gov_thread_detach(struct gov_thread *gt)
 {
 	struct ortmem_gov *gov = gt->gov;
 	struct gov_thread **pp;
-	int t;
 
 	pthread_mutex_lock(&gov->thr_lock);
-	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
-		uint64_t r = atomic_load_explicit(&gt->released[t],
-						  memory_order_relaxed);
-
-		ortmem__tier_uncharge(gov, t, r - atomic_load(&gt->credited[t]));
-		atomic_store(&gt->credited[t], r);
-	}
+	ortmem__credit_return_locked(gov, gt);
 	for (pp = &gov->threads; *pp; pp = &(*pp)->gov_next)
 		if (*pp == gt) {
 			*pp = gt->gov_next;
@@ -129,8 +121,10 @@ static struct gov_thread *gov_thread_find(struct ortmem_gov *gov)
 		pp = &gt->thr_next;
 	}
 	if (!gt) {
-		gt = calloc(1, sizeof(*gt));
+		if (posix_memalign((void **)&gt, GOV_CACHELINE, sizeof(*gt)))
+			gt = NULL;
 		if (gt) {
+			memset(gt, 0, sizeof(*gt));
 			gt->gov = gov;
 			gt->thr_next = tl_threads;
 			tl_threads = gt;
@@ -270,68 +264,4 @@ int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 		return -EBUSY;
 	atomic_store(&s->word, slot_word(gen, 0, SLOT_FREE));
 	return 0;
-}
-
-/* ---- released-bytes credit ---- */
-
-static void credit_flush_locked(struct ortmem_gov *gov, struct gov_thread *gt)
-{
-	int t;
-
-	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
-		uint64_t r = atomic_load_explicit(&gt->released[t],
-						  memory_order_relaxed);
-
-		uint64_t c = atomic_load_explicit(&gt->credited[t],
-						  memory_order_relaxed);
-
-		if (r != c) {
-			atomic_store_explicit(&gt->credited[t], r,
-					      memory_order_relaxed);
-			ortmem__tier_uncharge(gov, t, r - c);
-		}
-	}
-}
-
-static void credit_flush(struct ortmem_gov *gov, struct gov_thread *gt)
-{
-	pthread_mutex_lock(&gov->thr_lock);
-	credit_flush_locked(gov, gt);
-	pthread_mutex_unlock(&gov->thr_lock);
-	gt->nrel = 0;
-}
-
-void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size)
-{
-	struct gov_thread *gt = ortmem__gov_thread(gov);
-	uint64_t r;
-
-	if (__builtin_expect(!gt, 0)) {
-		ortmem__tier_uncharge(gov, tier, size);
-		return;
-	}
-	r = atomic_load_explicit(&gt->released[tier], memory_order_relaxed) +
-	    size;
-	atomic_store_explicit(&gt->released[tier], r, memory_order_relaxed);
-	if (__builtin_expect(++gt->nrel >= GOV_CREDIT_BATCH ||
-			     size >= atomic_load_explicit(
-				     &gov->tiers[tier].flush_bytes,
-				     memory_order_relaxed), 0))
-		credit_flush(gov, gt);
-}
-
-void ortmem__credit_drain(struct ortmem_gov *gov)
-{
-	struct gov_thread *gt;
-
-	pthread_mutex_lock(&gov->thr_lock);
-	for (gt = gov->threads; gt; gt = gt->gov_next)
-		credit_flush_locked(gov, gt);
-	pthread_mutex_unlock(&gov->thr_lock);
-}
-
-uint64_t ortmem__credit_pending(struct gov_thread *gt, int tier)
-{
-	return atomic_load_explicit(&gt->released[tier], memory_order_relaxed) -
-	       atomic_load_explicit(&gt->credited[tier], memory_order_relaxed);
 }

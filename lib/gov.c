@@ -20,7 +20,10 @@ static void tier_update_usable(struct ortmem_gov *gov, int tier)
 	uint64_t usable = limit > rsv ? limit - rsv : 0;
 
 	atomic_store(&t->usable, usable);
-	atomic_store(&t->flush_bytes, usable / 16 ? usable / 16 : 1);
+	/* A thread's credit is at most 1/64 of the tier: small tiers (and
+	 * tests of exact figures) charge every byte straight away. */
+	atomic_store(&t->batch, usable / 64 < GOV_CREDIT_BATCH_MAX ?
+				usable / 64 : GOV_CREDIT_BATCH_MAX);
 }
 
 int ortmem__check_tier(int tier, uint64_t size)
@@ -184,6 +187,8 @@ ORTMEM_API int ortmem_gov_set_limit(struct ortmem_gov *gov, int tier,
 	atomic_store(&gov->tiers[tier].limit, limit);
 	tier_update_usable(gov, tier);
 	pthread_mutex_unlock(&gov->lock);
+	/* Credit taken under the old limit must not outlive it. */
+	ortmem__credit_drain(gov);
 	return 0;
 }
 
@@ -205,6 +210,7 @@ ORTMEM_API int ortmem_gov_set_driver_reserve(struct ortmem_gov *gov,
 	atomic_store(&gov->driver_reserve, bytes);
 	tier_update_usable(gov, ORTMEM_TIER_DEVICE);
 	pthread_mutex_unlock(&gov->lock);
+	ortmem__credit_drain(gov);
 	return 0;
 }
 
@@ -226,8 +232,9 @@ static inline bool tier_charge(struct gov_tier *t, uint64_t size,
 	return true;
 }
 
-static inline void tier_note_peak(struct gov_tier *t, uint64_t now)
+void ortmem__note_peak(struct ortmem_gov *gov, int tier, uint64_t now)
 {
+	struct gov_tier *t = &gov->tiers[tier];
 	uint64_t p = atomic_load_explicit(&t->peak, memory_order_relaxed);
 
 	while (now > p &&
@@ -237,13 +244,19 @@ static inline void tier_note_peak(struct gov_tier *t, uint64_t now)
 		;
 }
 
+bool ortmem__tier_charge(struct ortmem_gov *gov, int tier, uint64_t size,
+			 uint64_t *nowp)
+{
+	return tier_charge(&gov->tiers[tier], size, nowp);
+}
+
 bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size)
 {
 	uint64_t now;
 
 	if (!tier_charge(&gov->tiers[tier], size, &now))
 		return false;
-	tier_note_peak(&gov->tiers[tier], now);
+	ortmem__note_peak(gov, tier, now);
 	return true;
 }
 
@@ -254,37 +267,32 @@ void ortmem__tier_uncharge(struct ortmem_gov *gov, int tier, uint64_t size)
 					  memory_order_relaxed);
 }
 
-/* Charge @size to @tier, reclaiming when it does not fit. */
+/*
+ * Charge @size to @tier, reclaiming when it does not fit.  While a charge is
+ * here no thread takes a batch of credit from the tier, and the credit
+ * already taken is drained, so a refusal means the bytes are leased.
+ */
 int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
 		       uint64_t size)
 {
+	struct gov_tier *t = &gov->tiers[tier];
+	int ret = 0;
+
 	if (ortmem__tier_try_charge(gov, tier, size))
 		return 0;
+	atomic_fetch_add(&t->exact, 1);
 	ortmem__credit_drain(gov);
 	if (ortmem__tier_try_charge(gov, tier, size))
-		return 0;
+		goto out;
 	pthread_mutex_lock(&gov->lock);
 	ortmem__poll_locked(gov);
 	pthread_mutex_unlock(&gov->lock);
 	if (ortmem__tier_try_charge(gov, tier, size))
-		return 0;
-	return ortmem__reclaim(gov, tier, role, size);
-}
-
-/* Fast path: our own thread's credit does not count as used for the peak. */
-static inline int gov_charge_fast(struct ortmem_gov *gov, struct gov_thread *gt,
-				  int tier, uint32_t role, uint64_t size)
-{
-	struct gov_tier *t = &gov->tiers[tier];
-	uint64_t now, pending;
-
-	if (__builtin_expect(!tier_charge(t, size, &now), 0))
-		return ortmem__gov_charge(gov, tier, role, size);
-	pending = ortmem__credit_pending(gt, tier);
-	if (__builtin_expect(now - pending > atomic_load_explicit(&t->peak,
-					memory_order_relaxed) && now > pending, 0))
-		tier_note_peak(t, now - pending);
-	return 0;
+		goto out;
+	ret = ortmem__reclaim(gov, tier, role, size);
+out:
+	atomic_fetch_sub(&t->exact, 1);
+	return ret;
 }
 
 /* ortmem_role_name()'s rule, without a call through the PLT. */
@@ -354,7 +362,7 @@ ORTMEM_API int ortmem_gov_reserve(struct ortmem_gov *gov, int tier,
 	ret = ortmem__slot_get(gov, gt, &idx);
 	if (__builtin_expect(ret, 0))
 		return ret;
-	ret = gov_charge_fast(gov, gt, tier, role, size);
+	ret = ortmem__credit_take(gov, gt, tier, role, size);
 	if (__builtin_expect(ret, 0)) {
 		ortmem__slot_put(gov, idx, 0);
 		return ret;

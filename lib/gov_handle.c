@@ -23,6 +23,17 @@ static int gov_refuse_busy(struct ortmem_handle h, uint64_t w, const char *what)
 		", or pass ORTMEM_RELEASE_DEFER to release it at the last unpin");
 }
 
+/*
+ * Does @w still belong to @h?  Every loop below re-reads the slot word when
+ * its compare-and-swap fails, and by then the binding may have been
+ * released and the slot reused by another reserve: a word of another
+ * generation is never ours to pin, unpin or release.
+ */
+static inline bool slot_is_ours(uint64_t w, struct ortmem_handle h)
+{
+	return slot_gen(w) == (uint32_t)(h.id >> 32);
+}
+
 static inline bool slot_is_live(uint64_t w)
 {
 	unsigned int st = slot_state(w);
@@ -63,10 +74,39 @@ int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
 	return ret;
 }
 
+int ortmem__release_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		       uint32_t idx, uint64_t w, uint32_t flags)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	int ret;
+
+	for (;;) {
+		if (!slot_is_ours(w, h))
+			return ortmem__slot_refuse(gov, h, w, "release");
+		if (!slot_is_live(w)) {
+			if (slot_state(w) == SLOT_MOVING)
+				return gov_refuse_busy(h, w, "release");
+			return ortmem__slot_refuse(gov, h, w, "release");
+		}
+		if (slot_pins(w)) {
+			if (!(flags & ORTMEM_RELEASE_DEFER))
+				return gov_refuse_busy(h, w, "release");
+			if (atomic_compare_exchange_weak_explicit(&s->word, &w,
+					w | SLOT_PENDING, memory_order_acq_rel,
+					memory_order_acquire))
+				return 1;
+			continue;
+		}
+		ret = ortmem__release_word(gov, idx, w, h.id);
+		if (ret != -EAGAIN)
+			return ret;
+		w = atomic_load_explicit(&s->word, memory_order_acquire);
+	}
+}
+
 ORTMEM_API int ortmem_gov_release(struct ortmem_gov *gov,
 				  struct ortmem_handle h, uint32_t flags)
 {
-	struct gov_slot *s;
 	uint32_t idx;
 	uint64_t w;
 	int ret;
@@ -77,28 +117,7 @@ ORTMEM_API int ortmem_gov_release(struct ortmem_gov *gov,
 	ret = ortmem__slot_lookup(gov, h, &idx, &w);
 	if (__builtin_expect(ret, 0))
 		return ret;
-	s = &gov->slots[idx];
-	for (;;) {
-		if (!slot_is_live(w)) {
-			if (slot_state(w) == SLOT_MOVING)
-				return gov_refuse_busy(h, w, "release");
-			return ortmem__slot_refuse(gov, h, w, "release");
-		}
-		if (slot_pins(w)) {
-			if (!(flags & ORTMEM_RELEASE_DEFER))
-				return gov_refuse_busy(h, w, "release");
-			if (atomic_compare_exchange_weak(&s->word, &w,
-							 w | SLOT_PENDING))
-				return 1;
-			continue;
-		}
-		ret = ortmem__release_word(gov, idx, w, h.id);
-		if (ret != -EAGAIN)
-			return ret;
-		w = atomic_load_explicit(&s->word, memory_order_acquire);
-		if (slot_gen(w) != (uint32_t)(h.id >> 32))
-			return ortmem__slot_refuse(gov, h, w, "release");
-	}
+	return ortmem__release_at(gov, h, idx, w, flags);
 }
 
 ORTMEM_API int ortmem_gov_release_after(struct ortmem_gov *gov,
@@ -116,6 +135,8 @@ ORTMEM_API int ortmem_gov_release_after(struct ortmem_gov *gov,
 	if (ret)
 		return ret;
 	do {
+		if (!slot_is_ours(w, h))
+			return ortmem__slot_refuse(gov, h, w, "release");
 		if (!slot_is_live(w))
 			return slot_state(w) == SLOT_MOVING ?
 			       gov_refuse_busy(h, w, "release") :
@@ -144,22 +165,15 @@ static void *gov_slot_ptr(struct ortmem_gov *gov, struct gov_slot *s)
 						       memory_order_relaxed));
 }
 
-ORTMEM_API int ortmem_gov_pin(struct ortmem_gov *gov, struct ortmem_handle h,
-			      uint32_t flags, void **ptrp)
+int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp)
 {
-	struct gov_slot *s;
-	uint32_t idx;
-	uint64_t w;
+	struct gov_slot *s = &gov->slots[idx];
 	int ret;
 
-	if (!gov || (flags & ~ORTMEM_PIN_NO_PROMOTE))
-		return ortmem__err_invalid(-1, 0, gov ?
-			"pin flags have unknown bits" : "gov is NULL");
-	ret = ortmem__slot_lookup(gov, h, &idx, &w);
-	if (ret)
-		return ret;
-	s = &gov->slots[idx];
 	for (;;) {
+		if (!slot_is_ours(w, h))
+			return ortmem__slot_refuse(gov, h, w, "pin");
 		if (!slot_is_live(w)) {
 			if (slot_state(w) == SLOT_MOVING)
 				return gov_refuse_busy(h, w, "pin");
@@ -196,22 +210,34 @@ ORTMEM_API int ortmem_gov_pin(struct ortmem_gov *gov, struct ortmem_handle h,
 	return 0;
 }
 
-ORTMEM_API int ortmem_gov_unpin(struct ortmem_gov *gov, struct ortmem_handle h)
+ORTMEM_API int ortmem_gov_pin(struct ortmem_gov *gov, struct ortmem_handle h,
+			      uint32_t flags, void **ptrp)
 {
-	struct gov_slot *s;
 	uint32_t idx;
-	uint64_t w, next;
+	uint64_t w;
 	int ret;
 
-	if (!gov)
-		return ortmem__err_invalid(-1, 0, "gov is NULL");
+	if (!gov || (flags & ~ORTMEM_PIN_NO_PROMOTE))
+		return ortmem__err_invalid(-1, 0, gov ?
+			"pin flags have unknown bits" : "gov is NULL");
 	ret = ortmem__slot_lookup(gov, h, &idx, &w);
 	if (ret)
 		return ret;
-	s = &gov->slots[idx];
+	return ortmem__pin_at(gov, h, idx, w, flags, ptrp);
+}
+
+int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		     uint32_t idx, uint64_t w)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	uint64_t next;
+	int ret;
+
 	do {
 		unsigned int st = slot_state(w);
 
+		if (!slot_is_ours(w, h))
+			return ortmem__slot_refuse(gov, h, w, "unpin");
 		if ((st != SLOT_LIVE && st != SLOT_DEMOTED) || !slot_pins(w))
 			return ortmem__err_plain(-EINVAL,
 				"cannot unpin handle %#" PRIx64 ": it holds no pin; pair every ortmem_gov_unpin() with an ortmem_gov_pin()",
@@ -221,10 +247,47 @@ ORTMEM_API int ortmem_gov_unpin(struct ortmem_gov *gov, struct ortmem_handle h)
 			memory_order_acq_rel, memory_order_acquire));
 	if (!slot_pins(next) && (next & SLOT_PENDING)) {
 		ret = ortmem__release_word(gov, idx, next, h.id);
-		/* Only pinners race with us, and a PENDING slot refuses pins. */
-		return ret == -EAGAIN ? -EIO : ret;
+		/* Nobody else changes a PENDING word without pins: pinners,
+		 * releasers and movers all refuse it. */
+		if (ret == -EAGAIN)
+			return ortmem__err_plain(-EIO,
+				"internal error: the pending release of handle %#" PRIx64 " changed under its last unpin",
+				h.id);
+		return ret;
 	}
 	return 0;
+}
+
+ORTMEM_API int ortmem_gov_unpin(struct ortmem_gov *gov, struct ortmem_handle h)
+{
+	uint32_t idx;
+	uint64_t w;
+	int ret;
+
+	if (!gov)
+		return ortmem__err_invalid(-1, 0, "gov is NULL");
+	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	if (ret)
+		return ret;
+	return ortmem__unpin_at(gov, h, idx, w);
+}
+
+/*
+ * The fields of a slot read after ortmem__slot_lookup() are @h's only if
+ * the slot was not released and reused meanwhile: read them, then check
+ * the word again (a seqlock read, the generation as the sequence).
+ */
+static int slot_recheck(struct ortmem_gov *gov, struct ortmem_handle h,
+			uint32_t idx, const char *what)
+{
+	uint64_t w;
+
+	atomic_thread_fence(memory_order_acquire);
+	w = atomic_load_explicit(&gov->slots[idx].word, memory_order_relaxed);
+	if (slot_is_ours(w, h) && slot_state(w) != SLOT_FREE &&
+	    slot_state(w) != SLOT_RETIRED)
+		return 0;
+	return ortmem__slot_refuse(gov, h, w, what);
 }
 
 ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
@@ -252,7 +315,7 @@ ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
 	info->size = atomic_load(&s->size);
 	info->has_memory = atomic_load(&s->kind) == SLOT_KIND_ALLOC;
 	info->movable = atomic_load(&s->movable);
-	return 0;
+	return slot_recheck(gov, h, idx, "query");
 }
 
 ORTMEM_API int ortmem_gov_demote(struct ortmem_gov *gov, struct ortmem_handle h)
@@ -266,15 +329,19 @@ ORTMEM_API int ortmem_gov_demote(struct ortmem_gov *gov, struct ortmem_handle h)
 	ret = ortmem__slot_lookup(gov, h, &idx, &w);
 	if (ret)
 		return ret;
-	if (atomic_load(&gov->slots[idx].kind) != SLOT_KIND_ALLOC)
+	if (atomic_load(&gov->slots[idx].kind) != SLOT_KIND_ALLOC) {
+		ret = slot_recheck(gov, h, idx, "demote");
+		if (ret)
+			return ret;
 		return ortmem__err_invalid(atomic_load(&gov->slots[idx].tier),
 			atomic_load(&gov->slots[idx].size),
 			"handle %#" PRIx64 " is a bare lease; only allocations (ortmem_gov_alloc()) have bytes to demote",
 			h.id);
+	}
 	if (!slot_is_live(w))
 		return ortmem__slot_refuse(gov, h, w, "demote");
 	pthread_mutex_lock(&gov->lock);
-	ret = ortmem__demote_locked(gov, idx);
+	ret = ortmem__demote_locked(gov, idx, slot_gen(w));
 	pthread_mutex_unlock(&gov->lock);
 	return ret;
 }

@@ -4,8 +4,8 @@
  * lib/binding*.c, lib/deferred*.c and lib/backend*.c; never installed.
  *
  * Locking (outermost first): ortmem__thr_lock (global, per-thread blocks)
- * -> gov->lock (slow paths, backends, queues) -> gov->thr_lock (thread list
- * and released-bytes credit) -> gov->slot_lock (global free-slot stack).
+ * -> gov->lock (slow paths, backends, queues) -> gov->thr_lock (thread list,
+ * credit drains) -> gov->slot_lock (global free-slot stack).
  * The fast paths take none of them.
  */
 #ifndef ORTMEM_LIB_GOV_INTERNAL_H
@@ -78,7 +78,8 @@ struct gov_tier {
 	_Atomic uint64_t used;
 	_Atomic uint64_t usable;	/* limit less driver reserve */
 	_Atomic uint64_t peak;
-	_Atomic uint64_t flush_bytes;	/* credit flushed beyond this */
+	_Atomic uint64_t batch;		/* credit a thread takes at once */
+	_Atomic uint32_t exact;		/* charges about to refuse */
 	_Atomic uint64_t limit;
 	_Atomic uint64_t demoted;
 	_Atomic uint64_t promoted;
@@ -95,20 +96,31 @@ struct gov_tier {
 
 #define GOV_MAG 64
 #define GOV_MAG_BATCH 32
-#define GOV_CREDIT_BATCH 64
+/* The most credit one thread takes from a tier at once. */
+#define GOV_CREDIT_BATCH_MAX (4ull << 20)
 
-/* Per-thread, per-governor state: a cache of free slots and the bytes this
- * thread released but has not yet returned to the tiers. */
+/* A thread's credit word while its owner is charging the tier for it. */
+#define GOV_CREDIT_REFILLING (1ull << 63)
+
+/*
+ * Per-thread, per-governor state: a cache of free slots and, per tier, a
+ * credit: bytes charged to the tier that no lease holds yet, which the
+ * thread's reserves take from and its releases give back to without
+ * touching the tier's shared counter (lib/gov_credit.c).
+ */
 struct gov_thread {
+	/* Owner: takes and gives with CAS; drainers take it all. */
+	_Atomic uint64_t credit[ORTMEM_TIER_COUNT];
+	/* Bytes the thread released: freed - taken more credit, which the
+	 * owner or a drainer claims by advancing taken with a CAS. */
+	_Atomic uint64_t freed[ORTMEM_TIER_COUNT];	/* owner writes */
+	_Atomic uint64_t taken[ORTMEM_TIER_COUNT];
 	struct ortmem_gov *gov;		/* NULL once the governor closed */
 	struct gov_thread *gov_next;	/* gov->threads list */
 	struct gov_thread *thr_next;	/* this thread's list */
-	_Atomic uint64_t released[ORTMEM_TIER_COUNT];	/* owner writes */
-	_Atomic uint64_t credited[ORTMEM_TIER_COUNT];	/* written under thr_lock */
-	uint32_t nrel;
 	uint32_t nmag;
 	uint32_t mag[GOV_MAG];
-};
+} __attribute__((aligned(GOV_CACHELINE)));
 
 struct gov_reclaim {
 	int id;
@@ -170,16 +182,49 @@ int ortmem__slot_lookup(struct ortmem_gov *gov, struct ortmem_handle h,
 			uint32_t *idxp, uint64_t *wordp);
 int ortmem__slot_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
 			uint64_t word, const char *what);
-void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size);
-void ortmem__credit_drain(struct ortmem_gov *gov);
-uint64_t ortmem__credit_pending(struct gov_thread *gt, int tier);
 int ortmem__slot_get(struct ortmem_gov *gov, struct gov_thread *gt,
 		     uint32_t *idxp);
 /* Test hook: set the generation of a free slot. */
 int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx,
 			    uint32_t gen);
 
+/* gov_credit.c */
+int ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
+			  int tier, uint32_t role, uint64_t size);
+void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__credit_drain(struct ortmem_gov *gov);
+void ortmem__credit_return_locked(struct ortmem_gov *gov,
+				  struct gov_thread *gt);
+void ortmem__note_peak(struct ortmem_gov *gov, int tier, uint64_t now);
+
+/* Take @size bytes of @tier from the thread's credit (the fast path). */
+static inline int ortmem__credit_take(struct ortmem_gov *gov,
+				      struct gov_thread *gt, int tier,
+				      uint32_t role, uint64_t size)
+{
+	struct gov_tier *t = &gov->tiers[tier];
+	uint64_t c = atomic_load_explicit(&gt->credit[tier],
+					  memory_order_relaxed);
+	uint64_t now;
+
+	if (__builtin_expect(c < size || !atomic_compare_exchange_strong_explicit(
+			&gt->credit[tier], &c, c - size, memory_order_relaxed,
+			memory_order_relaxed), 0))
+		return ortmem__credit_refill(gov, gt, tier, role, size);
+	/* Leased now, as far as this thread knows: others' credit counts. */
+	now = atomic_load_explicit(&t->used, memory_order_relaxed);
+	c = c - size + atomic_load_explicit(&gt->freed[tier], memory_order_relaxed) -
+	    atomic_load_explicit(&gt->taken[tier], memory_order_relaxed);
+	if (__builtin_expect(now > c && now - c > atomic_load_explicit(
+				&t->peak, memory_order_relaxed), 0))
+		ortmem__note_peak(gov, tier, now - c);
+	return 0;
+}
+
 /* gov.c */
+/* Charge without noting the peak; *@nowp: the tier's bytes after it. */
+bool ortmem__tier_charge(struct ortmem_gov *gov, int tier, uint64_t size,
+			 uint64_t *nowp);
 bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size);
 void ortmem__tier_uncharge(struct ortmem_gov *gov, int tier, uint64_t size);
 int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
@@ -189,11 +234,24 @@ int ortmem__check_tier(int tier, uint64_t size);
  * change it but pinners, whose CAS then fails). */
 int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
 			 uint64_t id);
+/*
+ * Release, pin and unpin @h, whose slot @idx was seen at word @w (which may
+ * be stale by now: the operation re-reads it and refuses with
+ * -ORTMEM_E_STALE_HANDLE once the slot holds another generation).  The
+ * public calls are ortmem__slot_lookup() followed by these; unit tests call
+ * them with an old @w to replay a lost race deterministically.
+ */
+int ortmem__release_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		       uint32_t idx, uint64_t w, uint32_t flags);
+int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp);
+int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		     uint32_t idx, uint64_t w);
 
 /* gov_reclaim.c */
 int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
 		    uint64_t size);
-int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx);
+int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
 int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
 
 /* backend.c */

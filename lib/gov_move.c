@@ -54,13 +54,17 @@ static int demote_target(struct ortmem_gov *gov, int from, uint32_t role,
 		ortmem_tier_name(from));
 }
 
-int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx)
+/* Demote slot @idx if it still holds generation @gen. */
+int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	uint64_t w = atomic_load(&s->word), size, bh, nbh = 0, id;
 	int from, to, ret;
-	uint32_t gen = slot_gen(w);
 
+	if (slot_gen(w) != gen)
+		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
+			"cannot demote handle %#" PRIx64 ": it was released and its slot %u reused (generation %u, now %u)",
+			handle_make(gen, gov->tag, idx), idx, gen, slot_gen(w));
 	if ((slot_state(w) != SLOT_LIVE && slot_state(w) != SLOT_DEMOTED) ||
 	    slot_pins(w) || (w & SLOT_PENDING) ||
 	    !atomic_compare_exchange_strong(&s->word, &w,

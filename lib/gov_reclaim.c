@@ -21,6 +21,8 @@
 #include "gov_internal.h"
 
 #define RECLAIM_MAX 64
+/* Victims lost to a concurrent pin or release before a demotion gives up. */
+#define RECLAIM_RACES 64
 
 struct reclaim_run {
 	struct ortmem_error cause;	/* the last refusal met, head only */
@@ -121,7 +123,8 @@ static int reclaim_callbacks(struct ortmem_gov *gov, int tier, uint64_t size,
 }
 
 /* The least recently pinned unpinned movable allocation on @tier. */
-static int pick_victim(struct ortmem_gov *gov, int tier, uint32_t *idxp)
+static int pick_victim(struct ortmem_gov *gov, int tier, uint32_t *idxp,
+		       uint32_t *genp)
 {
 	uint64_t best = UINT64_MAX;
 	uint32_t i;
@@ -143,6 +146,7 @@ static int pick_victim(struct ortmem_gov *gov, int tier, uint32_t *idxp)
 		if (!found || use < best) {
 			best = use;
 			*idxp = i;
+			*genp = slot_gen(w);
 			found = 1;
 		}
 	}
@@ -152,20 +156,25 @@ static int pick_victim(struct ortmem_gov *gov, int tier, uint32_t *idxp)
 static int reclaim_demote(struct ortmem_gov *gov, int tier, uint64_t size,
 			  struct reclaim_run *run)
 {
-	uint32_t idx;
+	unsigned int races = 0;
+	uint32_t idx, gen;
 	int ret;
 
 	for (;;) {
 		pthread_mutex_lock(&gov->lock);
-		if (!pick_victim(gov, tier, &idx)) {
+		if (!pick_victim(gov, tier, &idx, &gen)) {
 			pthread_mutex_unlock(&gov->lock);
 			return -ENOSPC;
 		}
 		run->attempted = true;
-		ret = ortmem__demote_locked(gov, idx);
+		ret = ortmem__demote_locked(gov, idx, gen);
 		if (!ret)
 			run->demoted += atomic_load(&gov->slots[idx].size);
 		pthread_mutex_unlock(&gov->lock);
+		/* Pinned or released since we picked it: pick again. */
+		if ((ret == -EBUSY || ret == -ORTMEM_E_STALE_HANDLE) &&
+		    ++races < RECLAIM_RACES)
+			continue;
 		if (ret) {
 			run_save_cause(run);
 			return ret;

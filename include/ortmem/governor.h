@@ -7,7 +7,7 @@
  * same governor at the same time, except ortmem_gov_close() and
  * ortmem_gov_set_backend(), which the caller must not race with any other
  * call on that governor.  Reserve, release, pin and unpin of resident
- * allocations take no lock (per-tier atomics and a per-thread slot cache);
+ * allocations take no lock (per-thread budget credit and slot cache);
  * the slow paths (backend calls, reclaim, demotion, promotion, deferred
  * release, quarantine) serialise on one mutex per governor.  Backend hooks
  * are called with that mutex held, one at a time, and must not call back
@@ -101,6 +101,15 @@ struct ortmem_backend_ops {
  * Return: the ops, static, never NULL.
  */
 ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_heap(void);
+
+/*
+ * The host tier on pinned host RAM (ortmem_host_open(), <ortmem/host.h>):
+ * pass a struct ortmem_host * as the ctx of ortmem_gov_set_backend().  The
+ * caller keeps owning the host allocator and closes it after
+ * ortmem_gov_close().  Capabilities: HOST_POINTER, plus SHARED_MAPPING
+ * while the allocator uses the kernel module.
+ */
+ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_host(void);
 
 /*
  * The disk tier on the spill engine: pass a struct ortmem_spill * as the

@@ -3,7 +3,8 @@
 #
 # The kmod test bench: build ortmem.ko against the installed Debian headers,
 # boot the matching Debian kernel under qemu with the kmod selftests and the
-# library's host-tier tests, and check the TAP results and the kernel log.
+# library's host-tier tests (the host group and governor/host_tier), and
+# check the TAP results and the kernel log.
 #
 # Ends with "vm: N passed, N failed, N skipped"; the count is the guest's
 # tests plus three checks of its own (module loads, the kernel log is clean,
@@ -53,6 +54,11 @@ make -s -C selftests vm-progs > "$vm/progs-build.log" 2>&1 ||
 rm -rf "$vm/lib-tests"
 mkdir -p "$vm/lib-tests"
 [ -d "$O/selftests/host" ] && cp -a "$O/selftests/host" "$vm/lib-tests/"
+# And the governor on the host tier (ortmem_backend_host()), module-backed.
+if [ -x "$O/selftests/governor/host_tier" ]; then
+	mkdir -p "$vm/lib-tests/governor"
+	cp -a "$O/selftests/governor/host_tier" "$vm/lib-tests/governor/"
+fi
 
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && export BENCH_DIR="$vm/bench"
 scripts/vm/mkinitramfs.sh "$vm/initramfs.cpio.gz" "$kver" kmod/ortmem.ko \

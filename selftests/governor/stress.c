@@ -55,7 +55,10 @@ static void own_work(unsigned int *seed)
 		ret = ortmem_gov_pin(gov, h, 0, &p);
 		if (!ret) {
 			memset(p, 0x5a, size);
-			ortmem_gov_unpin(gov, h);
+			/* We hold a pin: nobody can release it under us. */
+			ret = ortmem_gov_unpin(gov, h);
+			if (ret)
+				note_error("unpin", ret);
 		} else if (!benign(ret)) {
 			note_error("pin", ret);
 		}
@@ -87,10 +90,15 @@ static void race_work(unsigned int *seed)
 		return;
 	if (next_rand(seed) % 2) {
 		ret = ortmem_gov_pin(gov, h, 0, NULL);
-		if (!ret)
-			ortmem_gov_unpin(gov, h);
-		else if (!benign(ret))
+		if (!ret) {
+			/* Our pin keeps it ours until this unpin, even when
+			 * another thread released it meanwhile (deferred). */
+			ret = ortmem_gov_unpin(gov, h);
+			if (ret < 0)
+				note_error("race unpin", ret);
+		} else if (!benign(ret)) {
 			note_error("race pin", ret);
+		}
 		return;
 	}
 	/* Release a handle someone else may release too: one wins. */

@@ -242,6 +242,179 @@ TEST_F(gov, deferred_release_happens_at_last_unpin)
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_unpin(self->gov, h));
 }
 
+/*
+ * The lost race of a thread that looked up @old (seeing @w) just before
+ * another thread released it and a reserve reused its slot as @cur: its
+ * compare-and-swap fails, it re-reads the word, and must then refuse
+ * instead of acting on @cur, the slot's new binding.
+ */
+static void reuse_slot(struct ortmem_gov *gov, struct ortmem_handle *old,
+		       uint64_t *wp, struct ortmem_handle *cur,
+		       struct __test_metadata *_metadata)
+{
+	uint32_t idx = old->id & 0xffffff;
+
+	*wp = atomic_load(&gov->slots[idx].word);
+	ASSERT_EQ(0, ortmem_gov_release(gov, *old, 0));
+	ASSERT_EQ(0, ortmem_gov_reserve(gov, 1, 0, 300, cur));
+	ASSERT_EQ(idx, cur->id & 0xffffff);	/* the per-thread cache is LIFO */
+	ASSERT_NE(old->id, cur->id);
+}
+
+static uint32_t pins_of(struct ortmem_gov *gov, struct ortmem_handle h)
+{
+	struct ortmem_alloc_info info;
+
+	if (ortmem_gov_query(gov, h, &info))
+		return UINT32_MAX;
+	return info.pins;
+}
+
+TEST_F(gov, stale_pin_never_pins_the_reused_slot)
+{
+	struct ortmem_handle old, cur;
+	uint64_t w;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &old));
+	reuse_slot(self->gov, &old, &w, &cur, _metadata);
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
+		  ortmem__pin_at(self->gov, old, old.id & 0xffffff, w, 0, NULL));
+	EXPECT_EQ(0, pins_of(self->gov, cur));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, cur, 0));
+}
+
+TEST_F(gov, stale_unpin_never_unpins_the_reused_slot)
+{
+	struct ortmem_handle old, cur;
+	uint64_t w;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &old));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, old, 0, NULL));
+	/* Seen pinned; the pin is dropped and the binding released. */
+	w = atomic_load(&self->gov->slots[old.id & 0xffffff].word);
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, old));
+	reuse_slot(self->gov, &old, &(uint64_t){ 0 }, &cur, _metadata);
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, cur, 0, NULL));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
+		  ortmem__unpin_at(self->gov, old, old.id & 0xffffff, w));
+	EXPECT_EQ(1, pins_of(self->gov, cur));
+	EXPECT_EQ(0, ortmem_gov_unpin(self->gov, cur));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, cur, 0));
+}
+
+TEST_F(gov, stale_deferred_release_never_releases_the_reused_slot)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_handle old, cur;
+	uint64_t w;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &old));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, old, 0, NULL));
+	w = atomic_load(&self->gov->slots[old.id & 0xffffff].word);
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, old));
+	reuse_slot(self->gov, &old, &(uint64_t){ 0 }, &cur, _metadata);
+	/* Seen pinned: a deferred release would mark it pending... */
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
+		  ortmem__release_at(self->gov, old, old.id & 0xffffff, w,
+				     ORTMEM_RELEASE_DEFER));
+	/* ...of the new binding, or release it outright, unpinned. */
+	EXPECT_EQ(0, pins_of(self->gov, cur));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, cur, 0, NULL));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
+		  ortmem__release_at(self->gov, old, old.id & 0xffffff, w,
+				     ORTMEM_RELEASE_DEFER));
+	EXPECT_EQ(1, pins_of(self->gov, cur));
+	EXPECT_EQ(0, ortmem_gov_unpin(self->gov, cur));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(1, st.handles_live);
+	EXPECT_EQ(300, st.tier[1].used);
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, cur, 0));
+}
+
+TEST_F(gov, stale_query_and_demote_are_refused)
+{
+	struct ortmem_handle old, cur;
+	struct ortmem_alloc_info info;
+	uint64_t w;
+
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &old));
+	reuse_slot(self->gov, &old, &w, &cur, _metadata);
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_query(self->gov, old, &info));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_demote(self->gov, old));
+	pthread_mutex_lock(&self->gov->lock);
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
+		  ortmem__demote_locked(self->gov, old.id & 0xffffff,
+					(uint32_t)(old.id >> 32)));
+	pthread_mutex_unlock(&self->gov->lock);
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, cur, 0));
+}
+
+struct holder {
+	struct ortmem_gov *gov;
+	pthread_barrier_t ready, done;
+	struct ortmem_handle h;
+	int ret;
+};
+
+/* Reserve 1 MiB (taking a batch of credit with it), then wait, alive. */
+static void *holder_main(void *arg)
+{
+	struct holder *hd = arg;
+
+	hd->ret = ortmem_gov_reserve(hd->gov, 1, 0, MIB, &hd->h);
+	pthread_barrier_wait(&hd->ready);
+	pthread_barrier_wait(&hd->done);
+	return NULL;
+}
+
+TEST_F(gov, another_threads_credit_never_causes_a_refusal)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct holder hd = { .gov = self->gov };
+	struct ortmem_handle a, b;
+	pthread_t th;
+
+	ASSERT_EQ(0, pthread_barrier_init(&hd.ready, NULL, 2));
+	ASSERT_EQ(0, pthread_barrier_init(&hd.done, NULL, 2));
+	ASSERT_EQ(0, pthread_create(&th, NULL, holder_main, &hd));
+	pthread_barrier_wait(&hd.ready);
+	ASSERT_EQ(0, hd.ret);
+	/* The holder's thread took more than its 1 MiB from the tier... */
+	EXPECT_LT(MIB, atomic_load(&self->gov->tiers[1].used));
+	/* ...but every byte it does not lease is ours: exactly 15 MiB fit. */
+	EXPECT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 15 * MIB, &a));
+	EXPECT_EQ(-ORTMEM_E_TIER_EXHAUSTED, ortmem_gov_reserve(self->gov, 1, 0, 1, &b));
+	EXPECT_EQ(16 * MIB, ortmem_last_error()->used);
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(16 * MIB, st.tier[1].used);
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, a, 0));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, hd.h, 0));
+	pthread_barrier_wait(&hd.done);
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(0, st.tier[1].used);
+	pthread_barrier_destroy(&hd.ready);
+	pthread_barrier_destroy(&hd.done);
+}
+
+TEST_F(gov, peak_counts_leases_not_credit)
+{
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_handle a, b, c;
+
+	/* Host: 16 MiB usable, so credit comes in batches of 256 KiB. */
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100 * 1024, &a));
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100 * 1024, &b));
+	ASSERT_EQ(0, ortmem_gov_release(self->gov, a, 0));
+	ASSERT_EQ(0, ortmem_gov_release(self->gov, b, 0));
+	/* Taken from the batch and the bytes just released. */
+	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 300 * 1024, &c));
+	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
+	EXPECT_EQ(300 * 1024, st.tier[1].peak);
+	EXPECT_EQ(300 * 1024, st.tier[1].used);
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, c, 0));
+}
+
 TEST_F(gov, limits_change_at_run_time)
 {
 	struct ortmem_gov_stats st = { .sz = sizeof(st) };
