@@ -33,13 +33,6 @@ struct bnb {
 	bool aborted;
 };
 
-static int bnb_u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int bnb_cand_cmp(const void *a, const void *b)
 {
 	const uint64_t *x = a, *y = b;
@@ -49,21 +42,6 @@ static int bnb_cand_cmp(const void *a, const void *b)
 	if (x[1] != y[1])
 		return x[1] > y[1] ? -1 : 1;
 	return (x[2] > y[2]) - (x[2] < y[2]);
-}
-
-static uint32_t bnb_find(const uint64_t *t, uint32_t n, uint64_t v)
-{
-	uint32_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
 }
 
 static bool bnb_prune(struct bnb *b, uint64_t cur)
@@ -206,16 +184,13 @@ static bool bnb_setup(struct bnb *b, uint64_t *times)
 		times[nt++] = pk->it[i].lo;
 		times[nt++] = pk->it[i].hi;
 	}
-	qsort(times, nt, sizeof(*times), bnb_u64_cmp);
-	for (i = 0, s = 0; i < nt; i++)
-		if (!s || times[s - 1] != times[i])
-			times[s++] = times[i];
+	s = ortmem__pk_section_times(times, nt);
 	b->nsec = s ? s - 1 : 0;
 	for (i = 0; i < b->m; i++) {
 		uint32_t x = b->ids[i];
 
-		b->slo[x] = bnb_find(times, s, pk->it[x].lo);
-		b->shi[x] = bnb_find(times, s, pk->it[x].hi);
+		b->slo[x] = ortmem__pk_section_of(times, s, pk->it[x].lo);
+		b->shi[x] = ortmem__pk_section_of(times, s, pk->it[x].hi);
 		for (t = b->slo[x]; t < b->shi[x]; t++)
 			b->rem[t] += pk->it[x].size;
 	}

@@ -104,28 +104,6 @@ static bool pd_live(const struct pk_item *x)
 	return x->size && x->hi > x->lo;
 }
 
-static int pd_u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-static uint32_t pd_find(const uint64_t *t, uint32_t n, uint64_t v)
-{
-	uint32_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* Sections and the per-item spans; false when out of memory. */
 static bool pd_sections(struct pd *d)
 {
@@ -139,10 +117,7 @@ static bool pd_sections(struct pd *d)
 		t[nt++] = pk->it[d->ids[k]].lo;
 		t[nt++] = pk->it[d->ids[k]].hi;
 	}
-	qsort(t, nt, sizeof(*t), pd_u64_cmp);
-	for (i = 0, s = 0; i < nt; i++)
-		if (!s || t[s - 1] != t[i])
-			t[s++] = t[i];
+	s = ortmem__pk_section_times(t, nt);
 	d->nsec = s ? s - 1 : 0;
 	d->floor = calloc(d->nsec + 1, sizeof(*d->floor));
 	d->rem = calloc(d->nsec + 1, sizeof(*d->rem));
@@ -154,8 +129,8 @@ static bool pd_sections(struct pd *d)
 	}
 	for (k = 0; k < d->m; k++) {
 		i = d->ids[k];
-		d->slo[i] = pd_find(t, s, pk->it[i].lo);
-		d->shi[i] = pd_find(t, s, pk->it[i].hi);
+		d->slo[i] = ortmem__pk_section_of(t, s, pk->it[i].lo);
+		d->shi[i] = ortmem__pk_section_of(t, s, pk->it[i].hi);
 		for (u = d->slo[i]; u < d->shi[i]; u++)
 			d->rem0[u] += pk->it[i].size;
 	}

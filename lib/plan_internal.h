@@ -66,6 +66,13 @@ uint64_t ortmem__now_ns(void);
 /* plan_sort.c: stable sort of @ids by key[id] (radix); @tmp holds n. */
 void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
 			uint32_t *tmp);
+/*
+ * plan_sort.c: sections of time for the exact searches.  Sort and dedupe
+ * the @nt event times in @t, returning how many distinct ones remain;
+ * then the index of the first time >= @v among them.
+ */
+uint32_t ortmem__pk_section_times(uint64_t *t, uint32_t nt);
+uint32_t ortmem__pk_section_of(const uint64_t *t, uint32_t n, uint64_t v);
 uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n);
 int ortmem__pack(const struct pk_item *it, uint32_t n,
 		 const struct pk_opts *opts, uint64_t *off,

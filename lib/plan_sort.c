@@ -6,6 +6,8 @@
  * comparator state; it replaced a merge sort that dominated the planning
  * time of large graphs.
  */
+#include <stdlib.h>
+
 #include "plan_internal.h"
 
 void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
@@ -41,4 +43,37 @@ void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
 	}
 	if (src != ids)
 		memcpy(ids, src, sizeof(*ids) * n);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+uint32_t ortmem__pk_section_times(uint64_t *t, uint32_t nt)
+{
+	uint32_t i, s = 0;
+
+	qsort(t, nt, sizeof(*t), u64_cmp);
+	for (i = 0; i < nt; i++)
+		if (!s || t[s - 1] != t[i])
+			t[s++] = t[i];
+	return s;
+}
+
+uint32_t ortmem__pk_section_of(const uint64_t *t, uint32_t n, uint64_t v)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
