@@ -52,6 +52,8 @@ static int charge_cap(unsigned long nr_pages)
 	unsigned long cap = ortmem_cap_pages();
 	long cur = atomic_long_read(&ortmem_pinned_pages);
 
+	if (ortmem_should_fail(ORTMEM_FAIL_CHARGE_CAP))
+		return -ENOSPC;
 	do {
 		if (nr_pages > cap || cur > cap - nr_pages)
 			goto full;
@@ -73,6 +75,8 @@ static int charge_user(struct user_struct *user, unsigned long nr_pages)
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	long cur = atomic_long_read(&user->locked_vm);
 
+	if (ortmem_should_fail(ORTMEM_FAIL_CHARGE_USER))
+		return -ENOMEM;
 	do {
 		if (nr_pages > limit || cur > limit - nr_pages)
 			return -ENOMEM;

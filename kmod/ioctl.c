@@ -56,6 +56,8 @@ static long ortmem_alloc(struct ortmem_file *file, void __user *uarg)
 		return -EINVAL;
 
 	/* Reserve the handle first: a failure after the pages are in costs. */
+	if (ortmem_should_fail(ORTMEM_FAIL_HANDLE))
+		return -ENOMEM;
 	ret = xa_alloc(&file->regions, &handle, NULL,
 		       XA_LIMIT(1, ORTMEM_HANDLE_MAX), GFP_KERNEL_ACCOUNT);
 	if (ret == -EBUSY)

@@ -97,6 +97,7 @@ static int __init ortmem_init(void)
 		pr_err("cannot register the misc device: %d\n", ret);
 		return ret;
 	}
+	ortmem_fault_inject_init();
 	pr_info("ABI %u loaded, pinning cap %lu MiB\n", ORTMEM_ABI_VERSION,
 		ortmem_cap_pages() >> (20 - PAGE_SHIFT));
 	return 0;
@@ -104,6 +105,7 @@ static int __init ortmem_init(void)
 
 static void __exit ortmem_exit(void)
 {
+	ortmem_fault_inject_exit();
 	misc_deregister(&ortmem_misc);
 	WARN_ON_ONCE(atomic_long_read(&ortmem_outstanding_pages));
 	WARN_ON_ONCE(atomic_long_read(&ortmem_pinned_pages));

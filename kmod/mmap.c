@@ -33,6 +33,8 @@ static vm_fault_t ortmem_vm_fault(struct vm_fault *vmf)
 
 	if (vmf->pgoff < region->pgoff || idx >= region->nr_pages)
 		return VM_FAULT_SIGBUS;
+	if (ortmem_should_fail(ORTMEM_FAIL_FAULT))
+		return VM_FAULT_SIGBUS;
 	page = region->pages[idx];
 	get_page(page);
 	vmf->page = page;

@@ -75,6 +75,48 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
 /* mmap.c */
 int ortmem_mmap(struct file *filp, struct vm_area_struct *vma);
 
+/**
+ * enum ortmem_fail_point - Points where a debug build can inject a failure.
+ * @ORTMEM_FAIL_REGION: kzalloc() of &struct ortmem_region.
+ * @ORTMEM_FAIL_CHARGE_CAP: charging the module-wide cap.
+ * @ORTMEM_FAIL_CHARGE_USER: charging the caller's RLIMIT_MEMLOCK.
+ * @ORTMEM_FAIL_PAGE_ARRAY: kvmalloc_array() of the region's page array.
+ * @ORTMEM_FAIL_PAGE: allocating one page of a region.
+ * @ORTMEM_FAIL_HANDLE: reserving a handle in the file's xarray.
+ * @ORTMEM_FAIL_FAULT: faulting one page of a mapping in.
+ * @ORTMEM_FAIL_NR: number of points; also "none armed".
+ */
+enum ortmem_fail_point {
+	ORTMEM_FAIL_REGION,
+	ORTMEM_FAIL_CHARGE_CAP,
+	ORTMEM_FAIL_CHARGE_USER,
+	ORTMEM_FAIL_PAGE_ARRAY,
+	ORTMEM_FAIL_PAGE,
+	ORTMEM_FAIL_HANDLE,
+	ORTMEM_FAIL_FAULT,
+	ORTMEM_FAIL_NR,
+};
+
+/* fault_inject.c, in ORTMEM_DEBUG builds only */
+#ifdef ORTMEM_DEBUG
+bool ortmem_should_fail(enum ortmem_fail_point point);
+void ortmem_fault_inject_init(void);
+void ortmem_fault_inject_exit(void);
+#else
+static inline bool ortmem_should_fail(enum ortmem_fail_point point)
+{
+	return false;
+}
+
+static inline void ortmem_fault_inject_init(void)
+{
+}
+
+static inline void ortmem_fault_inject_exit(void)
+{
+}
+#endif
+
 /* sysfs.c */
 extern const struct attribute_group *ortmem_groups[];
 

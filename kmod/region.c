@@ -49,7 +49,9 @@ static int region_alloc_pages(struct ortmem_region *region, u32 flags)
 	for (i = 0; i < region->nr_pages; i++) {
 		if (fatal_signal_pending(current))
 			goto undo_intr;
-		if (region->numa_node == ORTMEM_NUMA_ANY)
+		if (ortmem_should_fail(ORTMEM_FAIL_PAGE))
+			page = NULL;
+		else if (region->numa_node == ORTMEM_NUMA_ANY)
 			page = alloc_page(gfp);
 		else
 			page = alloc_pages_node(region->numa_node, gfp, 0);
@@ -86,6 +88,8 @@ struct ortmem_region *ortmem_region_create(u64 size, int numa_node, u32 flags)
 	struct ortmem_region *region;
 	int ret;
 
+	if (ortmem_should_fail(ORTMEM_FAIL_REGION))
+		return ERR_PTR(-ENOMEM);
 	region = kzalloc(sizeof(*region), GFP_KERNEL_ACCOUNT);
 	if (!region)
 		return ERR_PTR(-ENOMEM);
@@ -96,8 +100,9 @@ struct ortmem_region *ortmem_region_create(u64 size, int numa_node, u32 flags)
 	ret = ortmem_charge(nr_pages, &region->user);
 	if (ret)
 		goto err_free;
-	region->pages = kvmalloc_array(nr_pages, sizeof(*region->pages),
-				       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!ortmem_should_fail(ORTMEM_FAIL_PAGE_ARRAY))
+		region->pages = kvmalloc_array(nr_pages, sizeof(*region->pages),
+					       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!region->pages) {
 		ret = -ENOMEM;
 		goto err_uncharge;

@@ -44,9 +44,19 @@ fail() {
 
 vm=$O/vm
 mkdir -p "$vm"
-make -s -C kmod KDIR="$kdir" W=1 C=$(command -v sparse >/dev/null && echo 1 || echo 0) \
+# The production build first (it must hold no fault injection), then the
+# debug build the guest loads.  MAKEFLAGS is cleared: the kernel's build
+# runs its own make, and a parent's -jN would only make it warn.
+sparse=$(command -v sparse >/dev/null && echo 1 || echo 0)
+MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse \
 	> "$vm/kmod-build.log" 2>&1 ||
 	{ cat "$vm/kmod-build.log"; fail "building ortmem.ko failed"; }
+prod_ko=$vm/ortmem-prod.ko
+cp kmod/ortmem.ko "$prod_ko"
+MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse ORTMEM_DEBUG=1 \
+	>> "$vm/kmod-build.log" 2>&1 ||
+	{ cat "$vm/kmod-build.log"; fail "building ortmem.ko with ORTMEM_DEBUG=1 failed"; }
+cp kmod/ortmem.ko "$vm/ortmem-debug.ko"
 make -s -C selftests vm-progs > "$vm/progs-build.log" 2>&1 ||
 	{ cat "$vm/progs-build.log"; fail "building the kmod selftests failed"; }
 
@@ -61,17 +71,18 @@ if [ -x "$O/selftests/governor/host_tier" ]; then
 fi
 
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && export BENCH_DIR="$vm/bench"
-scripts/vm/mkinitramfs.sh "$vm/initramfs.cpio.gz" "$kver" kmod/ortmem.ko \
+scripts/vm/mkinitramfs.sh "$vm/initramfs.cpio.gz" "$kver" "$vm/ortmem-debug.ko" \
 	"$vm/selftests" "$vm/lib-tests" || fail "building the initramfs failed"
-rm -f "$vm/disk.img"
+rm -f "$vm/disk.img" "$vm/swap.img"
 truncate -s 64M "$vm/disk.img"
+truncate -s 64M "$vm/swap.img"
 
 fuzz=${ORTMEM_VM_FUZZ_SECONDS:-60}
 limit=${ORTMEM_VM_TIMEOUT:-170}
 t0=$(date +%s)
 mode=test
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
-scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$limit" \
+scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$vm/swap.img" "$limit" \
 	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode" > "$vm/console.log" 2>&1
 rc=$?
 t1=$(date +%s)
@@ -126,6 +137,16 @@ if [ -x "$kerneldoc" ]; then
 		sed 's/^/# /' "$vm/kernel-doc.log" | head -n 20
 		f=$((f + 1))
 	fi
+fi
+# The production build has no injection point, no debugfs file, no knob.
+if nm "$prod_ko" | grep -q 'ortmem_should_fail\|ortmem_fault_inject' ||
+	grep -q 'fault injection compiled in' "$prod_ko" ||
+	! nm "$vm/ortmem-debug.ko" | grep -q ortmem_should_fail; then
+	echo "not ok vm: fault injection is in the ORTMEM_DEBUG=1 build only"
+	f=$((f + 1))
+else
+	echo "ok vm: fault injection is in the ORTMEM_DEBUG=1 build only"
+	p=$((p + 1))
 fi
 check insmod "ortmem.ko loads"
 check outstanding "no page outstanding after the tests"

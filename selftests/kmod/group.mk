@@ -23,6 +23,23 @@ $(O)/vm/bench/pagebench: $(TOPDIR)/bench/kmod/pagebench.c $(TOPDIR)/include/uapi
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(shell pkg-config --libs liburing)
 
-vm-progs: $(KMOD_PROGS) $(O)/vm/bench/pagebench
+# compat32: the same ABI from an i386 process (the module's compat_ioctl),
+# static so the guest needs no 32-bit libc.  gcc-multilib provides -m32;
+# without it the program is a script that skips with the reason.
+M32_OK := $(shell printf 'int main(void){return 0;}' | \
+	$(CC) -m32 -static -x c -o /dev/null - 2>/dev/null && echo y)
+$(O)/vm/selftests/kmod/compat32: kmod/m32/compat32.c kmod/ortmem_test.h \
+		$(TOPDIR)/include/uapi/linux/ortmem.h
+	$(call msg,CC,$@)
+	@mkdir -p $(@D)
+ifeq ($(M32_OK),y)
+	$(Q)$(CC) -m32 -static -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+		-I$(TOPDIR)/include $(WARNINGS) $(CFLAGS) -o $@ $<
+else
+	$(Q)printf '#!/bin/sh\necho "# SKIP $(CC) -m32 -static does not link (install gcc-multilib)"\nexit 4\n' > $@
+	$(Q)chmod +x $@
+endif
+
+vm-progs: $(KMOD_PROGS) $(O)/vm/selftests/kmod/compat32 $(O)/vm/bench/pagebench
 
 .PHONY: vm-progs
