@@ -68,7 +68,9 @@ struct pd {
 	uint32_t *rank;		/* per item: its place in ids */
 	uint32_t nsec;
 	uint32_t *slo, *shi;	/* each item's sections [slo, shi) */
-	uint32_t *sidx, *smem;	/* section members, CSR */
+	uint32_t *sidx, *smem;	/* section members, CSR: the unplaced first */
+	uint32_t *scnt;		/* per section: unplaced members */
+	uint32_t *ioff, *spos;	/* spos[ioff[i] + s - slo[i]]: i's place in s */
 	uint64_t *floor;	/* per section */
 	uint64_t *rem;		/* per section: unplaced bytes */
 	uint64_t *rem0;
@@ -126,8 +128,9 @@ static bool pd_sections(struct pd *d)
 	d->stamp = calloc(d->nsec + 1, sizeof(*d->stamp));
 	d->touched = calloc(d->nsec + 1, sizeof(*d->touched));
 	d->sidx = calloc(d->nsec + 2, sizeof(*d->sidx));
+	d->scnt = calloc(d->nsec + 1, sizeof(*d->scnt));
 	if (!d->floor || !d->rem || !d->rem0 || !d->stamp || !d->touched ||
-	    !d->sidx) {
+	    !d->sidx || !d->scnt) {
 		free(t);
 		return false;
 	}
@@ -143,14 +146,18 @@ static bool pd_sections(struct pd *d)
 	}
 	free(t);
 	d->smem = malloc(sizeof(*d->smem) * (tot ? tot : 1));
-	if (!d->smem)
+	d->spos = malloc(sizeof(*d->spos) * (tot ? tot : 1));
+	if (!d->smem || !d->spos)
 		return false;
 	for (u = 0; u < d->nsec; u++)
 		d->sidx[u + 2] += d->sidx[u + 1];
-	for (k = 0; k < d->m; k++) {
+	for (k = 0, tot = 0; k < d->m; k++) {
 		i = d->ids[k];
 		d->crowd[i] = 0;
+		d->ioff[i] = tot;
+		tot += d->shi[i] - d->slo[i];
 		for (u = d->slo[i]; u < d->shi[i]; u++) {
+			d->spos[d->ioff[i] + u - d->slo[i]] = d->sidx[u + 1];
 			d->smem[d->sidx[u + 1]++] = i;
 			if (d->rem0[u] > d->crowd[i])
 				d->crowd[i] = d->rem0[u];
@@ -165,6 +172,8 @@ static void pd_reset(struct pd *d)
 
 	memset(d->floor, 0, sizeof(*d->floor) * (d->nsec + 1));
 	memcpy(d->rem, d->rem0, sizeof(*d->rem) * (d->nsec + 1));
+	for (k = 0; k < d->nsec; k++)
+		d->scnt[k] = d->sidx[k + 1] - d->sidx[k];
 	for (k = 0; k < d->m; k++) {
 		d->placed[d->ids[k]] = false;
 		d->base[d->ids[k]] = 0;
@@ -198,6 +207,18 @@ static void pd_touch(struct pd *d, uint32_t i, uint32_t *nt)
 		}
 }
 
+/* Move item @i past the unplaced members of section @s. */
+static void pd_unlist(struct pd *d, uint32_t i, uint32_t s)
+{
+	uint32_t *pi = &d->spos[d->ioff[i] + s - d->slo[i]];
+	uint32_t last = d->sidx[s] + --d->scnt[s], j = d->smem[last];
+
+	d->spos[d->ioff[j] + s - d->slo[j]] = *pi;
+	d->smem[*pi] = j;
+	d->smem[last] = i;
+	*pi = last;
+}
+
 /*
  * Place item @i at its base: floors of its sections to its top, bases of
  * its unplaced conflicts up to it, then the floor of every section whose
@@ -219,6 +240,7 @@ static int pd_place(struct pd *d, uint32_t i)
 			return -1;
 		d->floor[s] = top;
 		d->rem[s] -= size;
+		pd_unlist(d, i, s);
 	}
 	pd_touch(d, i, &nt);
 	for (k = pk->cidx[i]; k < pk->cidx[i + 1]; k++) {
@@ -238,10 +260,10 @@ static int pd_place(struct pd *d, uint32_t i)
 		uint64_t low = UINT64_MAX;
 
 		s = d->touched[--nt];
-		for (k = d->sidx[s]; k < d->sidx[s + 1]; k++) {
+		for (k = d->sidx[s]; k < d->sidx[s] + d->scnt[s]; k++) {
 			uint32_t j = d->smem[k];
 
-			if (!d->placed[j] && d->base[j] < low)
+			if (d->base[j] < low)
 				low = d->base[j];
 		}
 		if (low != UINT64_MAX && low > d->floor[s]) {
@@ -267,8 +289,11 @@ static void pd_unplace(struct pd *d, uint32_t i, uint32_t mark)
 		else
 			d->base[u->idx] = u->old;
 	}
-	for (s = d->slo[i]; s < d->shi[i]; s++)
+	/* LIFO: @i is still just past the unplaced members. */
+	for (s = d->slo[i]; s < d->shi[i]; s++) {
 		d->rem[s] += size;
+		d->scnt[s]++;
+	}
 	d->placed[i] = false;
 }
 
@@ -472,6 +497,7 @@ static bool pd_alloc(struct pd *d)
 	d->shi = calloc(n, sizeof(*d->shi));
 	d->base = calloc(n, sizeof(*d->base));
 	d->crowd = calloc(n, sizeof(*d->crowd));
+	d->ioff = calloc(n, sizeof(*d->ioff));
 	d->placed = calloc(n, sizeof(*d->placed));
 	d->k1 = calloc(n, sizeof(*d->k1));
 	d->k2 = calloc(n, sizeof(*d->k2));
@@ -480,7 +506,7 @@ static bool pd_alloc(struct pd *d)
 	d->stack = calloc(n, sizeof(*d->stack));
 	d->fr = calloc(n + 1, sizeof(*d->fr));
 	if (!d->ids || !d->rank || !d->slo || !d->shi || !d->base ||
-	    !d->crowd || !d->placed || !d->k1 || !d->k2 || !d->k3 ||
+	    !d->crowd || !d->ioff || !d->placed || !d->k1 || !d->k2 || !d->k3 ||
 	    !d->tmp || !d->stack || !d->fr)
 		return false;
 	for (k = 0; k < pk->n; k++)
@@ -502,6 +528,9 @@ static void pd_free(struct pd *d)
 	free(d->shi);
 	free(d->sidx);
 	free(d->smem);
+	free(d->scnt);
+	free(d->ioff);
+	free(d->spos);
 	free(d->floor);
 	free(d->rem);
 	free(d->rem0);
