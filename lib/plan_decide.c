@@ -43,6 +43,8 @@
 /* First dive's node limit, times the Luby sequence. */
 #define PD_DIVE_NODES 4
 #define PD_NONE UINT32_MAX
+/* Share of the budget (%) the compact search gets at the lower bound. */
+#define PD_COMPACT_SHARE 40
 
 struct pd_cand {
 	uint64_t off;		/* offset; for a raise, the new floor */
@@ -544,6 +546,27 @@ bool ortmem__pk_decide(struct packer *pk)
 	/* Every canonical height is a sum of sizes: a multiple of g. */
 	lo = (lo + g - 1) / g * g;
 	proven = lo;
+	/* Tests: every height from the bound up, until one fits; the
+	 * portfolio's packing is dropped, so that only this search counts. */
+	if (pk->opts.compact_only) {
+		pk->best_h = UINT64_MAX;
+		while (!ortmem__pk_compact(pk, proven, pk->opts.deadline_ns, 0))
+			proven += g;
+		goto out;
+	}
+	/* The compact search at the bound first: inference prunes most
+	 * there, and it settles many instances outright. */
+	now = ortmem__now_ns();
+	if (now < pk->opts.deadline_ns) {
+		int c;
+
+		share = (pk->opts.deadline_ns - now) / 100 * PD_COMPACT_SHARE;
+		if (pk->opts.max_iter)
+			max_nodes = (pk->opts.max_iter - pk->iters) / 100 * PD_COMPACT_SHARE + 1;
+		c = ortmem__pk_compact(pk, lo, now + share, max_nodes);
+		if (!c)
+			proven = lo = lo + g;
+	}
 	while (proven < pk->best_h) {
 		uint64_t span, probes = 1;
 		enum pd_result r;

@@ -23,6 +23,7 @@ struct pk_opts {
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: no search at all */
 	uint64_t max_iter;	/* 0: unlimited */
 	uint64_t seed;
+	bool compact_only;	/* tests: heights from LB up, compact search only */
 };
 
 struct pk_result {
@@ -87,6 +88,10 @@ void ortmem__pk_local_search(struct packer *pk);
 /* plan_decide.c: bisection on the height with a decision search; true
  * when the best height is proven optimal. */
 bool ortmem__pk_decide(struct packer *pk);
+/* plan_compact.c: MiniMalloc's search over compact packings under @h:
+ * 1 found (kept if best), 0 proven infeasible, -1 out of budget. */
+int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
+		       uint64_t max_nodes);
 /* plan_bnb.c: exact search; true when it finished (best is optimal). */
 bool ortmem__pk_bnb(struct packer *pk);
 

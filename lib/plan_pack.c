@@ -481,10 +481,11 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 		pk.iters = 1;
 	} else if (!ret) {
 		ret = pk_portfolio(&pk);
-		if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N)
+		if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N &&
+		    !opts->compact_only)
 			res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
-		if (!ret && pk.best_h > pk.lb && !res->optimal &&
-		    n <= PK_DECIDE_MAX_N)
+		if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
+		    !res->optimal && n <= PK_DECIDE_MAX_N)
 			res->optimal = ortmem__pk_decide(&pk), pk.placed = false;
 		if (!ret && pk.best_h > pk.lb && !res->optimal)
 			ortmem__pk_local_search(&pk);

@@ -88,6 +88,38 @@ TEST_TIMEOUT(tiny_instances_match_brute_force, 120)
 	}
 }
 
+/* The compact search alone (plan_compact.c), height by height from the
+ * bound: each infeasibility it proves and each packing it finds is checked
+ * against brute force, so its pruning rules are too. */
+TEST_TIMEOUT(compact_search_matches_brute_force, 120)
+{
+	uint64_t seed = 11;
+	int g;
+
+	for (g = 0; g < 3000; g++) {
+		struct pk_item it[7];
+		uint64_t off[7], boff[7];
+		int perm[7], n = 1 + (int)(rnd(&seed) % 7), i;
+		struct pk_opts o = { .deadline_ns = UINT64_MAX, .seed = 1,
+				     .compact_only = true };
+		struct pk_result r = { 0 };
+
+		for (i = 0; i < n; i++) {
+			it[i].lo = rnd(&seed) % 8;
+			it[i].hi = it[i].lo + 1 + rnd(&seed) % 5;
+			/* equal sizes and spans now and then: ties */
+			it[i].size = 1 + rnd(&seed) % (g & 1 ? 3 : 6);
+			if (i && rnd(&seed) % 4 == 0)
+				it[i] = it[i - 1];
+			perm[i] = i;
+		}
+		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
+		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
+		ASSERT_EQ(brute(it, n, perm, 0, boff), r.height);
+		EXPECT_TRUE(r.optimal);
+	}
+}
+
 TEST(validator_finds_planted_overlaps)
 {
 	struct pk_item it[3] = { { 0, 4, 10 }, { 3, 6, 10 }, { 6, 9, 10 } };
