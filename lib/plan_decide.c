@@ -431,24 +431,8 @@ static enum pd_result pd_probe(struct pd *d, uint64_t h, uint64_t deadline,
 		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
 			break;
 	}
-	if (r == PD_FOUND) {
-		uint64_t top = 0;
-		uint32_t k, p;
-
-		for (k = 0; k < d->m; k++) {
-			uint32_t i = d->ids[k];
-
-			if (pk->off[i] + pk->it[i].size > top)
-				top = pk->off[i] + pk->it[i].size;
-		}
-		memcpy(pk->order, d->stack, sizeof(*pk->order) * d->m);
-		for (k = 0, p = d->m; k < pk->n; k++)
-			if (!pd_live(&pk->it[k])) {
-				pk->off[k] = 0;
-				pk->order[p++] = k;
-			}
-		ortmem__pk_keep_if_best(pk, top);
-	}
+	if (r == PD_FOUND)
+		ortmem__pk_keep_placed(pk, d->stack, d->m);
 	return r;
 }
 

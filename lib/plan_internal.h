@@ -83,6 +83,12 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from);
 bool ortmem__pk_out_of_time(struct packer *pk);
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h);
+/*
+ * An exact search placed the @m live items of @placed (offsets in pk->off):
+ * order them first, the empty ones after, and keep it if it is the best.
+ */
+void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
+			    uint32_t m);
 /* plan_search.c: local search over the order from the best plan. */
 void ortmem__pk_local_search(struct packer *pk);
 /* plan_decide.c: bisection on the height with a decision search; true

@@ -378,6 +378,27 @@ void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)
 	memcpy(pk->best_order, pk->order, sizeof(*pk->order) * pk->n);
 }
 
+void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
+			    uint32_t m)
+{
+	uint64_t top = 0;
+	uint32_t k, p;
+
+	for (k = 0; k < m; k++) {
+		uint32_t i = placed[k];
+
+		if (pk->off[i] + pk->it[i].size > top)
+			top = pk->off[i] + pk->it[i].size;
+	}
+	memcpy(pk->order, placed, sizeof(*pk->order) * m);
+	for (k = 0, p = m; k < pk->n; k++)
+		if (!pk->it[k].size || pk->it[k].hi <= pk->it[k].lo) {
+			pk->off[k] = 0;
+			pk->order[p++] = k;
+		}
+	ortmem__pk_keep_if_best(pk, top);
+}
+
 bool ortmem__pk_out_of_time(struct packer *pk)
 {
 	if (pk->best_h <= pk->lb)
