@@ -92,20 +92,6 @@ struct pd {
 	uint32_t round;		/* restarts in this probe */
 };
 
-static uint64_t pd_rand(struct packer *pk)
-{
-	/* xorshift64* */
-	pk->rng ^= pk->rng >> 12;
-	pk->rng ^= pk->rng << 25;
-	pk->rng ^= pk->rng >> 27;
-	return pk->rng * 0x2545f4914f6cdd1dull;
-}
-
-static bool pd_live(const struct pk_item *x)
-{
-	return x->size && x->hi > x->lo;
-}
-
 /* Sections, the per-item spans, section members and crowds; false when
  * out of memory. */
 static bool pd_sections(struct pd *d)
@@ -425,13 +411,13 @@ static void pd_order(struct pd *d, uint32_t r)
 
 			if (r >= PD_ORDERS * PD_PLAIN_ROUNDS)
 				/* up to +-25 % */
-				v = (uint64_t)((double)v * (0.75 + (double)(pd_rand(d->pk) % 1024) / 2048));
+				v = (uint64_t)((double)v * (0.75 + (double)(ortmem__pk_rand(d->pk) % 1024) / 2048));
 			key[c][i] = UINT64_MAX - v;	/* descending */
 		}
 	}
 	/* Ties by id: from id order, stable sorts, last key first. */
 	for (k = 0, c = 0; k < pk->n; k++)
-		if (pd_live(&pk->it[k]))
+		if (ortmem__pk_live(&pk->it[k]))
 			d->ids[c++] = k;
 	for (c = 3; c-- > 0;)
 		ortmem__pk_sort_by(d->ids, d->m, key[c], d->tmp);
@@ -494,7 +480,7 @@ static bool pd_alloc(struct pd *d)
 	    !d->tmp || !d->stack || !d->fr)
 		return false;
 	for (k = 0; k < pk->n; k++)
-		if (pd_live(&pk->it[k]))
+		if (ortmem__pk_live(&pk->it[k]))
 			d->ids[d->m++] = k;
 	if (!pd_sections(d))
 		return false;

@@ -92,20 +92,6 @@ struct pd {
 	uint32_t maxdepth;	/* frames */
 };
 
-static uint64_t pd_rand(struct packer *pk)
-{
-	/* xorshift64* */
-	pk->rng ^= pk->rng >> 12;
-	pk->rng ^= pk->rng << 25;
-	pk->rng ^= pk->rng >> 27;
-	return pk->rng * 0x2545f4914f6cdd1dull;
-}
-
-static bool pd_live(const struct pk_item *x)
-{
-	return x->size && x->hi > x->lo;
-}
-
 /* Sections and the per-item spans; false when out of memory. */
 static bool pd_sections(struct pd *d)
 {
@@ -395,8 +381,8 @@ static void pd_keys(struct pd *d, uint32_t r)
 
 		if (r >= 3) {
 			/* noise of up to +-50% on each factor */
-			size = (uint64_t)((double)size * (0.5 + (double)(pd_rand(d->pk) % 1024) / 1024));
-			dur = (uint64_t)((double)dur * (0.5 + (double)(pd_rand(d->pk) % 1024) / 1024));
+			size = (uint64_t)((double)size * (0.5 + (double)(ortmem__pk_rand(d->pk) % 1024) / 1024));
+			dur = (uint64_t)((double)dur * (0.5 + (double)(ortmem__pk_rand(d->pk) % 1024) / 1024));
 		}
 		v = kind == 0 ? (double)size * 4294967296.0 + (double)dur :
 		    kind == 1 ? (double)dur * 4294967296.0 + (double)size :
@@ -465,7 +451,7 @@ static bool pd_alloc(struct pd *d)
 		return false;
 	d->minsz = UINT64_MAX;
 	for (k = 0; k < pk->n; k++) {
-		if (!pd_live(&pk->it[k]))
+		if (!ortmem__pk_live(&pk->it[k]))
 			continue;
 		d->ids[d->m++] = k;
 		if (pk->it[k].size < d->minsz)

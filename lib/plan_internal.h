@@ -63,6 +63,21 @@ struct packer {
 	struct pk_opts opts;
 };
 
+/* The packer's deterministic generator (xorshift64*), seeded by opts. */
+static inline uint64_t ortmem__pk_rand(struct packer *pk)
+{
+	pk->rng ^= pk->rng >> 12;
+	pk->rng ^= pk->rng << 25;
+	pk->rng ^= pk->rng >> 27;
+	return pk->rng * 0x2545f4914f6cdd1dull;
+}
+
+/* An item that takes room: a size and a non-empty lifetime. */
+static inline bool ortmem__pk_live(const struct pk_item *x)
+{
+	return x->size && x->hi > x->lo;
+}
+
 uint64_t ortmem__now_ns(void);
 /* plan_sort.c: stable sort of @ids by key[id] (radix); @tmp holds n. */
 void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,

@@ -392,7 +392,7 @@ void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
 	}
 	memcpy(pk->order, placed, sizeof(*pk->order) * m);
 	for (k = 0, p = m; k < pk->n; k++)
-		if (!pk->it[k].size || pk->it[k].hi <= pk->it[k].lo) {
+		if (!ortmem__pk_live(&pk->it[k])) {
 			pk->off[k] = 0;
 			pk->order[p++] = k;
 		}

@@ -16,18 +16,9 @@
 /* Moves without a new best before a restart from the best order. */
 #define LS_STALL 4000
 
-static uint64_t ls_rand(struct packer *pk)
-{
-	/* xorshift64* */
-	pk->rng ^= pk->rng >> 12;
-	pk->rng ^= pk->rng << 25;
-	pk->rng ^= pk->rng >> 27;
-	return pk->rng * 0x2545f4914f6cdd1dull;
-}
-
 static uint32_t ls_below(struct packer *pk, uint32_t bound)
 {
-	return bound ? (uint32_t)(ls_rand(pk) % bound) : 0;
+	return bound ? (uint32_t)(ortmem__pk_rand(pk) % bound) : 0;
 }
 
 /* Items whose top reaches @h: their positions in the order go to @pos. */
