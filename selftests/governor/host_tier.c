@@ -5,8 +5,10 @@
  * the kernel module in the VM, where scripts/suites/vm.sh runs this program
  * again) and the disk tier on ortmem_backend_spill().  Demotion host -> disk
  * and promotion back keep the bytes exact; releases give the host buffers
- * back to the allocator.
+ * back to the allocator and free the extents; a corrupted extent refuses
+ * promotion instead of handing bad bytes back.
  */
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <ortmem/ortmem.h>
@@ -270,6 +272,75 @@ TEST_F(tiers, close_frees_what_is_still_live)
 }
 
 /* A host backend without its allocator refuses, it does not crash. */
+TEST_F(tiers, releasing_a_demoted_allocation_frees_its_extent)
+{
+	struct ortmem_handle h;
+	void *p;
+
+	ASSERT_EQ(0, ortmem_gov_alloc(self->gov, ORTMEM_TIER_HOST,
+				      ORTMEM_ROLE_KV_CACHE, 256 * KIB,
+				      ORTMEM_ALLOC_MOVABLE, &h));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h, 0, &p));
+	memset(p, 0x5a, 256 * KIB);
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h));
+	ASSERT_EQ(0, ortmem_gov_demote(self->gov, h));
+	EXPECT_EQ(1u, live_extents(self->spill));
+	ASSERT_EQ(0, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_EQ(0u, live_extents(self->spill));
+	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_pin(self->gov, h, 0, &p));
+}
+
+/* The spill file has no name: reach it through our own descriptor table. */
+static int open_spill_file(const char *dir)
+{
+	char link[64], target[256];
+	int fd;
+
+	for (fd = 3; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (!strncmp(target, dir, strlen(dir)))
+			return open(link, O_RDWR);
+	}
+	return -1;
+}
+
+TEST_F(tiers, corrupted_extent_refuses_promotion)
+{
+	struct ortmem_handle h;
+	struct ortmem_alloc_info info;
+	unsigned char byte;
+	void *p;
+	int fd;
+
+	ASSERT_EQ(0, ortmem_gov_alloc(self->gov, ORTMEM_TIER_HOST,
+				      ORTMEM_ROLE_ACTIVATION, 64 * KIB,
+				      ORTMEM_ALLOC_MOVABLE, &h));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h, 0, &p));
+	memset(p, 0x11, 64 * KIB);
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h));
+	ASSERT_EQ(0, ortmem_gov_demote(self->gov, h));
+	fd = open_spill_file(self->dir);
+	ASSERT_LE(0, fd);
+	/* The only extent starts the file; flip a byte of its payload. */
+	ASSERT_EQ(1, pread(fd, &byte, 1, 1000));
+	EXPECT_EQ(0x11, byte);
+	byte ^= 0x40;
+	ASSERT_EQ(1, pwrite(fd, &byte, 1, 1000));
+	close(fd);
+	EXPECT_EQ(-ORTMEM_E_CHECKSUM, ortmem_gov_pin(self->gov, h, 0, &p));
+	/* Nothing was handed back: it is still on disk, unpinned. */
+	ASSERT_EQ(0, ortmem_gov_query(self->gov, h, &info));
+	EXPECT_EQ(ORTMEM_TIER_DISK, info.tier);
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, h, 0));
+	EXPECT_EQ(0u, live_extents(self->spill));
+}
+
 TEST(missing_allocator_refuses_allocations)
 {
 	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { 0, MIB, 0 });
