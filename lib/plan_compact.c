@@ -43,15 +43,32 @@
 /* Orders tried in turn at one node limit. */
 #define PD_ORDERS 3
 /* Rounds of the plain orders before they are perturbed. */
-#define PD_PLAIN_ROUNDS 12
+#define PD_PLAIN_ROUNDS 40
 
 struct pd_frame {
 	uint32_t item;		/* placed from this frame, or PD_NONE */
 	uint32_t bound;		/* rank of the last tried (or parent) item */
 	uint64_t boff;		/* its offset: candidates come after (boff, bound) */
 	uint32_t mark;		/* undo log position before the branch */
+	uint32_t split;		/* the split whose current part it branches in */
+	bool start;		/* the first frame of that part */
 	bool busy;		/* a branch is applied */
 	bool hatless;		/* the item placed has no unplaced conflict */
+};
+
+/*
+ * A range of sections that no unplaced item crosses at some boundaries,
+ * cut there into parts, each solved on its own in turn: when one fails,
+ * the placement that made the split fails, whatever the parts before it
+ * did (they are independent).
+ */
+struct pd_split {
+	uint32_t depth;		/* frame whose placement split; PD_NONE: root */
+	uint32_t part0;		/* parts: [lo, hi) pairs at d->parts[2 * part0] */
+	uint32_t rr0;		/* ranks it changed: d->rr[rr0 ..] */
+	uint32_t nparts;
+	uint32_t cur;		/* the part being solved */
+	uint32_t left;		/* its unplaced items */
 };
 
 /* Undo log entry: a base (kind 0) or a section floor (kind 1). */
@@ -61,7 +78,7 @@ struct pd_undo {
 	uint64_t old;
 };
 
-struct pd {
+struct pk_compact {
 	struct packer *pk;
 	uint32_t m;		/* live items */
 	uint32_t *ids;		/* live items in the current preorder */
@@ -86,15 +103,29 @@ struct pd {
 	size_t cap_undo;
 	struct pd_frame *fr;
 	uint32_t *stack;
+	uint64_t *off;		/* per item: offset on the current path */
+	uint32_t *cross;	/* per boundary b: unplaced items over b-1 and b */
+	struct pd_split *split;	/* one per frame at most, plus the root */
+	uint32_t nsplit;
+	uint32_t *parts;	/* part bounds of the splits, a stack */
+	uint32_t nparts, cap_parts;
+	uint32_t *pcount;	/* scratch: unplaced items per part */
+	struct pd_rr { uint32_t item, rank; } *rr;	/* ranks to restore */
+	uint32_t nrr, cap_rr;
+	uint32_t *lst, *oldr;	/* scratch: n each */
+	const char *order;	/* the preorder's keys, in turn */
 	uint32_t now;		/* stamp of the current node */
 	uint64_t h;		/* the height probed */
-	uint64_t nodes;		/* in this probe */
-	uint32_t round;		/* restarts in this probe */
+	/* where a paused probe resumes */
+	uint32_t restart;	/* dives begun at this height */
+	bool in_dive;
+	uint32_t depth, nplaced;
+	uint64_t dive_nodes, dive_limit;
 };
 
 /* Sections, the per-item spans, section members and crowds; false when
  * out of memory. */
-static bool pd_sections(struct pd *d)
+static bool pd_sections(struct pk_compact *d)
 {
 	const struct packer *pk = d->pk;
 	uint32_t i, k, nt = 0, s, u, tot = 0;
@@ -152,7 +183,7 @@ static bool pd_sections(struct pd *d)
 	return true;
 }
 
-static void pd_reset(struct pd *d)
+static void pd_reset(struct pk_compact *d)
 {
 	uint32_t k;
 
@@ -168,7 +199,7 @@ static void pd_reset(struct pd *d)
 }
 
 /* Log a value before it changes; false when the log cannot grow. */
-static bool pd_log(struct pd *d, uint32_t idx, uint32_t kind, uint64_t old)
+static bool pd_log(struct pk_compact *d, uint32_t idx, uint32_t kind, uint64_t old)
 {
 	if (d->nundo == d->cap_undo) {
 		struct pd_undo *u = realloc(d->undo, sizeof(*u) * 2 * d->cap_undo);
@@ -182,7 +213,7 @@ static bool pd_log(struct pd *d, uint32_t idx, uint32_t kind, uint64_t old)
 	return true;
 }
 
-static void pd_touch(struct pd *d, uint32_t i, uint32_t *nt)
+static void pd_touch(struct pk_compact *d, uint32_t i, uint32_t *nt)
 {
 	uint32_t s;
 
@@ -194,7 +225,7 @@ static void pd_touch(struct pd *d, uint32_t i, uint32_t *nt)
 }
 
 /* Move item @i past the unplaced members of section @s. */
-static void pd_unlist(struct pd *d, uint32_t i, uint32_t s)
+static void pd_unlist(struct pk_compact *d, uint32_t i, uint32_t s)
 {
 	uint32_t *pi = &d->spos[d->ioff[i] + s - d->slo[i]];
 	uint32_t last = d->sidx[s] + --d->scnt[s], j = d->smem[last];
@@ -211,14 +242,14 @@ static void pd_unlist(struct pd *d, uint32_t i, uint32_t s)
  * items changed up to the lowest base left there.  Return 1 when an
  * unplaced item conflicts with @i, 0 when none does, -1 out of memory.
  */
-static int pd_place(struct pd *d, uint32_t i)
+static int pd_place(struct pk_compact *d, uint32_t i)
 {
 	struct packer *pk = d->pk;
 	uint64_t size = pk->it[i].size, top = d->base[i] + size;
 	uint32_t s, k, nt = 0;
 	int hat = 0;
 
-	pk->off[i] = d->base[i];
+	d->off[i] = d->base[i];
 	d->placed[i] = true;
 	d->now++;
 	for (s = d->slo[i]; s < d->shi[i]; s++) {
@@ -262,7 +293,7 @@ static int pd_place(struct pd *d, uint32_t i)
 }
 
 /* Undo back to @mark, and item @i's placement. */
-static void pd_unplace(struct pd *d, uint32_t i, uint32_t mark)
+static void pd_unplace(struct pk_compact *d, uint32_t i, uint32_t mark)
 {
 	uint64_t size = d->pk->it[i].size;
 	uint32_t s;
@@ -284,12 +315,14 @@ static void pd_unplace(struct pd *d, uint32_t i, uint32_t mark)
 }
 
 /* Every section's unplaced items live there together, above its floor and
- * the offset @off just placed: their bytes must fit above. */
-static bool pd_fits(const struct pd *d, uint64_t off)
+ * the offset @off just placed: their bytes must fit above.  Only the
+ * sections [@sa, @sb) of the part the offsets are ordered in. */
+static bool pd_fits(const struct pk_compact *d, uint64_t off, uint32_t sa,
+		    uint32_t sb)
 {
 	uint32_t s;
 
-	for (s = 0; s < d->nsec; s++) {
+	for (s = sa; s < sb; s++) {
 		uint64_t f = d->floor[s] > off ? d->floor[s] : off;
 
 		if (d->rem[s] && f + d->rem[s] > d->h)
@@ -298,31 +331,45 @@ static bool pd_fits(const struct pd *d, uint64_t off)
 	return true;
 }
 
+/* The sections [*sa, *sb) of the part frame @f branches in. */
+static void pd_range(const struct pk_compact *d, const struct pd_frame *f,
+		     uint32_t *sa, uint32_t *sb)
+{
+	const struct pd_split *x = &d->split[f->split];
+
+	*sa = d->parts[2 * (x->part0 + x->cur)];
+	*sb = d->parts[2 * (x->part0 + x->cur) + 1];
+}
+
 /*
- * The next branch of frame @f: the unplaced item of lowest (base, rank)
+ * The next branch of frame @f, among the unplaced items of its part: the
+ * one of lowest (base, rank)
  * after (f->boff, f->bound), unless its base is at or above the lowest
  * top an unplaced item can reach (then no compact packing goes on), or an
  * item cannot fit under d->h at all.
  */
-static uint32_t pd_next(const struct pd *d, const struct pd_frame *f)
+static uint32_t pd_next(const struct pk_compact *d, const struct pd_frame *f)
 {
 	const struct packer *pk = d->pk;
 	uint64_t minh = UINT64_MAX, bb = UINT64_MAX;
-	uint32_t k, best = PD_NONE;
+	uint32_t k, best = PD_NONE, sa, sb;
 
+	pd_range(d, f, &sa, &sb);
 	for (k = 0; k < d->m; k++) {
 		uint32_t i = d->ids[k];
 		uint64_t b = d->base[i], t;
 
-		if (d->placed[i])
+		if (d->placed[i] || d->slo[i] < sa || d->slo[i] >= sb)
 			continue;
 		t = b + pk->it[i].size;
 		if (t > d->h)
 			return PD_NONE;
 		if (t < minh)
 			minh = t;
-		if (b < bb && (b > f->boff ||
-			       (b == f->boff && (f->bound == PD_NONE || k > f->bound)))) {
+		if (b < f->boff || (b == f->boff && f->bound != PD_NONE &&
+				    d->rank[i] <= f->bound))
+			continue;
+		if (b < bb || (b == bb && d->rank[i] < d->rank[best])) {
 			bb = b;
 			best = i;
 		}
@@ -330,43 +377,325 @@ static uint32_t pd_next(const struct pd *d, const struct pd_frame *f)
 	return bb < minh ? best : PD_NONE;
 }
 
-enum pd_result { PD_FOUND, PD_INFEASIBLE, PD_LIMIT };
+enum pd_result { PD_FOUND, PD_INFEASIBLE, PD_LIMIT, PD_PAUSE };
 
-/* One dive from scratch under @limit nodes (and the deadline). */
-static enum pd_result pd_dive(struct pd *d, uint64_t limit, uint64_t deadline)
+/* Item @i leaves (@delta -1) or rejoins (+1) the unplaced: the boundaries
+ * inside its lifetime. */
+static void pd_cross(struct pk_compact *d, uint32_t i, int delta)
 {
-	struct packer *pk = d->pk;
-	uint32_t depth = 0, placed = 0;
-	uint64_t nodes = 0;
+	uint32_t b;
+
+	for (b = d->slo[i] + 1; b < d->shi[i]; b++)
+		d->cross[b] += (uint32_t)delta;
+}
+
+static bool pd_parts_grow(struct pk_compact *d, uint32_t need)
+{
+	uint32_t cap = d->cap_parts;
+	uint32_t *p;
+
+	if (d->nparts + need <= cap)
+		return true;
+	while (cap < d->nparts + need)
+		cap *= 2;
+	p = realloc(d->parts, sizeof(*p) * 2 * (size_t)cap);
+	if (!p)
+		return false;
+	d->parts = p;
+	d->cap_parts = cap;
+	return true;
+}
+
+/* Key @c of the preorder for item @i; the crowd is that of @rem. */
+static uint64_t pd_key(const struct pk_compact *d, char c, uint32_t i,
+		       const uint64_t *rem)
+{
+	const struct pk_item *x = &d->pk->it[i];
+	unsigned __int128 a = (unsigned __int128)x->size * (x->hi - x->lo);
+	uint64_t t = 0;
+	uint32_t s;
+
+	if (c == 'W')
+		return x->hi - x->lo;
+	if (c == 'A')
+		return a >> 64 ? UINT64_MAX : (uint64_t)a;
+	for (s = d->slo[i]; s < d->shi[i]; s++)
+		if (rem[s] > t)
+			t = rem[s];
+	return t;
+}
+
+/*
+ * The unplaced items of [@sa, @sb), just split off, are ordered afresh
+ * among the ranks they hold, by the keys of the dive with the crowds of
+ * now (what is left unplaced): the parts are new problems.  Logged in
+ * d->rr.  False when out of memory.
+ */
+static bool pd_rerank(struct pk_compact *d, uint32_t sa, uint32_t sb)
+{
+	uint64_t *key[3] = { d->k1, d->k2, d->k3 };
+	uint32_t i, j, c, n = 0;
+
+	for (i = 0; i < d->pk->n; i++)
+		if (ortmem__pk_live(&d->pk->it[i]) && !d->placed[i] &&
+		    d->slo[i] >= sa && d->slo[i] < sb)
+			d->lst[n++] = i;
+	if (d->nrr + n > d->cap_rr) {
+		uint32_t cap = d->cap_rr;
+		struct pd_rr *rr;
+
+		while (cap < d->nrr + n)
+			cap *= 2;
+		rr = realloc(d->rr, sizeof(*rr) * cap);
+		if (!rr)
+			return false;
+		d->rr = rr;
+		d->cap_rr = cap;
+	}
+	/* The ranks held, ascending. */
+	memcpy(d->oldr, d->lst, sizeof(*d->lst) * n);
+	for (j = 0; j < n; j++)
+		key[0][d->lst[j]] = d->rank[d->lst[j]];
+	ortmem__pk_sort_by(d->oldr, n, key[0], d->tmp);
+	for (j = 0; j < n; j++)
+		d->oldr[j] = d->rank[d->oldr[j]];
+	for (j = 0; j < n; j++)
+		for (c = 0; c < 3; c++)
+			key[c][d->lst[j]] = UINT64_MAX - pd_key(d, d->order[c], d->lst[j], d->rem);
+	for (c = 3; c-- > 0;)
+		ortmem__pk_sort_by(d->lst, n, key[c], d->tmp);
+	for (j = 0; j < n; j++) {
+		i = d->lst[j];
+		d->rr[d->nrr++] = (struct pd_rr){ i, d->rank[i] };
+		d->rank[i] = d->oldr[j];
+	}
+	return true;
+}
+
+/*
+ * Cut [@sa, @sb) at the boundaries in @cut (@ncut, increasing) into the
+ * parts that hold unplaced items; a split is made when there are two or
+ * more.  Return 1 split, 0 not, -1 out of memory.
+ */
+static int pd_split_at(struct pk_compact *d, uint32_t sa, uint32_t sb,
+		       const uint32_t *cut, uint32_t ncut, uint32_t depth)
+{
+	uint32_t k, j, lo, np = 0, p0 = d->nparts;
+	struct pd_split *x;
+
+	for (j = 0; j <= ncut; j++)
+		d->pcount[j] = 0;
+	for (k = 0; k < d->m; k++) {
+		uint32_t i = d->ids[k], a = 0, z = ncut;
+
+		if (d->placed[i] || d->slo[i] < sa || d->slo[i] >= sb)
+			continue;
+		while (a < z) {		/* pieces before slo[i] */
+			uint32_t mid = (a + z) / 2;
+
+			if (cut[mid] <= d->slo[i])
+				a = mid + 1;
+			else
+				z = mid;
+		}
+		d->pcount[a]++;
+	}
+	for (j = 0; j <= ncut; j++)
+		np += d->pcount[j] != 0;
+	if (np < 2)
+		return 0;
+	if (!pd_parts_grow(d, np))
+		return -1;
+	for (j = 0, lo = sa; j <= ncut; j++) {
+		uint32_t hi = j < ncut ? cut[j] : sb;
+
+		if (d->pcount[j]) {
+			d->parts[2 * d->nparts] = lo;
+			d->parts[2 * d->nparts + 1] = hi;
+			d->pcount[d->nparts - p0] = d->pcount[j];
+			d->nparts++;
+		}
+		lo = hi;
+	}
+	x = &d->split[d->nsplit++];
+	*x = (struct pd_split){ .depth = depth, .part0 = p0, .nparts = np,
+				.rr0 = d->nrr, .left = d->pcount[0] };
+	return pd_rerank(d, sa, sb) ? 1 : -1;
+}
+
+/* Count the unplaced items of split @x's current part. */
+static void pd_count_part(struct pk_compact *d, struct pd_split *x)
+{
+	uint32_t sa = d->parts[2 * (x->part0 + x->cur)];
+	uint32_t sb = d->parts[2 * (x->part0 + x->cur) + 1], k;
+
+	x->left = 0;
+	for (k = 0; k < d->m; k++) {
+		uint32_t i = d->ids[k];
+
+		x->left += !d->placed[i] && d->slo[i] >= sa && d->slo[i] < sb;
+	}
+}
+
+/* Push the first frame of split @xi's current part. */
+static void pd_push_start(struct pk_compact *d, uint32_t xi)
+{
+	d->depth++;
+	d->fr[d->depth] = (struct pd_frame){ .item = PD_NONE, .bound = PD_NONE,
+					     .split = xi, .start = true };
+}
+
+/*
+ * After item @i was placed from frame @f (at d->depth): split its part if
+ * no unplaced item crosses some boundary in it now, else go on in it,
+ * else (the part is done) start the next part, of this split or of the
+ * ones around it.  Return -1 out of memory, else 0.
+ */
+static int pd_after(struct pk_compact *d, struct pd_frame *f, uint32_t i)
+{
+	struct pd_split *x = &d->split[f->split];
+	uint32_t sa, sb, b, ncut = 0, xi;
+	int r;
+
+	pd_range(d, f, &sa, &sb);
+	for (b = d->slo[i] + 1; b < d->shi[i]; b++)
+		if (!d->cross[b] && b > sa && b < sb)
+			d->touched[ncut++] = b;
+	if (ncut) {
+		r = pd_split_at(d, sa, sb, d->touched, ncut, d->depth);
+		if (r)
+			pd_push_start(d, d->nsplit - 1);
+		if (r)
+			return r < 0 ? -1 : 0;
+	}
+	if (x->left) {
+		d->depth++;
+		d->fr[d->depth] = (struct pd_frame){ .item = PD_NONE,
+			.bound = f->bound, .boff = f->boff, .split = f->split };
+		return 0;
+	}
+	/* The part is done; so is each split whose last part it was. */
+	for (xi = f->split; ; xi = d->fr[x->depth].split) {
+		x = &d->split[xi];
+		if (++x->cur < x->nparts) {
+			pd_count_part(d, x);
+			pd_push_start(d, xi);
+			return 0;
+		}
+		if (x->depth == PD_NONE)
+			return 0;	/* all placed: caught before */
+	}
+}
+
+/* Take back the branch of frame @f (at d->depth). */
+static void pd_take_back(struct pk_compact *d, struct pd_frame *f)
+{
+	struct pd_split *top = &d->split[d->nsplit - 1];
+
+	if (top->depth == d->depth) {
+		while (d->nrr > top->rr0) {
+			const struct pd_rr *u = &d->rr[--d->nrr];
+
+			d->rank[u->item] = u->rank;
+		}
+		d->nparts = top->part0;
+		d->nsplit--;
+	}
+	pd_unplace(d, f->item, f->mark);
+	pd_cross(d, f->item, 1);
+	d->split[f->split].left++;
+	d->nplaced--;
+	f->busy = false;
+}
+
+static void pd_dive_start(struct pk_compact *d)
+{
+	uint32_t k, ncut = 0, all = d->nsec;
 
 	pd_reset(d);
-	d->fr[0] = (struct pd_frame){ .item = PD_NONE, .bound = PD_NONE };
+	memset(d->cross, 0, sizeof(*d->cross) * (d->nsec + 1));
+	for (k = 0; k < d->m; k++)
+		pd_cross(d, d->ids[k], 1);
+	d->depth = 0;
+	d->nplaced = 0;
+	d->dive_nodes = 0;
+	d->nsplit = 0;
+	d->nparts = 0;
+	d->nrr = 0;
+	for (k = 1; k < d->nsec; k++)
+		if (!d->cross[k])
+			d->touched[ncut++] = k;
+	/* The root: the parts of all time, or all time as one part. */
+	if (pd_split_at(d, 0, all, d->touched, ncut, PD_NONE) <= 0) {
+		d->parts[0] = 0;
+		d->parts[1] = all;
+		d->nparts = 1;
+		d->split[0] = (struct pd_split){ .depth = PD_NONE, .nparts = 1,
+						 .left = d->m };
+		d->nsplit = 1;
+	}
+	d->fr[0] = (struct pd_frame){ .item = PD_NONE, .bound = PD_NONE,
+				      .split = 0, .start = true };
+	d->in_dive = true;
+}
+
+/*
+ * Frame @f has no branch left.  Within a part, back to its parent; at the
+ * start of a part, back past the whole split to the frame that made it.
+ * Return false when the dive is exhausted.
+ */
+static bool pd_backtrack(struct pk_compact *d, const struct pd_frame *f)
+{
+	uint32_t to;
+
+	if (!f->start) {
+		d->depth--;
+		return true;
+	}
+	to = d->split[f->split].depth;
+	if (to == PD_NONE)
+		return false;
+	while (--d->depth > to)
+		pd_take_back(d, &d->fr[d->depth]);
+	return true;
+}
+
+/*
+ * Go on with the current dive for at most @budget nodes (or until the
+ * deadline): PD_PAUSE leaves it where it is, to resume; PD_LIMIT: the dive
+ * used up its own node limit.
+ */
+static enum pd_result pd_dive(struct pk_compact *d, uint64_t budget,
+			      uint64_t deadline)
+{
+	struct packer *pk = d->pk;
+	uint64_t used = 0;
+
 	for (;;) {
-		struct pd_frame *f = &d->fr[depth];
-		uint32_t i = PD_NONE;
+		struct pd_frame *f = &d->fr[d->depth];
+		uint32_t i = PD_NONE, sa, sb;
 		int r;
 
-		if (f->busy) {
-			pd_unplace(d, f->item, f->mark);
-			placed--;
-			f->busy = false;
-		}
+		if (f->busy)
+			pd_take_back(d, f);
 		if (!f->hatless)
 			i = pd_next(d, f);
 		if (i == PD_NONE) {
-			if (!depth)
+			if (!pd_backtrack(d, f))
 				return PD_INFEASIBLE;
-			depth--;
 			continue;
 		}
-		if (++nodes > limit)
+		if (d->dive_nodes >= d->dive_limit)
 			return PD_LIMIT;
+		if (used >= budget)
+			return PD_PAUSE;
+		d->dive_nodes++;
+		used++;
 		pk->iters++;
-		d->nodes++;
-		if ((nodes & 63) == 0 &&
+		if ((used & 63) == 0 &&
 		    ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
 		     ortmem__now_ns() >= deadline))
-			return PD_LIMIT;
+			return PD_PAUSE;
 		f->boff = d->base[i];
 		f->bound = d->rank[i];
 		f->item = i;
@@ -376,14 +705,16 @@ static enum pd_result pd_dive(struct pd *d, uint64_t limit, uint64_t deadline)
 		if (r < 0)
 			return PD_LIMIT;
 		f->hatless = !r;
-		d->stack[placed++] = i;
-		if (placed == d->m)
+		pd_cross(d, i, -1);
+		d->split[f->split].left--;
+		d->stack[d->nplaced++] = i;
+		if (d->nplaced == d->m)
 			return PD_FOUND;
-		if (!pd_fits(d, f->boff))
+		pd_range(d, f, &sa, &sb);
+		if (!pd_fits(d, f->boff, sa, sb))
 			continue;
-		depth++;
-		d->fr[depth] = (struct pd_frame){ .item = PD_NONE,
-			.bound = f->bound, .boff = f->boff };
+		if (pd_after(d, f, i) < 0)
+			return PD_LIMIT;
 	}
 }
 
@@ -391,7 +722,7 @@ static enum pd_result pd_dive(struct pd *d, uint64_t limit, uint64_t deadline)
  * Preorder @r: width, area, crowd (largest first) in the orders WAT, TAW,
  * TWA; after PD_PLAIN_ROUNDS rounds, each key perturbed at random.
  */
-static void pd_order(struct pd *d, uint32_t r)
+static void pd_order(struct pk_compact *d, uint32_t r)
 {
 	const struct packer *pk = d->pk;
 	static const char orders[PD_ORDERS][4] = { "WAT", "TAW", "TWA" };
@@ -399,15 +730,12 @@ static void pd_order(struct pd *d, uint32_t r)
 	uint64_t *key[3] = { d->k1, d->k2, d->k3 };
 	uint32_t k, c;
 
+	d->order = o;
 	for (k = 0; k < d->m; k++) {
 		uint32_t i = d->ids[k];
-		const struct pk_item *x = &pk->it[i];
-		unsigned __int128 a = (unsigned __int128)x->size * (x->hi - x->lo);
 
 		for (c = 0; c < 3; c++) {
-			uint64_t v = o[c] == 'W' ? x->hi - x->lo :
-				     o[c] == 'A' ? (a >> 64 ? UINT64_MAX : (uint64_t)a) :
-				     d->crowd[i];
+			uint64_t v = pd_key(d, o[c], i, d->rem0);
 
 			if (r >= PD_ORDERS * PD_PLAIN_ROUNDS)
 				/* up to +-25 % */
@@ -425,38 +753,63 @@ static void pd_order(struct pd *d, uint32_t r)
 		d->rank[d->ids[k]] = k;
 }
 
-/* Probe height @h until @deadline (or @max_nodes); keep what it finds. */
-static enum pd_result pd_probe(struct pd *d, uint64_t h, uint64_t deadline,
-			       uint64_t max_nodes)
+/* Keep the packing the dive just completed. */
+static void pd_keep(struct pk_compact *d)
 {
 	struct packer *pk = d->pk;
-	enum pd_result r = PD_LIMIT;
-	uint32_t restart;
+	uint32_t k;
 
-	d->h = h;
-	d->nodes = 0;
-	for (restart = 0; ; restart++) {
-		uint32_t round = restart / PD_ORDERS;
-		uint64_t limit = (uint64_t)d->m << (round < 40 ? round + 1 : 40);
+	for (k = 0; k < d->m; k++)
+		pk->off[d->stack[k]] = d->off[d->stack[k]];
+	ortmem__pk_keep_placed(pk, d->stack, d->m);
+}
 
-		if (max_nodes && d->nodes >= max_nodes)
-			break;
-		if (max_nodes && limit > max_nodes - d->nodes)
-			limit = max_nodes - d->nodes;
-		pd_order(d, restart);
-		r = pd_dive(d, limit, deadline);
-		if (r != PD_LIMIT)
-			break;
+/*
+ * ortmem__pk_compact_run() - Search for a compact packing under @h,
+ * resuming where the last call at the same height paused, for at most
+ * @budget nodes or until @deadline.  Return 1 when found (kept if best),
+ * 0 when proven that none fits, -1 when paused (or out of memory).
+ */
+int ortmem__pk_compact_run(struct pk_compact *d, uint64_t h, uint64_t budget,
+			   uint64_t deadline)
+{
+	struct packer *pk = d->pk;
+	uint64_t start = pk->iters;
+
+	if (h != d->h) {
+		d->h = h;
+		d->restart = 0;
+		d->in_dive = false;
+	}
+	while (pk->iters - start < budget) {
+		enum pd_result r;
+
+		if (!d->in_dive) {
+			/* The orders in turn, under a limit doubling each round. */
+			uint32_t round = d->restart / PD_ORDERS;
+
+			d->dive_limit = (uint64_t)d->m << (round < 40 ? round + 1 : 40);
+			pd_order(d, d->restart++);
+			pd_dive_start(d);
+		}
+		r = pd_dive(d, budget - (pk->iters - start), deadline);
+		if (r == PD_PAUSE)
+			return -1;
+		d->in_dive = false;
+		if (r == PD_FOUND) {
+			pd_keep(d);
+			return 1;
+		}
+		if (r == PD_INFEASIBLE)
+			return 0;
 		if (ortmem__now_ns() >= deadline ||
 		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
 			break;
 	}
-	if (r == PD_FOUND)
-		ortmem__pk_keep_placed(pk, d->stack, d->m);
-	return r;
+	return -1;
 }
 
-static bool pd_alloc(struct pd *d)
+static bool pd_alloc(struct pk_compact *d)
 {
 	const struct packer *pk = d->pk;
 	uint32_t n = pk->n ? pk->n : 1, k;
@@ -475,14 +828,28 @@ static bool pd_alloc(struct pd *d)
 	d->tmp = calloc(n, sizeof(*d->tmp));
 	d->stack = calloc(n, sizeof(*d->stack));
 	d->fr = calloc(n + 1, sizeof(*d->fr));
+	d->off = calloc(n, sizeof(*d->off));
+	d->split = calloc(n + 2, sizeof(*d->split));
 	if (!d->ids || !d->rank || !d->slo || !d->shi || !d->base ||
 	    !d->crowd || !d->ioff || !d->placed || !d->k1 || !d->k2 || !d->k3 ||
-	    !d->tmp || !d->stack || !d->fr)
+	    !d->tmp || !d->stack || !d->fr || !d->off || !d->split)
 		return false;
 	for (k = 0; k < pk->n; k++)
 		if (ortmem__pk_live(&pk->it[k]))
 			d->ids[d->m++] = k;
 	if (!pd_sections(d))
+		return false;
+	d->cap_rr = n + 16;
+	d->rr = malloc(sizeof(*d->rr) * d->cap_rr);
+	d->lst = malloc(sizeof(*d->lst) * n);
+	d->oldr = malloc(sizeof(*d->oldr) * n);
+	if (!d->rr || !d->lst || !d->oldr)
+		return false;
+	d->cross = calloc(d->nsec + 1, sizeof(*d->cross));
+	d->pcount = calloc(d->nsec + 1, sizeof(*d->pcount));
+	d->cap_parts = d->nsec + 2;
+	d->parts = malloc(sizeof(*d->parts) * 2 * (size_t)d->cap_parts);
+	if (!d->cross || !d->pcount || !d->parts)
 		return false;
 	/* Grows when a path logs more (rarely). */
 	d->cap_undo = 4 * ((size_t)d->m + d->nsec) + 16;
@@ -490,8 +857,10 @@ static bool pd_alloc(struct pd *d)
 	return d->undo;
 }
 
-static void pd_free(struct pd *d)
+void ortmem__pk_compact_free(struct pk_compact *d)
 {
+	if (!d)
+		return;
 	free(d->ids);
 	free(d->rank);
 	free(d->slo);
@@ -516,24 +885,47 @@ static void pd_free(struct pd *d)
 	free(d->undo);
 	free(d->fr);
 	free(d->stack);
+	free(d->off);
+	free(d->split);
+	free(d->cross);
+	free(d->pcount);
+	free(d->parts);
+	free(d->rr);
+	free(d->lst);
+	free(d->oldr);
+	free(d);
+}
+
+/* A search over @pk's live items; NULL when out of memory. */
+struct pk_compact *ortmem__pk_compact_new(struct packer *pk)
+{
+	struct pk_compact *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->pk = pk;
+	d->h = UINT64_MAX;
+	if (!pd_alloc(d)) {
+		ortmem__pk_compact_free(d);
+		return NULL;
+	}
+	return d;
 }
 
 /*
  * Probe height @h with the compact search until @deadline (or @max_nodes
- * nodes); keep the packing it finds.  Return 1 when one fits, 0 when
- * proven that none does, -1 when out of budget (or memory).
+ * nodes, 0: no limit); keep the packing it finds.  Return 1 when one
+ * fits, 0 when proven that none does, -1 when out of budget (or memory).
  */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes)
 {
-	struct pd d = { .pk = pk };
+	struct pk_compact *d = ortmem__pk_compact_new(pk);
 	int ret = -1;
 
-	if (pd_alloc(&d) && d.m) {
-		enum pd_result r = pd_probe(&d, h, deadline, max_nodes);
-
-		ret = r == PD_FOUND ? 1 : r == PD_INFEASIBLE ? 0 : -1;
-	}
-	pd_free(&d);
+	if (d && d->m)
+		ret = ortmem__pk_compact_run(d, h, max_nodes ? max_nodes : UINT64_MAX,
+					     deadline);
+	ortmem__pk_compact_free(d);
 	return ret;
 }

@@ -60,6 +60,7 @@ struct packer {
 	uint64_t best_h;
 	uint64_t iters;
 	uint64_t rng;
+	uint64_t t0;
 	struct pk_opts opts;
 };
 
@@ -106,11 +107,80 @@ void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
 			    uint32_t m);
 /* plan_search.c: local search over the order from the best plan. */
 void ortmem__pk_local_search(struct packer *pk);
-/* plan_decide.c: bisection on the height with a decision search; true
- * when the best height is proven optimal. */
+/* plan_sky.c: the skyline of a partial packing, kept incrementally. */
+enum { PK_SKY_BASE, PK_SKY_FLOOR };
+
+struct pk_sky_undo {
+	uint32_t idx;
+	uint32_t kind;		/* PK_SKY_BASE (an item) or PK_SKY_FLOOR */
+	uint64_t old;
+};
+
+struct pk_sky {
+	struct packer *pk;
+	uint32_t m;		/* live items */
+	uint32_t *ids;		/* the live items, by id */
+	uint32_t nsec;		/* sections of time */
+	uint32_t *slo, *shi;	/* per item: its sections [slo, shi) */
+	uint32_t *sidx, *smem;	/* section members, CSR: the unplaced first */
+	uint32_t *scnt;		/* per section: unplaced members */
+	uint32_t *ioff, *spos;	/* spos[ioff[i] + s - slo[i]]: i's place in s */
+	uint64_t *floor;	/* per section: nothing unplaced goes lower */
+	uint64_t *rem, *rem0;	/* per section: unplaced bytes (at first) */
+	uint32_t *stamp, *touched, now;	/* sections touched by a step */
+	uint64_t *base;		/* per unplaced item: its lowest offset */
+	uint64_t *off;		/* per placed item: its offset */
+	bool *placed;
+	struct pk_sky_undo *undo;
+	uint32_t nundo;
+	size_t cap_undo;
+	uint64_t h;		/* the height the steps are checked against */
+	/* the last step left a section's bytes, or an item, over h */
+	bool dead;
+};
+
+/* -ENOMEM, or 0; ortmem__sky_fini() frees what init allocated either way. */
+int ortmem__sky_init(struct pk_sky *k, struct packer *pk);
+void ortmem__sky_fini(struct pk_sky *k);
+/* Nothing placed, every base 0, steps checked against @h. */
+void ortmem__sky_reset(struct pk_sky *k, uint64_t h);
+/* Place item @i at its base: 1 when an unplaced item conflicts with it,
+ * 0 when none does, -ENOMEM.  Sets k->dead. */
+int ortmem__sky_place(struct pk_sky *k, uint32_t i);
+/* Raise the bases of section @s's unplaced members to @v: 0 or -ENOMEM.
+ * Sets k->dead. */
+int ortmem__sky_raise(struct pk_sky *k, uint32_t s, uint64_t v);
+/* Undo back to the log position @mark (k->nundo before a step). */
+void ortmem__sky_undo(struct pk_sky *k, uint32_t mark);
+/* Undo back to @mark, and item @i's placement (the last one). */
+void ortmem__sky_unplace(struct pk_sky *k, uint32_t i, uint32_t mark);
+
+/*
+ * plan_sched.c: probes of the height, the lower bound and below the best,
+ * raced in turns; true when the best height is proven optimal.
+ */
 bool ortmem__pk_decide(struct packer *pk);
-/* plan_compact.c: MiniMalloc's search over compact packings under @h:
- * 1 found (kept if best), 0 proven infeasible, -1 out of budget. */
+/*
+ * Resumable searches for a packing under a height h: *_run() goes on where
+ * the last call at the same h paused, for at most @budget nodes or until
+ * @deadline, and returns 1 found (kept if best), 0 proven infeasible, -1
+ * paused.  plan_decide.c: heuristic dives; plan_compact.c: MiniMalloc's
+ * complete search over compact packings.  *_new() returns NULL when out of
+ * memory; each keeps its own path, so they can take turns.
+ */
+struct pk_dives;
+struct pk_dives *ortmem__pk_dives_new(struct packer *pk);
+int ortmem__pk_dives_run(struct pk_dives *d, uint64_t h, uint64_t budget,
+			 uint64_t deadline);
+void ortmem__pk_dives_free(struct pk_dives *d);
+/* About what one dive costs, in steps of a nanosecond or so. */
+uint64_t ortmem__pk_dives_work(const struct pk_dives *d);
+struct pk_compact;
+struct pk_compact *ortmem__pk_compact_new(struct packer *pk);
+int ortmem__pk_compact_run(struct pk_compact *d, uint64_t h, uint64_t budget,
+			   uint64_t deadline);
+void ortmem__pk_compact_free(struct pk_compact *d);
+/* One compact probe from scratch (@max_nodes 0: no limit). */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes);
 /* plan_bnb.c: exact search; true when it finished (best is optimal). */

@@ -6,6 +6,7 @@
  * in plan_search.c (local search) and plan_bnb.c (exact).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -374,6 +375,10 @@ void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)
 	if (h >= pk->best_h)
 		return;
 	pk->best_h = h;
+	if (getenv("PK_TRACE"))
+		fprintf(stderr, "  t=%6.1f ms h=%llu (+%.2f%%)\n",
+			(ortmem__now_ns() - pk->t0) / 1e6, (unsigned long long)h,
+			100.0 * ((double)h / (double)pk->lb - 1));
 	memcpy(pk->best_off, pk->off, sizeof(*pk->off) * pk->n);
 	memcpy(pk->best_order, pk->order, sizeof(*pk->order) * pk->n);
 }
@@ -489,6 +494,7 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 	int ret;
 
 	pk.best_h = UINT64_MAX;
+	pk.t0 = ortmem__now_ns();
 	pk.rng = opts->seed ? opts->seed : 0x9e3779b97f4a7c15ull;
 	ret = pk_alloc(&pk);
 	if (ret)
