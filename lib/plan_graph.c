@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "plan_internal.h"
 
@@ -40,6 +41,17 @@ static uint64_t pl_default_align(int tier)
 	return def[tier];
 }
 
+/* One racer per online CPU, up to the default's cap. */
+static uint32_t pl_default_threads(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cpus < 1)
+		return 1;
+	return cpus < ORTMEM_PLAN_DEFAULT_THREADS_MAX ? (uint32_t)cpus :
+		ORTMEM_PLAN_DEFAULT_THREADS_MAX;
+}
+
 /* Copy the caller's options, filling defaults and checking each field. */
 static int pl_opts_fill(struct ortmem_plan_opts *o,
 			const struct ortmem_plan_opts *in)
@@ -58,6 +70,7 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 	o->seed = ORTMEM_OPTS_GET(in, seed, 0);
 	o->tiers = ORTMEM_OPTS_GET(in, tiers, 0);
 	o->flags = ORTMEM_OPTS_GET(in, flags, 0);
+	o->threads = ORTMEM_OPTS_GET(in, threads, 0);
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		o->align[t] = ORTMEM_OPTS_HAS(in, align) ? in->align[t] : 0;
 		o->budget[t] = ORTMEM_OPTS_HAS(in, budget) ? in->budget[t] : 0;
@@ -74,6 +87,12 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_plan_opts.time_budget_us = %llu is over an hour",
 			(unsigned long long)o->time_budget_us);
+	if (o->threads > ORTMEM_PLAN_THREADS_MAX)
+		return ortmem__err_invalid(-1, 0,
+			"ortmem_plan_opts.threads = %u is over %u",
+			o->threads, ORTMEM_PLAN_THREADS_MAX);
+	if (!o->threads)
+		o->threads = pl_default_threads();
 	if (o->flags & ~known)
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_plan_opts.flags has unknown bits 0x%x",

@@ -23,6 +23,7 @@ struct pk_opts {
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: no search at all */
 	uint64_t max_iter;	/* 0: unlimited */
 	uint64_t seed;
+	uint32_t threads;	/* racers in the search (plan_sched.c); 0 or 1: one */
 	bool compact_only;	/* tests: heights from LB up, compact search only */
 };
 
@@ -105,6 +106,14 @@ void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h);
  */
 void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
 			    uint32_t m);
+/*
+ * A packer for another thread: its own arrays and generator (@seed), the
+ * items and conflict lists shared, the best packing copied.  _take() keeps
+ * the clone's best packing when it is better, and counts its iterations.
+ */
+int ortmem__pk_clone(struct packer *dst, const struct packer *src, uint64_t seed);
+void ortmem__pk_clone_take(struct packer *pk, const struct packer *clone);
+void ortmem__pk_clone_free(struct packer *clone);
 /* plan_search.c: local search over the order from the best plan. */
 void ortmem__pk_local_search(struct packer *pk);
 /* plan_sky.c: the skyline of a partial packing, kept incrementally. */

@@ -437,10 +437,9 @@ static int pk_portfolio(struct packer *pk)
 	return 0;
 }
 
-static void pk_free(struct packer *pk)
+/* What pk_alloc() allocated: a clone's own arrays. */
+static void pk_free_own(struct packer *pk)
 {
-	free(pk->cidx);
-	free(pk->conf);
 	free(pk->order);
 	free(pk->rank);
 	free(pk->off);
@@ -452,6 +451,13 @@ static void pk_free(struct packer *pk)
 		free(pk->t64[k]);
 	free(pk->t32[0]);
 	free(pk->t32[1]);
+}
+
+static void pk_free(struct packer *pk)
+{
+	free(pk->cidx);
+	free(pk->conf);
+	pk_free_own(pk);
 }
 
 static int pk_alloc(struct packer *pk)
@@ -475,6 +481,38 @@ static int pk_alloc(struct packer *pk)
 	    !pk->best_order || !pk->best_off)
 		return -ENOMEM;
 	return 0;
+}
+
+int ortmem__pk_clone(struct packer *dst, const struct packer *src, uint64_t seed)
+{
+	*dst = (struct packer){ .n = src->n, .it = src->it, .lb = src->lb,
+		.cidx = src->cidx, .conf = src->conf, .have_conf = src->have_conf,
+		.best_h = src->best_h, .rng = seed ? seed : 1, .opts = src->opts,
+		.t0 = src->t0 };
+	if (pk_alloc(dst)) {
+		pk_free_own(dst);
+		return -ENOMEM;
+	}
+	if (src->n) {
+		memcpy(dst->best_off, src->best_off, sizeof(*dst->best_off) * src->n);
+		memcpy(dst->best_order, src->best_order, sizeof(*dst->best_order) * src->n);
+	}
+	return 0;
+}
+
+void ortmem__pk_clone_take(struct packer *pk, const struct packer *clone)
+{
+	pk->iters += clone->iters;
+	if (clone->best_h >= pk->best_h)
+		return;
+	pk->best_h = clone->best_h;
+	memcpy(pk->best_off, clone->best_off, sizeof(*pk->best_off) * pk->n);
+	memcpy(pk->best_order, clone->best_order, sizeof(*pk->best_order) * pk->n);
+}
+
+void ortmem__pk_clone_free(struct packer *clone)
+{
+	pk_free_own(clone);
 }
 
 /* How many items pack exactly in the time budget (see plan_bnb.c). */

@@ -88,7 +88,8 @@ static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
 	uint32_t b, k, n = 0, cap = 0;
 	struct pk_item *it = NULL;
 	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
-			      .max_iter = plan->o.max_iterations };
+			      .max_iter = plan->o.max_iterations,
+			      .threads = plan->o.threads };
 	int ret;
 
 	for (b = 0; b < plan->n_bufs; b++) {

@@ -14,37 +14,61 @@
  *    infeasible (then the bound rises by one grain);
  *  - heuristic dives (plan_decide.c) at the proven bound, which find a
  *    packing there on other instances;
- *  - heuristic dives below the best height: a bisection between the best
- *    and a soft floor, each probe given up after a node budget (the soft
- *    floor then rises past it).  When the soft floor meets the best, it
- *    falls back to the proven bound and the budget doubles: every height
- *    is tried again, with twice the patience.
+ *  - heuristic dives a step below the best height: a success doubles the
+ *    step, a probe that gives up after its node budget halves it and
+ *    doubles the budget, so the probes stay where they can still succeed
+ *    and grow patient where they do not.
  *
  * The first packing at the proven bound ends the race: it is optimal.
  * Budgets and slices are counted in nodes, so that a run under an
  * iteration limit is reproducible.
+ *
+ * With more than one thread (and no iteration limit), each helper races
+ * the probes below the best on its own copy of the packer, with its own
+ * seed; the racers share the best height and the proven bound, so that
+ * each probes below the best any of them found, and all stop when one
+ * proves it.  The best packing of all is kept.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
-#include <stdio.h>
 
 #include "plan_internal.h"
 
 /* Turns per round: bound (compact), bound (dives), below the best. */
 enum { PS_COMPACT, PS_LOW, PS_DOWN, PS_ARMS };
-static uint32_t ps_turns[PS_ARMS] = { 1, 1, 2 };
+static const uint32_t ps_turns[PS_ARMS] = { 1, 1, 2 };
+/* The first budget of a probe below the best, in nodes per item. */
+#define PS_BUDGET0 16
+/* Most racers (threads) in one search. */
+#define PS_MAX_THREADS 64
+
+struct ps_shared {
+	_Atomic uint64_t best;	/* the lowest height any racer found */
+	_Atomic uint64_t proven;
+};
 
 struct ps {
 	struct packer *pk;
-	struct pk_compact *cmp;
+	struct ps_shared *sh;
+	struct pk_compact *cmp;	/* NULL: this racer leaves the bound alone */
 	struct pk_dives *low, *down;
 	uint32_t m;		/* live items */
 	uint64_t g;		/* every compact height is a multiple */
 	uint64_t proven;	/* no packing fits below */
+	uint64_t best;		/* the lowest height known to any racer */
 	uint64_t slice;		/* nodes per turn */
 	uint64_t target;	/* below the best: height probed, 0: none */
-	uint64_t soft;		/* probes below it gave up this cycle */
-	uint64_t budget;	/* nodes a probe gets this cycle */
+	uint64_t step;		/* how far below the best to probe */
+	uint64_t budget;	/* nodes a probe below the best gets */
 	uint64_t spent;		/* nodes spent on the target */
+};
+
+struct ps_helper {
+	pthread_t thread;
+	struct packer pk;
+	struct ps s;
+	bool started;
 };
 
 static uint64_t ps_gcd(uint64_t a, uint64_t b)
@@ -58,34 +82,51 @@ static uint64_t ps_gcd(uint64_t a, uint64_t b)
 	return a;
 }
 
+static void ps_atomic_min(_Atomic uint64_t *v, uint64_t x)
+{
+	uint64_t cur = atomic_load(v);
+
+	while (x < cur && !atomic_compare_exchange_weak(v, &cur, x))
+		;
+}
+
+static void ps_atomic_max(_Atomic uint64_t *v, uint64_t x)
+{
+	uint64_t cur = atomic_load(v);
+
+	while (x > cur && !atomic_compare_exchange_weak(v, &cur, x))
+		;
+}
+
+/* Tell the others what this racer found, and learn what they did. */
+static void ps_sync(struct ps *s)
+{
+	ps_atomic_min(&s->sh->best, s->pk->best_h);
+	ps_atomic_max(&s->sh->proven, s->proven);
+	s->best = atomic_load(&s->sh->best);
+	s->proven = atomic_load(&s->sh->proven);
+}
+
 static bool ps_over(const struct ps *s)
 {
 	const struct packer *pk = s->pk;
 
-	return s->proven >= pk->best_h ||
+	return s->proven >= s->best ||
 	       (pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
 	       ortmem__now_ns() >= pk->opts.deadline_ns;
 }
 
-/* The bound is infeasible: raise it one grain. */
+/* Height @h is infeasible: the bound rises past it. */
 static void ps_raise(struct ps *s, uint64_t h)
 {
 	if (h + s->g > s->proven)
 		s->proven = h + s->g;
 }
 
-/* Bisect between the soft floor and the best; a new cycle when they meet. */
+/* Below the best by the step, not below the proven bound. */
 static void ps_target(struct ps *s)
 {
-	uint64_t lo = s->soft > s->proven ? s->soft : s->proven;
-	uint64_t best = s->pk->best_h;
-
-	if (lo >= best) {
-		s->soft = s->proven;
-		s->budget *= 2;
-		lo = s->proven;
-	}
-	s->target = lo + ((best - lo) / s->g - 1) / 2 * s->g;
+	s->target = s->best - s->proven > s->step ? s->best - s->step : s->proven;
 	s->spent = 0;
 }
 
@@ -95,47 +136,116 @@ static void ps_down(struct ps *s)
 	uint64_t before = pk->iters, turn;
 	int r;
 
-	if (!s->target || s->target >= pk->best_h)
+	if (!s->target || s->target >= s->best)
 		ps_target(s);
 	turn = s->budget - s->spent < s->slice ? s->budget - s->spent : s->slice;
 	r = ortmem__pk_dives_run(s->down, s->target, turn, pk->opts.deadline_ns);
 	s->spent += pk->iters - before;
+	if (r < 0 && s->spent < s->budget)
+		return;
 	if (r == 0)
 		ps_raise(s, s->target);
-	if (r == 0 || (r < 0 && s->spent >= s->budget))
-		s->soft = s->target + s->g;
-	if ((r >= 0 || s->spent >= s->budget) && getenv("PK_TRACE"))
-		fprintf(stderr, "    down %llu r=%d spent %llu budget %llu soft %llu\n", (unsigned long long)s->target, r, (unsigned long long)s->spent, (unsigned long long)s->budget, (unsigned long long)s->soft);
-	if (r >= 0 || s->spent >= s->budget)
-		s->target = 0;
+	if (r == 1) {
+		s->step *= 2;
+	} else {
+		if (s->step > s->g)
+			s->step = (s->step / 2 + s->g - 1) / s->g * s->g;
+		s->budget *= 2;
+	}
+	s->target = 0;
 }
 
 static void ps_turn(struct ps *s, int arm)
 {
 	uint64_t deadline = s->pk->opts.deadline_ns;
-	int r;
+	int r = -1;
 
 	switch (arm) {
 	case PS_COMPACT:
-		r = ortmem__pk_compact_run(s->cmp, s->proven, s->slice, deadline);
+		if (s->cmp)
+			r = ortmem__pk_compact_run(s->cmp, s->proven, s->slice, deadline);
 		break;
 	case PS_LOW:
-		r = ortmem__pk_dives_run(s->low, s->proven, s->slice, deadline);
+		if (s->cmp)
+			r = ortmem__pk_dives_run(s->low, s->proven, s->slice, deadline);
 		break;
 	default:
 		ps_down(s);
-		return;
+		break;
 	}
 	if (r == 0)
 		ps_raise(s, s->proven);
+	ps_sync(s);
 }
 
 static void ps_race(struct ps *s)
 {
+	ps_sync(s);
 	while (!ps_over(s))
 		for (int arm = 0; arm < PS_ARMS && !ps_over(s); arm++)
 			for (uint32_t t = 0; t < ps_turns[arm] && !ps_over(s); t++)
 				ps_turn(s, arm);
+}
+
+static void *ps_helper_main(void *arg)
+{
+	ps_race(arg);
+	return NULL;
+}
+
+/* Set up racer @s on packer @pk; false when out of memory. */
+static bool ps_init(struct ps *s, struct packer *pk, const struct ps *proto,
+		    bool bound)
+{
+	*s = *proto;
+	s->pk = pk;
+	s->low = s->down = NULL;
+	s->cmp = bound ? ortmem__pk_compact_new(pk) : NULL;
+	s->down = ortmem__pk_dives_new(pk);
+	if (bound)
+		s->low = ortmem__pk_dives_new(pk);
+	return s->down && (!bound || (s->cmp && s->low));
+}
+
+static void ps_fini(struct ps *s)
+{
+	ortmem__pk_compact_free(s->cmp);
+	ortmem__pk_dives_free(s->low);
+	ortmem__pk_dives_free(s->down);
+}
+
+/* Start the helpers (as many as can start), race, and keep the best. */
+static void ps_run(struct ps *s, uint32_t threads)
+{
+	struct packer *pk = s->pk;
+	struct ps_helper *hp = NULL;
+	uint32_t t, nh = threads > 1 ? threads - 1 : 0;
+
+	if (nh)
+		hp = calloc(nh, sizeof(*hp));
+	for (t = 0; hp && t < nh; t++) {
+		uint64_t seed = pk->rng ^ (0x9e3779b97f4a7c15ull * (t + 1));
+
+		if (ortmem__pk_clone(&hp[t].pk, pk, seed))
+			break;
+		hp[t].started = ps_init(&hp[t].s, &hp[t].pk, s, false) &&
+				!pthread_create(&hp[t].thread, NULL, ps_helper_main, &hp[t].s);
+		if (!hp[t].started) {
+			ps_fini(&hp[t].s);
+			ortmem__pk_clone_free(&hp[t].pk);
+			break;
+		}
+	}
+	nh = hp ? t : 0;
+	ps_race(s);
+	for (t = 0; t < nh; t++) {
+		pthread_join(hp[t].thread, NULL);
+		ortmem__pk_clone_take(pk, &hp[t].pk);
+		ps_fini(&hp[t].s);
+		ortmem__pk_clone_free(&hp[t].pk);
+	}
+	free(hp);
+	ps_sync(s);
 }
 
 /* Tests: every height from the bound up, the compact search alone; the
@@ -155,49 +265,46 @@ static void ps_compact_only(struct ps *s)
  */
 bool ortmem__pk_decide(struct packer *pk)
 {
-	struct ps s = { .pk = pk };
-	uint32_t i;
+	struct ps_shared sh;
+	struct ps proto = { .pk = pk, .sh = &sh }, s;
+	uint32_t i, threads = pk->opts.threads;
+	bool ok;
 
 	for (i = 0; i < pk->n; i++) {
 		if (!ortmem__pk_live(&pk->it[i]))
 			continue;
-		s.g = ps_gcd(s.g, pk->it[i].size);
-		s.m++;
+		proto.g = ps_gcd(proto.g, pk->it[i].size);
+		proto.m++;
 	}
-	if (!s.m)
+	if (!proto.m)
 		return false;
 	/* Every compact height is a sum of sizes: a multiple of g. */
-	s.proven = (pk->lb + s.g - 1) / s.g * s.g;
+	proto.proven = (pk->lb + proto.g - 1) / proto.g * proto.g;
 	if (pk->opts.compact_only) {
-		ps_compact_only(&s);
-		return s.proven >= pk->best_h;
+		ps_compact_only(&proto);
+		return proto.proven >= pk->best_h;
 	}
-	s.slice = 4 * (uint64_t)s.m > 1024 ? 4 * (uint64_t)s.m : 1024;
-	s.budget = 8 * (uint64_t)s.m;
-	s.soft = s.proven;
-	if (getenv("PK_TURNS"))
-		sscanf(getenv("PK_TURNS"), "%u,%u,%u", &ps_turns[0], &ps_turns[1], &ps_turns[2]);
-	if (getenv("PK_B0"))
-		s.budget = strtoull(getenv("PK_B0"), NULL, 10) * s.m;
-	s.cmp = ortmem__pk_compact_new(pk);
-	s.low = ortmem__pk_dives_new(pk);
-	s.down = ortmem__pk_dives_new(pk);
+	atomic_init(&sh.best, pk->best_h);
+	atomic_init(&sh.proven, proto.proven);
+	proto.best = pk->best_h;
+	proto.slice = 4 * (uint64_t)proto.m > 1024 ? 4 * (uint64_t)proto.m : 1024;
+	proto.budget = PS_BUDGET0 * (uint64_t)proto.m;
+	proto.step = (pk->best_h - proto.proven) / 2 / proto.g * proto.g;
+	if (proto.step < proto.g)
+		proto.step = proto.g;
+	ok = ps_init(&s, pk, &proto, true);
 	/* A dive costs about ortmem__pk_dives_work() ns: when that is over a
 	 * quarter of the budget, leave the time to the local search. */
-	if (s.low && !pk->opts.max_iter &&
-	    ortmem__now_ns() + 4 * ortmem__pk_dives_work(s.low) >= pk->opts.deadline_ns) {
-		ortmem__pk_compact_free(s.cmp);
-		s.cmp = NULL;
-	}
-	if (getenv("PK_H") && s.cmp) {
-		uint64_t hh = strtoull(getenv("PK_H"), NULL, 10);
-		fprintf(stderr, "%s %d\n", getenv("PK_COMPACT") ? "compact" : "dives",
-			getenv("PK_COMPACT") ? ortmem__pk_compact_run(s.cmp, hh, UINT64_MAX, pk->opts.deadline_ns) :
-			ortmem__pk_dives_run(s.low, hh, UINT64_MAX, pk->opts.deadline_ns));
-	} else if (s.cmp && s.low && s.down)
-		ps_race(&s);
-	ortmem__pk_compact_free(s.cmp);
-	ortmem__pk_dives_free(s.low);
-	ortmem__pk_dives_free(s.down);
-	return s.proven >= pk->best_h;
+	if (ok && !pk->opts.max_iter &&
+	    ortmem__now_ns() + 4 * ortmem__pk_dives_work(s.down) >= pk->opts.deadline_ns)
+		ok = false;
+	/* Helpers make a run depend on timing: none under an iteration limit. */
+	if (pk->opts.max_iter || threads < 1)
+		threads = 1;
+	if (threads > PS_MAX_THREADS)
+		threads = PS_MAX_THREADS;
+	if (ok)
+		ps_run(&s, threads);
+	ps_fini(&s);
+	return ok && s.proven >= pk->best_h;
 }

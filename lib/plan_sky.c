@@ -167,17 +167,6 @@ static bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind, uint64_t old)
 	return true;
 }
 
-static void sky_touch(struct pk_sky *k, uint32_t i, uint32_t *nt)
-{
-	uint32_t s;
-
-	for (s = k->slo[i]; s < k->shi[i]; s++)
-		if (k->stamp[s] != k->now) {
-			k->stamp[s] = k->now;
-			k->touched[(*nt)++] = s;
-		}
-}
-
 /* Move item @i past the unplaced members of section @s. */
 static void sky_unlist(struct pk_sky *k, uint32_t i, uint32_t s)
 {
@@ -190,15 +179,26 @@ static void sky_unlist(struct pk_sky *k, uint32_t i, uint32_t s)
 	*pi = last;
 }
 
-/* Raise item @j's base to @v; false when out of memory. */
+/*
+ * Raise item @j's base to @v; false when out of memory.  A section's floor
+ * is the lowest base of its members (the tops placed there are below
+ * them), so it can only move where @j held that lowest base.
+ */
 static bool sky_lift(struct pk_sky *k, uint32_t j, uint64_t v, uint32_t *nt)
 {
-	if (!sky_log(k, j, PK_SKY_BASE, k->base[j]))
+	uint64_t old = k->base[j];
+	uint32_t s;
+
+	if (!sky_log(k, j, PK_SKY_BASE, old))
 		return false;
 	k->base[j] = v;
 	if (v + k->pk->it[j].size > k->h)
 		k->dead = true;
-	sky_touch(k, j, nt);
+	for (s = k->slo[j]; s < k->shi[j]; s++)
+		if (k->floor[s] == old && k->stamp[s] != k->now) {
+			k->stamp[s] = k->now;
+			k->touched[(*nt)++] = s;
+		}
 	return true;
 }
 
@@ -242,7 +242,14 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 		k->rem[s] -= size;
 		sky_unlist(k, i, s);
 	}
-	sky_touch(k, i, &nt);
+	/* Every member of these sections conflicts with @i and rises to at
+	 * least @top: @top is their floor (a bound; settling them would
+	 * only find how far above it their lowest base lies). */
+	for (s = k->slo[i]; s < k->shi[i]; s++) {
+		k->stamp[s] = k->now;
+		if (k->rem[s] && top + k->rem[s] > k->h)
+			k->dead = true;
+	}
 	for (c = pk->cidx[i]; c < pk->cidx[i + 1]; c++) {
 		uint32_t j = pk->conf[c];
 

@@ -51,6 +51,8 @@ struct ortmem_plan;
 #define ORTMEM_PLAN_DEFAULT_ALIGN_DEVICE 256
 #define ORTMEM_PLAN_DEFAULT_ALIGN_HOST 64
 #define ORTMEM_PLAN_DEFAULT_ALIGN_DISK 4096
+#define ORTMEM_PLAN_DEFAULT_THREADS_MAX 4
+#define ORTMEM_PLAN_THREADS_MAX 64
 
 /*
  * Options; declare with ORTMEM_OPTS(ortmem_plan_opts, o, ...).  A zero field
@@ -69,6 +71,10 @@ struct ortmem_plan;
  *	With no limit on the device tier everything is placed there.
  * @tiers: mask of the tiers that may be used, bit (1 << tier) (0: all).
  * @flags: ORTMEM_PLAN_F_*.
+ * @threads: threads the search may use, the caller's included (0: one per
+ *	online CPU, at most ORTMEM_PLAN_DEFAULT_THREADS_MAX; at most
+ *	ORTMEM_PLAN_THREADS_MAX).  A search with @max_iterations uses one, so
+ *	that its result is the same on every run.
  */
 struct ortmem_plan_opts {
 	size_t sz;
@@ -79,6 +85,7 @@ struct ortmem_plan_opts {
 	uint64_t budget[ORTMEM_TIER_COUNT];
 	uint32_t tiers;
 	uint32_t flags;
+	uint32_t threads;
 };
 
 /*
