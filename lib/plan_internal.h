@@ -61,7 +61,6 @@ struct packer {
 	uint64_t best_h;
 	uint64_t iters;
 	uint64_t rng;
-	uint64_t t0;
 	struct pk_opts opts;
 };
 

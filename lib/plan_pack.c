@@ -6,7 +6,6 @@
  * in plan_search.c (local search) and plan_bnb.c (exact).
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -375,10 +374,6 @@ void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)
 	if (h >= pk->best_h)
 		return;
 	pk->best_h = h;
-	if (getenv("PK_TRACE"))
-		fprintf(stderr, "  t=%6.1f ms h=%llu (+%.2f%%)\n",
-			(ortmem__now_ns() - pk->t0) / 1e6, (unsigned long long)h,
-			100.0 * ((double)h / (double)pk->lb - 1));
 	memcpy(pk->best_off, pk->off, sizeof(*pk->off) * pk->n);
 	memcpy(pk->best_order, pk->order, sizeof(*pk->order) * pk->n);
 }
@@ -487,8 +482,7 @@ int ortmem__pk_clone(struct packer *dst, const struct packer *src, uint64_t seed
 {
 	*dst = (struct packer){ .n = src->n, .it = src->it, .lb = src->lb,
 		.cidx = src->cidx, .conf = src->conf, .have_conf = src->have_conf,
-		.best_h = src->best_h, .rng = seed ? seed : 1, .opts = src->opts,
-		.t0 = src->t0 };
+		.best_h = src->best_h, .rng = seed ? seed : 1, .opts = src->opts };
 	if (pk_alloc(dst)) {
 		pk_free_own(dst);
 		return -ENOMEM;
@@ -532,7 +526,6 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 	int ret;
 
 	pk.best_h = UINT64_MAX;
-	pk.t0 = ortmem__now_ns();
 	pk.rng = opts->seed ? opts->seed : 0x9e3779b97f4a7c15ull;
 	ret = pk_alloc(&pk);
 	if (ret)

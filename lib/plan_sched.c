@@ -14,10 +14,12 @@
  *    infeasible (then the bound rises by one grain);
  *  - heuristic dives (plan_decide.c) at the proven bound, which find a
  *    packing there on other instances;
- *  - heuristic dives a step below the best height: a success doubles the
+ *  - heuristic dives a step below the best height (never more than half
+ *    way to the bound, which the other two probe): a success doubles the
  *    step, a probe that gives up after its node budget halves it and
- *    doubles the budget, so the probes stay where they can still succeed
- *    and grow patient where they do not.
+ *    grows the budget by half, so the probes stay where they can still
+ *    succeed and grow patient where they do not.  This one gets most of
+ *    the turns.
  *
  * The first packing at the proven bound ends the race: it is optimal.
  * Budgets and slices are counted in nodes, so that a run under an
@@ -25,7 +27,7 @@
  *
  * With more than one thread (and no iteration limit), each helper races
  * the probes below the best on its own copy of the packer, with its own
- * seed; the racers share the best height and the proven bound, so that
+ * seed and a smaller first step; the racers share the best height and the proven bound, so that
  * each probes below the best any of them found, and all stop when one
  * proves it.  The best packing of all is kept.
  */
@@ -37,9 +39,9 @@
 
 /* Turns per round: bound (compact), bound (dives), below the best. */
 enum { PS_COMPACT, PS_LOW, PS_DOWN, PS_ARMS };
-static const uint32_t ps_turns[PS_ARMS] = { 1, 1, 2 };
+static const uint32_t ps_turns[PS_ARMS] = { 1, 1, 4 };
 /* The first budget of a probe below the best, in nodes per item. */
-#define PS_BUDGET0 16
+#define PS_BUDGET0 32
 /* Most racers (threads) in one search. */
 #define PS_MAX_THREADS 64
 
@@ -126,6 +128,10 @@ static void ps_raise(struct ps *s, uint64_t h)
 /* Below the best by the step, not below the proven bound. */
 static void ps_target(struct ps *s)
 {
+	uint64_t half = (s->best - s->proven) / 2 / s->g * s->g;
+
+	if (s->step > half)
+		s->step = half > s->g ? half : s->g;
 	s->target = s->best - s->proven > s->step ? s->best - s->step : s->proven;
 	s->spent = 0;
 }
@@ -150,7 +156,7 @@ static void ps_down(struct ps *s)
 	} else {
 		if (s->step > s->g)
 			s->step = (s->step / 2 + s->g - 1) / s->g * s->g;
-		s->budget *= 2;
+		s->budget += s->budget / 2;
 	}
 	s->target = 0;
 }
@@ -228,7 +234,10 @@ static void ps_run(struct ps *s, uint32_t threads)
 
 		if (ortmem__pk_clone(&hp[t].pk, pk, seed))
 			break;
-		hp[t].started = ps_init(&hp[t].s, &hp[t].pk, s, false) &&
+		hp[t].started = ps_init(&hp[t].s, &hp[t].pk, s, false);
+		/* Another first step: the racers spread over the heights. */
+		hp[t].s.step = s->step >> (t + 1) > s->g ? s->step >> (t + 1) : s->g;
+		hp[t].started = hp[t].started &&
 				!pthread_create(&hp[t].thread, NULL, ps_helper_main, &hp[t].s);
 		if (!hp[t].started) {
 			ps_fini(&hp[t].s);
