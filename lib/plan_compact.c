@@ -72,39 +72,19 @@ struct pd_split {
 };
 
 /* Undo log entry: a base (kind 0) or a section floor (kind 1). */
-struct pd_undo {
-	uint32_t idx;
-	uint32_t kind;
-	uint64_t old;
-};
-
 struct pk_compact {
 	struct packer *pk;
+	struct pk_sky sky;	/* bases, floors, bytes left: plan_sky.c */
 	uint32_t m;		/* live items */
+	uint32_t nsec;		/* sections */
 	uint32_t *ids;		/* live items in the current preorder */
-	uint32_t *rank;		/* per item: its place in ids */
-	uint32_t nsec;
-	uint32_t *slo, *shi;	/* each item's sections [slo, shi) */
-	uint32_t *sidx, *smem;	/* section members, CSR: the unplaced first */
-	uint32_t *scnt;		/* per section: unplaced members */
-	uint32_t *ioff, *spos;	/* spos[ioff[i] + s - slo[i]]: i's place in s */
-	uint64_t *floor;	/* per section */
-	uint64_t *rem;		/* per section: unplaced bytes */
-	uint64_t *rem0;
-	uint32_t *stamp;	/* per section: last node that touched it */
-	uint32_t *touched;	/* sections touched by this node */
-	uint64_t *base;		/* per item */
-	uint64_t *crowd;	/* per item: largest rem0 over its sections */
-	bool *placed;
+	uint32_t *rank;		/* per item: its place in the preorder */
 	uint64_t *k1, *k2, *k3;	/* sort keys (scratch) */
 	uint32_t *tmp;
-	struct pd_undo *undo;
-	uint32_t nundo;
-	size_t cap_undo;
 	struct pd_frame *fr;
 	uint32_t *stack;
-	uint64_t *off;		/* per item: offset on the current path */
 	uint32_t *cross;	/* per boundary b: unplaced items over b-1 and b */
+	uint32_t *cuts;		/* scratch: boundaries nothing crosses now */
 	struct pd_split *split;	/* one per frame at most, plus the root */
 	uint32_t nsplit;
 	uint32_t *parts;	/* part bounds of the splits, a stack */
@@ -114,7 +94,6 @@ struct pk_compact {
 	uint32_t nrr, cap_rr;
 	uint32_t *lst, *oldr;	/* scratch: n each */
 	const char *order;	/* the preorder's keys, in turn */
-	uint32_t now;		/* stamp of the current node */
 	uint64_t h;		/* the height probed */
 	/* where a paused probe resumes */
 	uint32_t restart;	/* dives begun at this height */
@@ -122,197 +101,6 @@ struct pk_compact {
 	uint32_t depth, nplaced;
 	uint64_t dive_nodes, dive_limit;
 };
-
-/* Sections, the per-item spans, section members and crowds; false when
- * out of memory. */
-static bool pd_sections(struct pk_compact *d)
-{
-	const struct packer *pk = d->pk;
-	uint32_t i, k, nt = 0, s, u, tot = 0;
-	uint64_t *t = malloc(sizeof(*t) * 2 * (size_t)(d->m ? d->m : 1));
-
-	if (!t)
-		return false;
-	for (k = 0; k < d->m; k++) {
-		t[nt++] = pk->it[d->ids[k]].lo;
-		t[nt++] = pk->it[d->ids[k]].hi;
-	}
-	s = ortmem__pk_section_times(t, nt);
-	d->nsec = s ? s - 1 : 0;
-	d->floor = calloc(d->nsec + 1, sizeof(*d->floor));
-	d->rem = calloc(d->nsec + 1, sizeof(*d->rem));
-	d->rem0 = calloc(d->nsec + 1, sizeof(*d->rem0));
-	d->stamp = calloc(d->nsec + 1, sizeof(*d->stamp));
-	d->touched = calloc(d->nsec + 1, sizeof(*d->touched));
-	d->sidx = calloc(d->nsec + 2, sizeof(*d->sidx));
-	d->scnt = calloc(d->nsec + 1, sizeof(*d->scnt));
-	if (!d->floor || !d->rem || !d->rem0 || !d->stamp || !d->touched ||
-	    !d->sidx || !d->scnt) {
-		free(t);
-		return false;
-	}
-	for (k = 0; k < d->m; k++) {
-		i = d->ids[k];
-		d->slo[i] = ortmem__pk_section_of(t, s, pk->it[i].lo);
-		d->shi[i] = ortmem__pk_section_of(t, s, pk->it[i].hi);
-		tot += d->shi[i] - d->slo[i];
-		for (u = d->slo[i]; u < d->shi[i]; u++) {
-			d->rem0[u] += pk->it[i].size;
-			d->sidx[u + 2]++;
-		}
-	}
-	free(t);
-	d->smem = malloc(sizeof(*d->smem) * (tot ? tot : 1));
-	d->spos = malloc(sizeof(*d->spos) * (tot ? tot : 1));
-	if (!d->smem || !d->spos)
-		return false;
-	for (u = 0; u < d->nsec; u++)
-		d->sidx[u + 2] += d->sidx[u + 1];
-	for (k = 0, tot = 0; k < d->m; k++) {
-		i = d->ids[k];
-		d->crowd[i] = 0;
-		d->ioff[i] = tot;
-		tot += d->shi[i] - d->slo[i];
-		for (u = d->slo[i]; u < d->shi[i]; u++) {
-			d->spos[d->ioff[i] + u - d->slo[i]] = d->sidx[u + 1];
-			d->smem[d->sidx[u + 1]++] = i;
-			if (d->rem0[u] > d->crowd[i])
-				d->crowd[i] = d->rem0[u];
-		}
-	}
-	return true;
-}
-
-static void pd_reset(struct pk_compact *d)
-{
-	uint32_t k;
-
-	memset(d->floor, 0, sizeof(*d->floor) * (d->nsec + 1));
-	memcpy(d->rem, d->rem0, sizeof(*d->rem) * (d->nsec + 1));
-	for (k = 0; k < d->nsec; k++)
-		d->scnt[k] = d->sidx[k + 1] - d->sidx[k];
-	for (k = 0; k < d->m; k++) {
-		d->placed[d->ids[k]] = false;
-		d->base[d->ids[k]] = 0;
-	}
-	d->nundo = 0;
-}
-
-/* Log a value before it changes; false when the log cannot grow. */
-static bool pd_log(struct pk_compact *d, uint32_t idx, uint32_t kind, uint64_t old)
-{
-	if (d->nundo == d->cap_undo) {
-		struct pd_undo *u = realloc(d->undo, sizeof(*u) * 2 * d->cap_undo);
-
-		if (!u)
-			return false;
-		d->undo = u;
-		d->cap_undo *= 2;
-	}
-	d->undo[d->nundo++] = (struct pd_undo){ idx, kind, old };
-	return true;
-}
-
-static void pd_touch(struct pk_compact *d, uint32_t i, uint32_t *nt)
-{
-	uint32_t s;
-
-	for (s = d->slo[i]; s < d->shi[i]; s++)
-		if (d->stamp[s] != d->now) {
-			d->stamp[s] = d->now;
-			d->touched[(*nt)++] = s;
-		}
-}
-
-/* Move item @i past the unplaced members of section @s. */
-static void pd_unlist(struct pk_compact *d, uint32_t i, uint32_t s)
-{
-	uint32_t *pi = &d->spos[d->ioff[i] + s - d->slo[i]];
-	uint32_t last = d->sidx[s] + --d->scnt[s], j = d->smem[last];
-
-	d->spos[d->ioff[j] + s - d->slo[j]] = *pi;
-	d->smem[*pi] = j;
-	d->smem[last] = i;
-	*pi = last;
-}
-
-/*
- * Place item @i at its base: floors of its sections to its top, bases of
- * its unplaced conflicts up to it, then the floor of every section whose
- * items changed up to the lowest base left there.  Return 1 when an
- * unplaced item conflicts with @i, 0 when none does, -1 out of memory.
- */
-static int pd_place(struct pk_compact *d, uint32_t i)
-{
-	struct packer *pk = d->pk;
-	uint64_t size = pk->it[i].size, top = d->base[i] + size;
-	uint32_t s, k, nt = 0;
-	int hat = 0;
-
-	d->off[i] = d->base[i];
-	d->placed[i] = true;
-	d->now++;
-	for (s = d->slo[i]; s < d->shi[i]; s++) {
-		if (!pd_log(d, s, 1, d->floor[s]))
-			return -1;
-		d->floor[s] = top;
-		d->rem[s] -= size;
-		pd_unlist(d, i, s);
-	}
-	pd_touch(d, i, &nt);
-	for (k = pk->cidx[i]; k < pk->cidx[i + 1]; k++) {
-		uint32_t j = pk->conf[k];
-
-		if (d->placed[j])
-			continue;
-		hat = 1;
-		if (d->base[j] >= top)
-			continue;
-		if (!pd_log(d, j, 0, d->base[j]))
-			return -1;
-		d->base[j] = top;
-		pd_touch(d, j, &nt);
-	}
-	while (nt) {
-		uint64_t low = UINT64_MAX;
-
-		s = d->touched[--nt];
-		for (k = d->sidx[s]; k < d->sidx[s] + d->scnt[s]; k++) {
-			uint32_t j = d->smem[k];
-
-			if (d->base[j] < low)
-				low = d->base[j];
-		}
-		if (low != UINT64_MAX && low > d->floor[s]) {
-			if (!pd_log(d, s, 1, d->floor[s]))
-				return -1;
-			d->floor[s] = low;
-		}
-	}
-	return hat;
-}
-
-/* Undo back to @mark, and item @i's placement. */
-static void pd_unplace(struct pk_compact *d, uint32_t i, uint32_t mark)
-{
-	uint64_t size = d->pk->it[i].size;
-	uint32_t s;
-
-	while (d->nundo > mark) {
-		const struct pd_undo *u = &d->undo[--d->nundo];
-
-		if (u->kind)
-			d->floor[u->idx] = u->old;
-		else
-			d->base[u->idx] = u->old;
-	}
-	/* LIFO: @i is still just past the unplaced members. */
-	for (s = d->slo[i]; s < d->shi[i]; s++) {
-		d->rem[s] += size;
-		d->scnt[s]++;
-	}
-	d->placed[i] = false;
-}
 
 /* Every section's unplaced items live there together, above its floor and
  * the offset @off just placed: their bytes must fit above.  Only the
@@ -323,9 +111,9 @@ static bool pd_fits(const struct pk_compact *d, uint64_t off, uint32_t sa,
 	uint32_t s;
 
 	for (s = sa; s < sb; s++) {
-		uint64_t f = d->floor[s] > off ? d->floor[s] : off;
+		uint64_t f = d->sky.floor[s] > off ? d->sky.floor[s] : off;
 
-		if (d->rem[s] && f + d->rem[s] > d->h)
+		if (d->sky.rem[s] && f + d->sky.rem[s] > d->h)
 			return false;
 	}
 	return true;
@@ -357,9 +145,9 @@ static uint32_t pd_next(const struct pk_compact *d, const struct pd_frame *f)
 	pd_range(d, f, &sa, &sb);
 	for (k = 0; k < d->m; k++) {
 		uint32_t i = d->ids[k];
-		uint64_t b = d->base[i], t;
+		uint64_t b = d->sky.base[i], t;
 
-		if (d->placed[i] || d->slo[i] < sa || d->slo[i] >= sb)
+		if (d->sky.placed[i] || d->sky.slo[i] < sa || d->sky.slo[i] >= sb)
 			continue;
 		t = b + pk->it[i].size;
 		if (t > d->h)
@@ -385,7 +173,7 @@ static void pd_cross(struct pk_compact *d, uint32_t i, int delta)
 {
 	uint32_t b;
 
-	for (b = d->slo[i] + 1; b < d->shi[i]; b++)
+	for (b = d->sky.slo[i] + 1; b < d->sky.shi[i]; b++)
 		d->cross[b] += (uint32_t)delta;
 }
 
@@ -419,7 +207,7 @@ static uint64_t pd_key(const struct pk_compact *d, char c, uint32_t i,
 		return x->hi - x->lo;
 	if (c == 'A')
 		return a >> 64 ? UINT64_MAX : (uint64_t)a;
-	for (s = d->slo[i]; s < d->shi[i]; s++)
+	for (s = d->sky.slo[i]; s < d->sky.shi[i]; s++)
 		if (rem[s] > t)
 			t = rem[s];
 	return t;
@@ -437,8 +225,8 @@ static bool pd_rerank(struct pk_compact *d, uint32_t sa, uint32_t sb)
 	uint32_t i, j, c, n = 0;
 
 	for (i = 0; i < d->pk->n; i++)
-		if (ortmem__pk_live(&d->pk->it[i]) && !d->placed[i] &&
-		    d->slo[i] >= sa && d->slo[i] < sb)
+		if (ortmem__pk_live(&d->pk->it[i]) && !d->sky.placed[i] &&
+		    d->sky.slo[i] >= sa && d->sky.slo[i] < sb)
 			d->lst[n++] = i;
 	if (d->nrr + n > d->cap_rr) {
 		uint32_t cap = d->cap_rr;
@@ -461,7 +249,7 @@ static bool pd_rerank(struct pk_compact *d, uint32_t sa, uint32_t sb)
 		d->oldr[j] = d->rank[d->oldr[j]];
 	for (j = 0; j < n; j++)
 		for (c = 0; c < 3; c++)
-			key[c][d->lst[j]] = UINT64_MAX - pd_key(d, d->order[c], d->lst[j], d->rem);
+			key[c][d->lst[j]] = UINT64_MAX - pd_key(d, d->order[c], d->lst[j], d->sky.rem);
 	for (c = 3; c-- > 0;)
 		ortmem__pk_sort_by(d->lst, n, key[c], d->tmp);
 	for (j = 0; j < n; j++) {
@@ -488,12 +276,12 @@ static int pd_split_at(struct pk_compact *d, uint32_t sa, uint32_t sb,
 	for (k = 0; k < d->m; k++) {
 		uint32_t i = d->ids[k], a = 0, z = ncut;
 
-		if (d->placed[i] || d->slo[i] < sa || d->slo[i] >= sb)
+		if (d->sky.placed[i] || d->sky.slo[i] < sa || d->sky.slo[i] >= sb)
 			continue;
 		while (a < z) {		/* pieces before slo[i] */
 			uint32_t mid = (a + z) / 2;
 
-			if (cut[mid] <= d->slo[i])
+			if (cut[mid] <= d->sky.slo[i])
 				a = mid + 1;
 			else
 				z = mid;
@@ -533,7 +321,7 @@ static void pd_count_part(struct pk_compact *d, struct pd_split *x)
 	for (k = 0; k < d->m; k++) {
 		uint32_t i = d->ids[k];
 
-		x->left += !d->placed[i] && d->slo[i] >= sa && d->slo[i] < sb;
+		x->left += !d->sky.placed[i] && d->sky.slo[i] >= sa && d->sky.slo[i] < sb;
 	}
 }
 
@@ -558,11 +346,11 @@ static int pd_after(struct pk_compact *d, struct pd_frame *f, uint32_t i)
 	int r;
 
 	pd_range(d, f, &sa, &sb);
-	for (b = d->slo[i] + 1; b < d->shi[i]; b++)
+	for (b = d->sky.slo[i] + 1; b < d->sky.shi[i]; b++)
 		if (!d->cross[b] && b > sa && b < sb)
-			d->touched[ncut++] = b;
+			d->cuts[ncut++] = b;
 	if (ncut) {
-		r = pd_split_at(d, sa, sb, d->touched, ncut, d->depth);
+		r = pd_split_at(d, sa, sb, d->cuts, ncut, d->depth);
 		if (r)
 			pd_push_start(d, d->nsplit - 1);
 		if (r)
@@ -601,7 +389,7 @@ static void pd_take_back(struct pk_compact *d, struct pd_frame *f)
 		d->nparts = top->part0;
 		d->nsplit--;
 	}
-	pd_unplace(d, f->item, f->mark);
+	ortmem__sky_unplace(&d->sky, f->item, f->mark);
 	pd_cross(d, f->item, 1);
 	d->split[f->split].left++;
 	d->nplaced--;
@@ -612,7 +400,7 @@ static void pd_dive_start(struct pk_compact *d)
 {
 	uint32_t k, ncut = 0, all = d->nsec;
 
-	pd_reset(d);
+	ortmem__sky_reset(&d->sky, d->h);
 	memset(d->cross, 0, sizeof(*d->cross) * (d->nsec + 1));
 	for (k = 0; k < d->m; k++)
 		pd_cross(d, d->ids[k], 1);
@@ -624,9 +412,9 @@ static void pd_dive_start(struct pk_compact *d)
 	d->nrr = 0;
 	for (k = 1; k < d->nsec; k++)
 		if (!d->cross[k])
-			d->touched[ncut++] = k;
+			d->cuts[ncut++] = k;
 	/* The root: the parts of all time, or all time as one part. */
-	if (pd_split_at(d, 0, all, d->touched, ncut, PD_NONE) <= 0) {
+	if (pd_split_at(d, 0, all, d->cuts, ncut, PD_NONE) <= 0) {
 		d->parts[0] = 0;
 		d->parts[1] = all;
 		d->nparts = 1;
@@ -696,12 +484,12 @@ static enum pd_result pd_dive(struct pk_compact *d, uint64_t budget,
 		    ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
 		     ortmem__now_ns() >= deadline))
 			return PD_PAUSE;
-		f->boff = d->base[i];
+		f->boff = d->sky.base[i];
 		f->bound = d->rank[i];
 		f->item = i;
-		f->mark = d->nundo;
+		f->mark = d->sky.nundo;
 		f->busy = true;
-		r = pd_place(d, i);
+		r = ortmem__sky_place(&d->sky, i);
 		if (r < 0)
 			return PD_LIMIT;
 		f->hatless = !r;
@@ -711,7 +499,7 @@ static enum pd_result pd_dive(struct pk_compact *d, uint64_t budget,
 		if (d->nplaced == d->m)
 			return PD_FOUND;
 		pd_range(d, f, &sa, &sb);
-		if (!pd_fits(d, f->boff, sa, sb))
+		if (d->sky.dead || !pd_fits(d, f->boff, sa, sb))
 			continue;
 		if (pd_after(d, f, i) < 0)
 			return PD_LIMIT;
@@ -735,7 +523,7 @@ static void pd_order(struct pk_compact *d, uint32_t r)
 		uint32_t i = d->ids[k];
 
 		for (c = 0; c < 3; c++) {
-			uint64_t v = pd_key(d, o[c], i, d->rem0);
+			uint64_t v = pd_key(d, o[c], i, d->sky.rem0);
 
 			if (r >= PD_ORDERS * PD_PLAIN_ROUNDS)
 				/* up to +-25 % */
@@ -760,7 +548,7 @@ static void pd_keep(struct pk_compact *d)
 	uint32_t k;
 
 	for (k = 0; k < d->m; k++)
-		pk->off[d->stack[k]] = d->off[d->stack[k]];
+		pk->off[d->stack[k]] = d->sky.off[d->stack[k]];
 	ortmem__pk_keep_placed(pk, d->stack, d->m);
 }
 
@@ -814,85 +602,58 @@ static bool pd_alloc(struct pk_compact *d)
 	const struct packer *pk = d->pk;
 	uint32_t n = pk->n ? pk->n : 1, k;
 
+	if (ortmem__sky_init(&d->sky, d->pk))
+		return false;
+	d->m = d->sky.m;
+	d->nsec = d->sky.nsec;
 	d->ids = malloc(sizeof(*d->ids) * n);
 	d->rank = calloc(n, sizeof(*d->rank));
-	d->slo = calloc(n, sizeof(*d->slo));
-	d->shi = calloc(n, sizeof(*d->shi));
-	d->base = calloc(n, sizeof(*d->base));
-	d->crowd = calloc(n, sizeof(*d->crowd));
-	d->ioff = calloc(n, sizeof(*d->ioff));
-	d->placed = calloc(n, sizeof(*d->placed));
 	d->k1 = calloc(n, sizeof(*d->k1));
 	d->k2 = calloc(n, sizeof(*d->k2));
 	d->k3 = calloc(n, sizeof(*d->k3));
 	d->tmp = calloc(n, sizeof(*d->tmp));
 	d->stack = calloc(n, sizeof(*d->stack));
 	d->fr = calloc(n + 1, sizeof(*d->fr));
-	d->off = calloc(n, sizeof(*d->off));
 	d->split = calloc(n + 2, sizeof(*d->split));
-	if (!d->ids || !d->rank || !d->slo || !d->shi || !d->base ||
-	    !d->crowd || !d->ioff || !d->placed || !d->k1 || !d->k2 || !d->k3 ||
-	    !d->tmp || !d->stack || !d->fr || !d->off || !d->split)
-		return false;
-	for (k = 0; k < pk->n; k++)
-		if (ortmem__pk_live(&pk->it[k]))
-			d->ids[d->m++] = k;
-	if (!pd_sections(d))
-		return false;
 	d->cap_rr = n + 16;
 	d->rr = malloc(sizeof(*d->rr) * d->cap_rr);
 	d->lst = malloc(sizeof(*d->lst) * n);
 	d->oldr = malloc(sizeof(*d->oldr) * n);
-	if (!d->rr || !d->lst || !d->oldr)
-		return false;
 	d->cross = calloc(d->nsec + 1, sizeof(*d->cross));
+	d->cuts = calloc(d->nsec + 1, sizeof(*d->cuts));
 	d->pcount = calloc(d->nsec + 1, sizeof(*d->pcount));
 	d->cap_parts = d->nsec + 2;
 	d->parts = malloc(sizeof(*d->parts) * 2 * (size_t)d->cap_parts);
-	if (!d->cross || !d->pcount || !d->parts)
+	if (!d->ids || !d->rank || !d->k1 || !d->k2 || !d->k3 || !d->tmp ||
+	    !d->stack || !d->fr || !d->split || !d->rr || !d->lst ||
+	    !d->oldr || !d->cross || !d->cuts || !d->pcount || !d->parts)
 		return false;
-	/* Grows when a path logs more (rarely). */
-	d->cap_undo = 4 * ((size_t)d->m + d->nsec) + 16;
-	d->undo = malloc(sizeof(*d->undo) * d->cap_undo);
-	return d->undo;
+	for (k = 0; k < d->m; k++)
+		d->ids[k] = d->sky.ids[k];
+	return true;
 }
 
 void ortmem__pk_compact_free(struct pk_compact *d)
 {
 	if (!d)
 		return;
+	ortmem__sky_fini(&d->sky);
 	free(d->ids);
 	free(d->rank);
-	free(d->slo);
-	free(d->shi);
-	free(d->sidx);
-	free(d->smem);
-	free(d->scnt);
-	free(d->ioff);
-	free(d->spos);
-	free(d->floor);
-	free(d->rem);
-	free(d->rem0);
-	free(d->stamp);
-	free(d->touched);
-	free(d->base);
-	free(d->crowd);
-	free(d->placed);
 	free(d->k1);
 	free(d->k2);
 	free(d->k3);
 	free(d->tmp);
-	free(d->undo);
-	free(d->fr);
 	free(d->stack);
-	free(d->off);
+	free(d->fr);
 	free(d->split);
-	free(d->cross);
-	free(d->pcount);
-	free(d->parts);
 	free(d->rr);
 	free(d->lst);
 	free(d->oldr);
+	free(d->cross);
+	free(d->cuts);
+	free(d->pcount);
+	free(d->parts);
 	free(d);
 }
 

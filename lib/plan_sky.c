@@ -242,13 +242,10 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 		k->rem[s] -= size;
 		sky_unlist(k, i, s);
 	}
-	/* Every member of these sections conflicts with @i and rises to at
-	 * least @top: @top is their floor (a bound; settling them would
-	 * only find how far above it their lowest base lies). */
+	/* Its members all rise to @top at least: settle them below. */
 	for (s = k->slo[i]; s < k->shi[i]; s++) {
 		k->stamp[s] = k->now;
-		if (k->rem[s] && top + k->rem[s] > k->h)
-			k->dead = true;
+		k->touched[nt++] = s;
 	}
 	for (c = pk->cidx[i]; c < pk->cidx[i + 1]; c++) {
 		uint32_t j = pk->conf[c];
