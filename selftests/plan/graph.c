@@ -5,6 +5,7 @@
  * random graphs checked by the validator.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include <ortmem/ortmem.h>
 
@@ -354,11 +355,14 @@ TEST(hostile_input_is_refused)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, bad, .flags = 0x80);
 	ORTMEM_OPTS(ortmem_plan_opts, align, .align = { 3, 0, 0 });
+	ORTMEM_OPTS(ortmem_plan_opts, threads, .threads = ORTMEM_PLAN_THREADS_MAX + 1);
 	struct ortmem_plan *p = NULL;
 	uint32_t x = 99, a;
 
 	EXPECT_EQ(-EINVAL, ortmem_plan_new(&bad, &p));
 	EXPECT_EQ(-EINVAL, ortmem_plan_new(&align, &p));
+	EXPECT_EQ(-EINVAL, ortmem_plan_new(&threads, &p));
+	EXPECT_NE(NULL, strstr(ortmem_last_error_message(), "threads = 65"));
 	EXPECT_EQ(-EINVAL, ortmem_plan_new(NULL, NULL));
 	ASSERT_EQ(0, ortmem_plan_new(NULL, &p));
 	EXPECT_EQ(-EINVAL, ortmem_plan_add_value(p, 1, 0x10));

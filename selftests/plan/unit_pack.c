@@ -246,13 +246,43 @@ TEST_TIMEOUT(cut_rectangles_pack_within_5_percent, 300)
 	}
 }
 
+/*
+ * Racers in threads share the best height and the proven bound: each
+ * packing kept must still be one of a racer's, whole and disjoint, and
+ * the cut rectangles must still come out within 5 % of their height.
+ */
+TEST_TIMEOUT(threaded_race_stays_disjoint, 120)
+{
+	uint64_t seed = 4242, h = 64 * 1024;
+	int g;
+
+	for (g = 0; g < 24; g++) {
+		struct pk_item it[160];
+		uint64_t off[160];
+		struct pk_opts o = { .deadline_ns = ortmem__now_ns() + 300000000ull,
+				     .seed = 1 + (uint64_t)g,
+				     .threads = 2 + (uint32_t)(g % 3) };
+		struct pk_result r = { 0 };
+		int n = cut_rectangle(it, 80 + (int)(rnd(&seed) % 80), 1000, h, 1024, &seed);
+
+		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
+		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
+		EXPECT_EQ(h, r.lb);
+		EXPECT_LE(h, r.height);
+		EXPECT_LE(r.height, h + h / 20);
+		for (int i = 0; i < n; i++)
+			EXPECT_LE(off[i] + it[i].size, r.height);
+	}
+}
+
 /* With an iteration limit the search is reproducible. */
 TEST(decision_search_is_reproducible)
 {
 	uint64_t seed = 77, h = 32 * 1024;
 	struct pk_item it[120];
 	uint64_t off1[120], off2[120];
-	struct pk_opts o = { .deadline_ns = UINT64_MAX, .max_iter = 20000, .seed = 5 };
+	struct pk_opts o = { .deadline_ns = UINT64_MAX, .max_iter = 20000, .seed = 5,
+			     .threads = 4 };	/* ignored under a limit */
 	struct pk_result r1 = { 0 }, r2 = { 0 };
 	int n = cut_rectangle(it, 120, 500, h, 1024, &seed);
 
