@@ -17,23 +17,26 @@
  * fails, its siblings are not tried: it could be put back at its base in
  * any of their packings.
  *
- * Inference.  Time is cut into sections at every start and end.  A
- * section's floor is at least the highest top placed in it and the lowest
- * base of its unplaced items (bases only rise along a path); its unplaced
- * items all live there together above max(floor, last offset placed), so
- * that plus their bytes must fit under H.  Bases rise incrementally along
- * the conflict lists, floors in the sections whose items' bases rose; both
- * are undone from one log, so a node costs O(items + sections).
+ * Inference (plan_sky.c).  A section's floor is the lowest base of its
+ * unplaced items; they all live there together above max(floor, last
+ * offset placed), so that plus their bytes must fit under H.
  *
- * Search.  Depth first, iterative (no recursion, whatever the size).  The
- * preorders: width (duration), area, crowd (the largest total of the
- * sections an item lives in) in three orders, then perturbed at random.
- * Each dive is bounded in nodes; the three orders run in turn under a
- * limit that doubles each round.  A probe ends with a packing, a proof
- * that none exists, or its budget.
+ * Decomposition.  When no unplaced item crosses some section boundaries
+ * of the range being solved, the range is cut there into parts, each
+ * solved on its own in turn: its own order of offsets, its items ranked
+ * afresh by the preorder with the crowds of what is left.  When a part
+ * fails, the placement that made the split fails, whatever the earlier
+ * parts did: they are independent, so their alternatives are not tried.
  *
- * ortmem__pk_decide() runs it at the lower bound first, where inference
- * prunes most, before its own bisection.
+ * Search.  Depth first, iterative (no recursion, whatever the size): a
+ * stack of frames and a stack of splits; a part's first frame, when
+ * exhausted, unwinds to the frame that split.  The preorders: width
+ * (duration), area, crowd (the largest total of the sections an item
+ * lives in) in three orders, then perturbed at random.  Each dive is
+ * bounded in nodes; the three orders run in turn under a limit that
+ * doubles each round.  A probe ends with a packing, a proof that none
+ * exists, or its budget; it can pause and resume (plan_sched.c races it
+ * against other probes).
  */
 #include <stdlib.h>
 

@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -191,7 +192,14 @@ int main(int argc, char **argv)
 {
 	uint64_t budget = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
 	double worst = 0, ratio_min = 1e9, t100k;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int i;
+
+	/* The planner's default: one racer per online CPU, at most 4. */
+	printf("planner: %llu ms per instance, %ld racers (one per online CPU, at most %d)\n",
+	       (unsigned long long)(budget / 1000),
+	       cpus < 1 ? 1 : cpus < ORTMEM_PLAN_DEFAULT_THREADS_MAX ? cpus :
+	       ORTMEM_PLAN_DEFAULT_THREADS_MAX, ORTMEM_PLAN_DEFAULT_THREADS_MAX);
 
 	for (i = 2; i < argc; i++) {
 		double pct = bench_csv(argv[i], budget);
