@@ -116,11 +116,11 @@ void ortmem__pk_clone_free(struct packer *clone);
 /* plan_search.c: local search over the order from the best plan. */
 void ortmem__pk_local_search(struct packer *pk);
 /* plan_sky.c: the skyline of a partial packing, kept incrementally. */
-enum { PK_SKY_BASE, PK_SKY_FLOOR };
+enum { PK_SKY_BASE, PK_SKY_FLOOR, PK_SKY_NAT };
 
 struct pk_sky_undo {
 	uint32_t idx;
-	uint32_t kind;		/* PK_SKY_BASE (an item) or PK_SKY_FLOOR */
+	uint32_t kind;		/* PK_SKY_BASE (an item), _FLOOR or _NAT */
 	uint64_t old;
 };
 
@@ -136,6 +136,9 @@ struct pk_sky {
 	uint64_t *floor;	/* per section: nothing unplaced goes lower */
 	uint64_t *rem, *rem0;	/* per section: unplaced bytes (at first) */
 	uint32_t *stamp, *touched, now;	/* sections touched by a step */
+	uint32_t *nat;		/* per section: members at the floor, or fewer */
+	uint32_t *seen, *ntop;	/* per section: members lifted to the top placed */
+	uint32_t own_lo, own_hi;	/* the sections of the item being placed */
 	uint64_t *base;		/* per unplaced item: its lowest offset */
 	uint64_t *off;		/* per placed item: its offset */
 	bool *placed;

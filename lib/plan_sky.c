@@ -40,10 +40,13 @@ static int sky_sections(struct pk_sky *k, uint64_t *t)
 	k->rem = calloc(k->nsec + 1, sizeof(*k->rem));
 	k->rem0 = calloc(k->nsec + 1, sizeof(*k->rem0));
 	k->stamp = calloc(k->nsec + 1, sizeof(*k->stamp));
+	k->seen = calloc(k->nsec + 1, sizeof(*k->seen));
+	k->nat = calloc(k->nsec + 1, sizeof(*k->nat));
+	k->ntop = calloc(k->nsec + 1, sizeof(*k->ntop));
 	k->touched = calloc(k->nsec + 1, sizeof(*k->touched));
 	k->sidx = calloc(k->nsec + 2, sizeof(*k->sidx));
 	k->scnt = calloc(k->nsec + 1, sizeof(*k->scnt));
-	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->touched ||
+	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->seen || !k->nat || !k->ntop || !k->touched ||
 	    !k->sidx || !k->scnt)
 		return -ENOMEM;
 	for (j = 0; j < k->m; j++) {
@@ -121,6 +124,9 @@ void ortmem__sky_fini(struct pk_sky *k)
 	free(k->rem);
 	free(k->rem0);
 	free(k->stamp);
+	free(k->seen);
+	free(k->nat);
+	free(k->ntop);
 	free(k->touched);
 	free(k->sidx);
 	free(k->scnt);
@@ -138,7 +144,7 @@ void ortmem__sky_reset(struct pk_sky *k, uint64_t h)
 	memset(k->floor, 0, sizeof(*k->floor) * (k->nsec + 1));
 	memcpy(k->rem, k->rem0, sizeof(*k->rem) * (k->nsec + 1));
 	for (j = 0; j < k->nsec; j++)
-		k->scnt[j] = k->sidx[j + 1] - k->sidx[j];
+		k->nat[j] = k->scnt[j] = k->sidx[j + 1] - k->sidx[j];
 	for (j = 0; j < k->m; j++) {
 		k->placed[k->ids[j]] = false;
 		k->base[k->ids[j]] = 0;
@@ -194,11 +200,25 @@ static bool sky_lift(struct pk_sky *k, uint32_t j, uint64_t v, uint32_t *nt)
 	k->base[j] = v;
 	if (v + k->pk->it[j].size > k->h)
 		k->dead = true;
-	for (s = k->slo[j]; s < k->shi[j]; s++)
-		if (k->floor[s] == old && k->stamp[s] != k->now) {
+	for (s = k->slo[j]; s < k->shi[j]; s++) {
+		if (s >= k->own_lo && s < k->own_hi) {
+			/* one more member at the new floor */
+			if (k->seen[s] != k->now) {
+				k->seen[s] = k->now;
+				k->ntop[s] = 0;
+			}
+			k->ntop[s]++;
+		} else if (k->floor[s] != old || k->stamp[s] == k->now) {
+			continue;
+		} else if (k->nat[s] > 1) {
+			if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+				return false;
+			k->nat[s]--;	/* others still hold the floor */
+		} else {
 			k->stamp[s] = k->now;
 			k->touched[(*nt)++] = s;
 		}
+	}
 	return true;
 }
 
@@ -207,17 +227,26 @@ static bool sky_lift(struct pk_sky *k, uint32_t j, uint64_t v, uint32_t *nt)
 static bool sky_settle(struct pk_sky *k, uint32_t nt)
 {
 	while (nt) {
-		uint32_t s = k->touched[--nt], j;
+		uint32_t s = k->touched[--nt], j, at = 0;
 		uint64_t low = UINT64_MAX;
 
-		for (j = k->sidx[s]; j < k->sidx[s] + k->scnt[s]; j++)
-			if (k->base[k->smem[j]] < low)
-				low = k->base[k->smem[j]];
+		for (j = k->sidx[s]; j < k->sidx[s] + k->scnt[s]; j++) {
+			uint64_t b = k->base[k->smem[j]];
+
+			if (b < low) {
+				low = b;
+				at = 0;
+			}
+			at += b == low;
+		}
 		if (low != UINT64_MAX && low > k->floor[s]) {
 			if (!sky_log(k, s, PK_SKY_FLOOR, k->floor[s]))
 				return false;
 			k->floor[s] = low;
 		}
+		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+			return false;
+		k->nat[s] = at;
 		if (k->rem[s] && k->floor[s] + k->rem[s] > k->h)
 			k->dead = true;
 	}
@@ -242,11 +271,11 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 		k->rem[s] -= size;
 		sky_unlist(k, i, s);
 	}
-	/* Its members all rise to @top at least: settle them below. */
-	for (s = k->slo[i]; s < k->shi[i]; s++) {
-		k->stamp[s] = k->now;
-		k->touched[nt++] = s;
-	}
+	/* Its sections' members all conflict with @i and rise to @top at
+	 * least: where one is lifted to exactly @top, that is the floor, else
+	 * the section is settled below. */
+	k->own_lo = k->slo[i];
+	k->own_hi = k->shi[i];
 	for (c = pk->cidx[i]; c < pk->cidx[i + 1]; c++) {
 		uint32_t j = pk->conf[c];
 
@@ -256,6 +285,20 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 		if (k->base[j] < top && !sky_lift(k, j, top, &nt))
 			return -ENOMEM;
 	}
+	for (s = k->own_lo; s < k->own_hi; s++) {
+		if (k->seen[s] != k->now) {
+			k->stamp[s] = k->now;
+			k->touched[nt++] = s;
+			continue;
+		}
+		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+			return -ENOMEM;
+		/* at least these; one more held it already: then a rescan */
+		k->nat[s] = k->ntop[s];
+		if (k->rem[s] && top + k->rem[s] > k->h)
+			k->dead = true;
+	}
+	k->own_lo = k->own_hi = 0;
 	if (!sky_settle(k, nt))
 		return -ENOMEM;
 	return hat;
@@ -283,6 +326,8 @@ void ortmem__sky_undo(struct pk_sky *k, uint32_t mark)
 
 		if (u->kind == PK_SKY_FLOOR)
 			k->floor[u->idx] = u->old;
+		else if (u->kind == PK_SKY_NAT)
+			k->nat[u->idx] = (uint32_t)u->old;
 		else
 			k->base[u->idx] = u->old;
 	}
