@@ -19,7 +19,7 @@
  *    step, a probe that gives up after its node budget halves it and
  *    grows the budget by half, so the probes stay where they can still
  *    succeed and grow patient where they do not.  This one gets most of
- *    the turns.
+ *    the turns, and more as the rounds go by (PS_THIN).
  *
  * The first packing at the proven bound ends the race: it is optimal.
  * Budgets and slices are counted in nodes, so that a run under an
@@ -27,9 +27,11 @@
  *
  * With more than one thread (and no iteration limit), each helper races
  * the probes below the best on its own copy of the packer, with its own
- * seed and a smaller first step; the racers share the best height and the proven bound, so that
- * each probes below the best any of them found, and all stop when one
- * proves it.  The best packing of all is kept.
+ * seed, a smaller first step and a step that grows by half on success
+ * (a spread of policies is steadier than one).  The racers share the best
+ * height and the proven bound, so that each probes below the best any of
+ * them found, and all stop when one proves it.  The best packing of all
+ * is kept.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,6 +42,12 @@
 /* Turns per round: bound (compact), bound (dives), below the best. */
 enum { PS_COMPACT, PS_LOW, PS_DOWN, PS_ARMS };
 static const uint32_t ps_turns[PS_ARMS] = { 1, 1, 4 };
+/*
+ * The bound's turns thin out: in round r they are played when
+ * r % (1 + r / PS_THIN) == 0, so an instance whose bound is out of reach
+ * soon stops paying for it, and one that reaches it early has done so.
+ */
+#define PS_THIN 32
 /* The first budget of a probe below the best, in nodes per item. */
 #define PS_BUDGET0 32
 /* Most racers (threads) in one search. */
@@ -64,6 +72,7 @@ struct ps {
 	uint64_t step;		/* how far below the best to probe */
 	uint64_t budget;	/* nodes a probe below the best gets */
 	uint64_t spent;		/* nodes spent on the target */
+	uint32_t up;		/* the step after a success, in quarters */
 };
 
 struct ps_helper {
@@ -152,7 +161,7 @@ static void ps_down(struct ps *s)
 	if (r == 0)
 		ps_raise(s, s->target);
 	if (r == 1) {
-		s->step *= 2;
+		s->step = s->step * s->up / 4;
 	} else {
 		if (s->step > s->g)
 			s->step = (s->step / 2 + s->g - 1) / s->g * s->g;
@@ -187,10 +196,13 @@ static void ps_turn(struct ps *s, int arm)
 static void ps_race(struct ps *s)
 {
 	ps_sync(s);
-	while (!ps_over(s))
-		for (int arm = 0; arm < PS_ARMS && !ps_over(s); arm++)
+	for (uint32_t round = 0; !ps_over(s); round++)
+		for (int arm = 0; arm < PS_ARMS && !ps_over(s); arm++) {
+			if (arm != PS_DOWN && round % (1 + round / PS_THIN))
+				continue;
 			for (uint32_t t = 0; t < ps_turns[arm] && !ps_over(s); t++)
 				ps_turn(s, arm);
+		}
 }
 
 static void *ps_helper_main(void *arg)
@@ -235,8 +247,10 @@ static void ps_run(struct ps *s, uint32_t threads)
 		if (ortmem__pk_clone(&hp[t].pk, pk, seed))
 			break;
 		hp[t].started = ps_init(&hp[t].s, &hp[t].pk, s, false);
-		/* Another first step: the racers spread over the heights. */
+		/* Another first step, and a step that grows more slowly: the
+		 * racers spread over the heights. */
 		hp[t].s.step = s->step >> (t + 1) > s->g ? s->step >> (t + 1) : s->g;
+		hp[t].s.up = 6;
 		hp[t].started = hp[t].started &&
 				!pthread_create(&hp[t].thread, NULL, ps_helper_main, &hp[t].s);
 		if (!hp[t].started) {
@@ -298,6 +312,7 @@ bool ortmem__pk_decide(struct packer *pk)
 	proto.best = pk->best_h;
 	proto.slice = 4 * (uint64_t)proto.m > 1024 ? 4 * (uint64_t)proto.m : 1024;
 	proto.budget = PS_BUDGET0 * (uint64_t)proto.m;
+	proto.up = 8;
 	proto.step = (pk->best_h - proto.proven) / 2 / proto.g * proto.g;
 	if (proto.step < proto.g)
 		proto.step = proto.g;
