@@ -98,9 +98,8 @@ struct pk_compact {
 	uint32_t *lst, *oldr;	/* scratch: n each */
 	const char *order;	/* the preorder's keys, in turn */
 	uint64_t h;		/* the height probed */
-	/* where a paused probe resumes */
-	uint32_t restart;	/* dives begun at this height */
-	bool in_dive;
+	struct pk_diver diver;	/* restarts, pauses */
+	/* where a paused dive resumes */
 	uint32_t depth, nplaced;
 	uint64_t dive_nodes, dive_limit;
 };
@@ -167,8 +166,6 @@ static uint32_t pd_next(const struct pk_compact *d, const struct pd_frame *f)
 	}
 	return bb < minh ? best : PD_NONE;
 }
-
-enum pd_result { PD_FOUND, PD_INFEASIBLE, PD_LIMIT, PD_PAUSE };
 
 /* Item @i leaves (@delta -1) or rejoins (+1) the unplaced: the boundaries
  * inside its lifetime. */
@@ -427,7 +424,6 @@ static void pd_dive_start(struct pk_compact *d)
 	}
 	d->fr[0] = (struct pd_frame){ .item = PD_NONE, .bound = PD_NONE,
 				      .split = 0, .start = true };
-	d->in_dive = true;
 }
 
 /*
@@ -453,12 +449,12 @@ static bool pd_backtrack(struct pk_compact *d, const struct pd_frame *f)
 
 /*
  * Go on with the current dive for at most @budget nodes (or until the
- * deadline): PD_PAUSE leaves it where it is, to resume; PD_LIMIT: the dive
+ * deadline): PK_DIVE_PAUSE leaves it where it is, to resume; PK_DIVE_LIMIT: the dive
  * used up its own node limit.
  */
-static enum pd_result pd_dive(struct pk_compact *d, uint64_t budget,
-			      uint64_t deadline)
+static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 {
+	struct pk_compact *d = search;
 	struct packer *pk = d->pk;
 	uint64_t used = 0;
 
@@ -473,20 +469,20 @@ static enum pd_result pd_dive(struct pk_compact *d, uint64_t budget,
 			i = pd_next(d, f);
 		if (i == PD_NONE) {
 			if (!pd_backtrack(d, f))
-				return PD_INFEASIBLE;
+				return PK_DIVE_INFEASIBLE;
 			continue;
 		}
 		if (d->dive_nodes >= d->dive_limit)
-			return PD_LIMIT;
+			return PK_DIVE_LIMIT;
 		if (used >= budget)
-			return PD_PAUSE;
+			return PK_DIVE_PAUSE;
 		d->dive_nodes++;
 		used++;
 		pk->iters++;
 		if ((used & 63) == 0 &&
 		    ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
 		     ortmem__now_ns() >= deadline))
-			return PD_PAUSE;
+			return PK_DIVE_PAUSE;
 		f->boff = d->sky.base[i];
 		f->bound = d->rank[i];
 		f->item = i;
@@ -494,18 +490,18 @@ static enum pd_result pd_dive(struct pk_compact *d, uint64_t budget,
 		f->busy = true;
 		r = ortmem__sky_place(&d->sky, i);
 		if (r < 0)
-			return PD_LIMIT;
+			return PK_DIVE_LIMIT;
 		f->hatless = !r;
 		pd_cross(d, i, -1);
 		d->split[f->split].left--;
 		d->stack[d->nplaced++] = i;
 		if (d->nplaced == d->m)
-			return PD_FOUND;
+			return PK_DIVE_FOUND;
 		pd_range(d, f, &sa, &sb);
 		if (d->sky.dead || !pd_fits(d, f->boff, sa, sb))
 			continue;
 		if (pd_after(d, f, i) < 0)
-			return PD_LIMIT;
+			return PK_DIVE_LIMIT;
 	}
 }
 
@@ -544,60 +540,23 @@ static void pd_order(struct pk_compact *d, uint32_t r)
 		d->rank[d->ids[k]] = k;
 }
 
-/* Keep the packing the dive just completed. */
-static void pd_keep(struct pk_compact *d)
+/* Dive number @r under @h: the orders in turn, under a node limit
+ * doubling each round. */
+static void pd_begin(void *search, uint32_t r, uint64_t h)
 {
-	struct packer *pk = d->pk;
-	uint32_t k;
+	struct pk_compact *d = search;
+	uint32_t round = r / PD_ORDERS;
 
-	for (k = 0; k < d->m; k++)
-		pk->off[d->stack[k]] = d->sky.off[d->stack[k]];
-	ortmem__pk_keep_placed(pk, d->stack, d->m);
+	d->h = h;
+	d->dive_limit = (uint64_t)d->m << (round < 40 ? round + 1 : 40);
+	pd_order(d, r);
+	pd_dive_start(d);
 }
 
-/*
- * ortmem__pk_compact_run() - Search for a compact packing under @h,
- * resuming where the last call at the same height paused, for at most
- * @budget nodes or until @deadline.  Return 1 when found (kept if best),
- * 0 when proven that none fits, -1 when paused (or out of memory).
- */
 int ortmem__pk_compact_run(struct pk_compact *d, uint64_t h, uint64_t budget,
 			   uint64_t deadline)
 {
-	struct packer *pk = d->pk;
-	uint64_t start = pk->iters;
-
-	if (h != d->h) {
-		d->h = h;
-		d->restart = 0;
-		d->in_dive = false;
-	}
-	while (pk->iters - start < budget) {
-		enum pd_result r;
-
-		if (!d->in_dive) {
-			/* The orders in turn, under a limit doubling each round. */
-			uint32_t round = d->restart / PD_ORDERS;
-
-			d->dive_limit = (uint64_t)d->m << (round < 40 ? round + 1 : 40);
-			pd_order(d, d->restart++);
-			pd_dive_start(d);
-		}
-		r = pd_dive(d, budget - (pk->iters - start), deadline);
-		if (r == PD_PAUSE)
-			return -1;
-		d->in_dive = false;
-		if (r == PD_FOUND) {
-			pd_keep(d);
-			return 1;
-		}
-		if (r == PD_INFEASIBLE)
-			return 0;
-		if (ortmem__now_ns() >= deadline ||
-		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
-			break;
-	}
-	return -1;
+	return ortmem__pk_diver_run(&d->diver, h, budget, deadline);
 }
 
 static bool pd_alloc(struct pk_compact *d)
@@ -668,11 +627,12 @@ struct pk_compact *ortmem__pk_compact_new(struct packer *pk)
 	if (!d)
 		return NULL;
 	d->pk = pk;
-	d->h = UINT64_MAX;
 	if (!pd_alloc(d)) {
 		ortmem__pk_compact_free(d);
 		return NULL;
 	}
+	d->diver = (struct pk_diver){ .sky = &d->sky, .stack = d->stack,
+		.search = d, .begin = pd_begin, .dive = pd_dive, .h = UINT64_MAX };
 	return d;
 }
 

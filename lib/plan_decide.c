@@ -64,10 +64,8 @@ struct pk_dives {
 	uint32_t *stack;	/* the items placed, in order */
 	bool cut;		/* a candidate list was truncated */
 	uint32_t maxdepth;	/* frames */
-	uint64_t h;		/* the height probed */
-	/* where a paused probe resumes */
-	uint32_t restart;	/* dives begun at this height */
-	bool in_dive;
+	struct pk_diver diver;	/* restarts, pauses */
+	/* where a paused dive resumes */
 	uint32_t depth, nplaced;
 	uint64_t dive_nodes, dive_limit;
 };
@@ -164,20 +162,6 @@ static uint32_t pd_expand(struct pk_dives *d, struct pd_frame *f, struct pd_cand
 	return nc;
 }
 
-enum pd_result { PD_FOUND, PD_INFEASIBLE, PD_LIMIT, PD_PAUSE };
-
-static void pd_dive_start(struct pk_dives *d, uint64_t h)
-{
-	ortmem__sky_reset(&d->sky, h);
-	d->cut = false;
-	d->depth = 0;
-	d->nplaced = 0;
-	d->dive_nodes = 0;
-	d->fr[0] = (struct pd_frame){ .item = PD_NONE, .busy = false };
-	d->fr[0].nc = pd_expand(d, &d->fr[0], d->pool);
-	d->in_dive = true;
-}
-
 /* Apply the next branch of frame @f; false when it completes a packing. */
 static bool pd_branch(struct pk_dives *d, struct pd_frame *f)
 {
@@ -211,11 +195,12 @@ static void pd_take_back(struct pk_dives *d, struct pd_frame *f)
 
 /*
  * Go on with the current dive for at most @budget nodes (or until the
- * deadline): PD_PAUSE leaves it where it is, to resume.  PD_LIMIT: the
+ * deadline): PK_DIVE_PAUSE leaves it where it is, to resume.  PK_DIVE_LIMIT: the
  * dive used up its own node limit, or ended having cut branches.
  */
-static enum pd_result pd_dive(struct pk_dives *d, uint64_t budget, uint64_t deadline)
+static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 {
+	struct pk_dives *d = search;
 	struct packer *pk = d->pk;
 	uint64_t used = 0;
 
@@ -226,23 +211,23 @@ static enum pd_result pd_dive(struct pk_dives *d, uint64_t budget, uint64_t dead
 			pd_take_back(d, f);
 		if (f->k == f->nc) {
 			if (!d->depth)
-				return d->cut ? PD_LIMIT : PD_INFEASIBLE;
+				return d->cut ? PK_DIVE_LIMIT : PK_DIVE_INFEASIBLE;
 			d->depth--;
 			continue;
 		}
 		if (d->dive_nodes >= d->dive_limit)
-			return PD_LIMIT;
+			return PK_DIVE_LIMIT;
 		if (used >= budget)
-			return PD_PAUSE;
+			return PK_DIVE_PAUSE;
 		d->dive_nodes++;
 		used++;
 		pk->iters++;
 		if ((used & 63) == 0 &&
 		    ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
 		     ortmem__now_ns() >= deadline))
-			return PD_PAUSE;
+			return PK_DIVE_PAUSE;
 		if (!pd_branch(d, f))
-			return PD_FOUND;
+			return PK_DIVE_FOUND;
 		if (d->depth + 1 >= d->maxdepth) {
 			d->cut = true;	/* too many raises on one path */
 			continue;
@@ -296,58 +281,26 @@ static void pd_keys(struct pk_dives *d, uint32_t r)
 	}
 }
 
-/* Keep the packing the dive just completed. */
-static void pd_keep(struct pk_dives *d)
+/* Dive number @r under @h: a new limit from the Luby sequence, new keys. */
+static void pd_begin(void *search, uint32_t r, uint64_t h)
 {
-	struct packer *pk = d->pk;
-	uint32_t k;
+	struct pk_dives *d = search;
 
-	for (k = 0; k < d->sky.m; k++)
-		pk->off[d->stack[k]] = d->sky.off[d->stack[k]];
-	ortmem__pk_keep_placed(pk, d->stack, d->sky.m);
+	d->dive_limit = PD_DIVE_NODES * (uint64_t)d->sky.m * pd_luby(r);
+	pd_keys(d, r);
+	ortmem__sky_reset(&d->sky, h);
+	d->cut = false;
+	d->depth = 0;
+	d->nplaced = 0;
+	d->dive_nodes = 0;
+	d->fr[0] = (struct pd_frame){ .item = PD_NONE, .busy = false };
+	d->fr[0].nc = pd_expand(d, &d->fr[0], d->pool);
 }
 
-/*
- * ortmem__pk_dives_run() - Search for a packing under @h, resuming where
- * the last call at the same height paused, for at most @budget nodes or
- * until @deadline.  Return 1 when found (kept if best), 0 when proven
- * that none fits, -1 when paused.
- */
 int ortmem__pk_dives_run(struct pk_dives *d, uint64_t h, uint64_t budget,
 			 uint64_t deadline)
 {
-	struct packer *pk = d->pk;
-	uint64_t start = pk->iters;
-
-	if (h != d->h) {
-		d->h = h;
-		d->restart = 0;
-		d->in_dive = false;
-	}
-	while (pk->iters - start < budget) {
-		enum pd_result r;
-
-		if (!d->in_dive) {
-			/* Restarts under growing limits, new keys each. */
-			d->dive_limit = PD_DIVE_NODES * (uint64_t)d->sky.m * pd_luby(d->restart);
-			pd_keys(d, d->restart++);
-			pd_dive_start(d, h);
-		}
-		r = pd_dive(d, budget - (pk->iters - start), deadline);
-		if (r == PD_PAUSE)
-			return -1;
-		d->in_dive = false;
-		if (r == PD_FOUND) {
-			pd_keep(d);
-			return 1;
-		}
-		if (r == PD_INFEASIBLE)
-			return 0;
-		if (ortmem__now_ns() >= deadline ||
-		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
-			break;
-	}
-	return -1;
+	return ortmem__pk_diver_run(&d->diver, h, budget, deadline);
 }
 
 static bool pd_alloc(struct pk_dives *d)
@@ -386,11 +339,12 @@ struct pk_dives *ortmem__pk_dives_new(struct packer *pk)
 	if (!d)
 		return NULL;
 	d->pk = pk;
-	d->h = UINT64_MAX;
 	if (!pd_alloc(d)) {
 		ortmem__pk_dives_free(d);
 		return NULL;
 	}
+	d->diver = (struct pk_diver){ .sky = &d->sky, .stack = d->stack,
+		.search = d, .begin = pd_begin, .dive = pd_dive, .h = UINT64_MAX };
 	return d;
 }
 

@@ -167,6 +167,32 @@ void ortmem__sky_undo(struct pk_sky *k, uint32_t mark);
 void ortmem__sky_unplace(struct pk_sky *k, uint32_t i, uint32_t mark);
 
 /*
+ * A search over the skyline that dives and restarts, and pauses between
+ * calls (plan_decide.c, plan_compact.c).  ortmem__pk_diver_run() goes on
+ * at height @h where the last call at the same height paused (a new
+ * height starts over), for at most @budget nodes or until @deadline:
+ * 1 found (kept if best), 0 proven infeasible, -1 paused.
+ */
+enum pk_dive { PK_DIVE_FOUND, PK_DIVE_INFEASIBLE, PK_DIVE_LIMIT, PK_DIVE_PAUSE };
+
+struct pk_diver {
+	struct pk_sky *sky;
+	const uint32_t *stack;	/* the items placed, in order */
+	void *search;
+	/* set up dive number @restart under @h */
+	void (*begin)(void *search, uint32_t restart, uint64_t h);
+	/* go on with it for at most @budget nodes: PK_DIVE_LIMIT when it
+	 * used up its own limit (or cut branches), PAUSE to resume */
+	enum pk_dive (*dive)(void *search, uint64_t budget, uint64_t deadline);
+	uint64_t h;
+	uint32_t restart;	/* dives begun at this height */
+	bool in_dive;
+};
+
+int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
+			 uint64_t deadline);
+
+/*
  * plan_sched.c: probes of the height, the lower bound and below the best,
  * raced in turns; true when the best height is proven optimal.
  */

@@ -346,3 +346,50 @@ void ortmem__sky_unplace(struct pk_sky *k, uint32_t i, uint32_t mark)
 	}
 	k->placed[i] = false;
 }
+
+/* Keep the packing of the items on @v's stack, all placed. */
+static void sky_keep(const struct pk_diver *v)
+{
+	const struct pk_sky *k = v->sky;
+	struct packer *pk = k->pk;
+	uint32_t j;
+
+	for (j = 0; j < k->m; j++)
+		pk->off[v->stack[j]] = k->off[v->stack[j]];
+	ortmem__pk_keep_placed(pk, v->stack, k->m);
+}
+
+int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
+			 uint64_t deadline)
+{
+	struct packer *pk = v->sky->pk;
+	uint64_t start = pk->iters;
+
+	if (h != v->h) {
+		v->h = h;
+		v->restart = 0;
+		v->in_dive = false;
+	}
+	while (pk->iters - start < budget) {
+		enum pk_dive r;
+
+		if (!v->in_dive) {
+			v->begin(v->search, v->restart++, h);
+			v->in_dive = true;
+		}
+		r = v->dive(v->search, budget - (pk->iters - start), deadline);
+		if (r == PK_DIVE_PAUSE)
+			return -1;
+		v->in_dive = false;
+		if (r == PK_DIVE_FOUND) {
+			sky_keep(v);
+			return 1;
+		}
+		if (r == PK_DIVE_INFEASIBLE)
+			return 0;
+		if (ortmem__now_ns() >= deadline ||
+		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
+			break;
+	}
+	return -1;
+}

@@ -159,6 +159,39 @@ TEST_TIMEOUT(random_instances_stay_disjoint, 60)
 	}
 }
 
+/* The same under a time budget, with 1 to 4 racers: timing decides what
+ * each racer finds, and every packing kept must still be valid (the
+ * VALIDATE flag makes ortmem_plan_pack() check it). */
+TEST_TIMEOUT(random_instances_race_in_threads, 120)
+{
+	uint64_t seed = 1234;
+
+	for (int g = 0; g < 60; g++) {
+		struct ortmem_plan_buffer b[200];
+		uint64_t off[200];
+		ORTMEM_OPTS(ortmem_plan_opts, o, .time_budget_us = 20000,
+			    .threads = 1 + (uint32_t)(g % 4), .align = { 1, 0, 0 },
+			    .flags = ORTMEM_PLAN_F_VALIDATE);
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		int n = 65 + (int)(rnd(&seed) % 135);
+		uint64_t top;
+
+		for (int i = 0; i < n; i++) {
+			b[i].lower = rnd(&seed) % 1000;
+			b[i].upper = b[i].lower + 1 + rnd(&seed) % 300;
+			b[i].size = 1 + rnd(&seed) % 5000;
+		}
+		ASSERT_EQ(0, ortmem_plan_pack(b, (size_t)n, &o, off, &st));
+		EXPECT_LE(st.lower_bound, st.arena[ORTMEM_TIER_DEVICE]);
+		/* the arena reported is the packing returned */
+		top = 0;
+		for (int i = 0; i < n; i++)
+			if (off[i] + b[i].size > top)
+				top = off[i] + b[i].size;
+		EXPECT_EQ(top, st.arena[ORTMEM_TIER_DEVICE]);
+	}
+}
+
 TEST(pack_contract)
 {
 	struct ortmem_plan_buffer b[2] = { { 0, 2, 100 }, { 1, 3, 100 } };
@@ -222,57 +255,48 @@ static int cut_rectangle(struct pk_item *it, int n, uint64_t t_end,
 	return k;
 }
 
-TEST_TIMEOUT(cut_rectangles_pack_within_5_percent, 300)
+/*
+ * Instances cut from a rectangle of height h (so h is optimal) pack within
+ * 5 % of it, disjoint, no item above the height reported.  Racers in
+ * threads share the best height and the proven bound: each packing kept
+ * must still be one of a racer's, whole.
+ */
+static void pack_cut_rectangles(struct __test_metadata *const _metadata,
+				uint64_t seed, uint32_t threads)
 {
-	uint64_t seed = 2024, h = 64 * 1024;
-	int g;
+	uint64_t h = 64 * 1024;
 
-	for (g = 0; g < 12; g++) {
+	for (int g = 0; g < 12; g++) {
 		struct pk_item it[160];
 		uint64_t off[160];
 		struct pk_opts o = { .deadline_ns = ortmem__now_ns() + 3000000000ull,
-				     .seed = 1 + (uint64_t)g };
-		struct pk_result r = { 0 };
-		int n = cut_rectangle(it, 80 + (int)(rnd(&seed) % 80), 1000, h, 1024, &seed);
-
-		ASSERT_LT(64, n);	/* past the exact search: the decision search runs */
-		ASSERT_EQ(h, ortmem__pk_lower_bound(it, (uint32_t)n));
-		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
-		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
-		EXPECT_EQ(h, r.lb);
-		EXPECT_LE(r.height, h + h / 20);
-		if (r.optimal)
-			EXPECT_EQ(h, r.height);
-	}
-}
-
-/*
- * Racers in threads share the best height and the proven bound: each
- * packing kept must still be one of a racer's, whole and disjoint, and
- * the cut rectangles must still come out within 5 % of their height.
- */
-TEST_TIMEOUT(threaded_race_stays_disjoint, 120)
-{
-	uint64_t seed = 4242, h = 64 * 1024;
-	int g;
-
-	for (g = 0; g < 24; g++) {
-		struct pk_item it[160];
-		uint64_t off[160];
-		struct pk_opts o = { .deadline_ns = ortmem__now_ns() + 300000000ull,
 				     .seed = 1 + (uint64_t)g,
-				     .threads = 2 + (uint32_t)(g % 3) };
+				     .threads = threads ? threads + (uint32_t)(g % 3) : 0 };
 		struct pk_result r = { 0 };
 		int n = cut_rectangle(it, 80 + (int)(rnd(&seed) % 80), 1000, h, 1024, &seed);
 
+		ASSERT_LT(64, n);	/* past the exact search: the race runs */
+		ASSERT_EQ(h, ortmem__pk_lower_bound(it, (uint32_t)n));
 		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
 		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
 		EXPECT_EQ(h, r.lb);
 		EXPECT_LE(h, r.height);
 		EXPECT_LE(r.height, h + h / 20);
+		if (r.optimal)
+			EXPECT_EQ(h, r.height);
 		for (int i = 0; i < n; i++)
 			EXPECT_LE(off[i] + it[i].size, r.height);
 	}
+}
+
+TEST_TIMEOUT(cut_rectangles_pack_within_5_percent, 300)
+{
+	pack_cut_rectangles(_metadata, 2024, 0);
+}
+
+TEST_TIMEOUT(threaded_race_stays_disjoint, 300)
+{
+	pack_cut_rectangles(_metadata, 4242, 2);
 }
 
 /* With an iteration limit the search is reproducible. */
