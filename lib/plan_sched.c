@@ -34,6 +34,7 @@
  * is kept.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -238,9 +239,13 @@ static void ps_run(struct ps *s, uint32_t threads)
 	struct packer *pk = s->pk;
 	struct ps_helper *hp = NULL;
 	uint32_t t, nh = threads > 1 ? threads - 1 : 0;
+	sigset_t all, old;
 
 	if (nh)
 		hp = calloc(nh, sizeof(*hp));
+	/* Helpers take no signal: the caller's handlers run where it expects. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (t = 0; hp && t < nh; t++) {
 		uint64_t seed = pk->rng ^ (0x9e3779b97f4a7c15ull * (t + 1));
 
@@ -259,6 +264,7 @@ static void ps_run(struct ps *s, uint32_t threads)
 			break;
 		}
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	nh = hp ? t : 0;
 	ps_race(s);
 	for (t = 0; t < nh; t++) {
@@ -303,6 +309,8 @@ bool ortmem__pk_decide(struct packer *pk)
 		return false;
 	/* Every compact height is a sum of sizes: a multiple of g. */
 	proto.proven = (pk->lb + proto.g - 1) / proto.g * proto.g;
+	if (proto.proven >= pk->best_h)
+		return true;
 	if (pk->opts.compact_only) {
 		ps_compact_only(&proto);
 		return proto.proven >= pk->best_h;
