@@ -162,7 +162,8 @@ static void ps_down(struct ps *s)
 	if (r == 0)
 		ps_raise(s, s->target);
 	if (r == 1) {
-		s->step = s->step * s->up / 4;
+		/* on the grid, as every height is */
+		s->step = (s->step * s->up / 4 + s->g - 1) / s->g * s->g;
 	} else {
 		if (s->step > s->g)
 			s->step = (s->step / 2 + s->g - 1) / s->g * s->g;
