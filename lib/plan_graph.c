@@ -89,8 +89,8 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 			(unsigned long long)o->time_budget_us);
 	if (o->threads > ORTMEM_PLAN_THREADS_MAX)
 		return ortmem__err_invalid(-1, 0,
-			"ortmem_plan_opts.threads = %u is over %u",
-			o->threads, ORTMEM_PLAN_THREADS_MAX);
+			"ortmem_plan_opts.threads = %u is over %u; 0 takes one per online CPU (at most %u)",
+			o->threads, ORTMEM_PLAN_THREADS_MAX, ORTMEM_PLAN_DEFAULT_THREADS_MAX);
 	if (!o->threads)
 		o->threads = pl_default_threads();
 	if (o->flags & ~known)
