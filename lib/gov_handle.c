@@ -104,6 +104,19 @@ int ortmem__release_at(struct ortmem_gov *gov, struct ortmem_handle h,
 	}
 }
 
+/*
+ * The first step of the calls on a handle: refuse a NULL @gov, or @bad
+ * (what else is wrong with the arguments, NULL when nothing), then look
+ * @h up.
+ */
+static int gov_enter(struct ortmem_gov *gov, const char *bad,
+		     struct ortmem_handle h, uint32_t *idx, uint64_t *w)
+{
+	if (__builtin_expect(!gov || bad, 0))
+		return ortmem__err_invalid(-1, 0, "%s", gov ? bad : "gov is NULL");
+	return ortmem__slot_lookup(gov, h, idx, w);
+}
+
 ORTMEM_API int ortmem_gov_release(struct ortmem_gov *gov,
 				  struct ortmem_handle h, uint32_t flags)
 {
@@ -111,10 +124,8 @@ ORTMEM_API int ortmem_gov_release(struct ortmem_gov *gov,
 	uint64_t w;
 	int ret;
 
-	if (__builtin_expect(!gov || (flags & ~ORTMEM_RELEASE_DEFER), 0))
-		return ortmem__err_invalid(-1, 0, gov ?
-			"release flags have unknown bits" : "gov is NULL");
-	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	ret = gov_enter(gov, (flags & ~ORTMEM_RELEASE_DEFER) ?
+			"release flags have unknown bits" : NULL, h, &idx, &w);
 	if (__builtin_expect(ret, 0))
 		return ret;
 	return ortmem__release_at(gov, h, idx, w, flags);
@@ -128,10 +139,7 @@ ORTMEM_API int ortmem_gov_release_after(struct ortmem_gov *gov,
 	uint64_t w;
 	int ret;
 
-	if (!gov || !ready)
-		return ortmem__err_invalid(-1, 0, "%s is NULL",
-					   gov ? "ready" : "gov");
-	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	ret = gov_enter(gov, ready ? NULL : "ready is NULL", h, &idx, &w);
 	if (ret)
 		return ret;
 	do {
@@ -217,10 +225,8 @@ ORTMEM_API int ortmem_gov_pin(struct ortmem_gov *gov, struct ortmem_handle h,
 	uint64_t w;
 	int ret;
 
-	if (!gov || (flags & ~ORTMEM_PIN_NO_PROMOTE))
-		return ortmem__err_invalid(-1, 0, gov ?
-			"pin flags have unknown bits" : "gov is NULL");
-	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	ret = gov_enter(gov, (flags & ~ORTMEM_PIN_NO_PROMOTE) ?
+			"pin flags have unknown bits" : NULL, h, &idx, &w);
 	if (ret)
 		return ret;
 	return ortmem__pin_at(gov, h, idx, w, flags, ptrp);
@@ -264,9 +270,7 @@ ORTMEM_API int ortmem_gov_unpin(struct ortmem_gov *gov, struct ortmem_handle h)
 	uint64_t w;
 	int ret;
 
-	if (!gov)
-		return ortmem__err_invalid(-1, 0, "gov is NULL");
-	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	ret = gov_enter(gov, NULL, h, &idx, &w);
 	if (ret)
 		return ret;
 	return ortmem__unpin_at(gov, h, idx, w);
@@ -298,10 +302,7 @@ ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
 	uint64_t w;
 	int ret;
 
-	if (!gov || !info)
-		return ortmem__err_invalid(-1, 0, "%s is NULL",
-					   gov ? "info" : "gov");
-	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	ret = gov_enter(gov, info ? NULL : "info is NULL", h, &idx, &w);
 	if (ret)
 		return ret;
 	if (slot_state(w) == SLOT_QUARANTINED || slot_state(w) == SLOT_RELEASING)
@@ -324,9 +325,7 @@ ORTMEM_API int ortmem_gov_demote(struct ortmem_gov *gov, struct ortmem_handle h)
 	uint64_t w;
 	int ret;
 
-	if (!gov)
-		return ortmem__err_invalid(-1, 0, "gov is NULL");
-	ret = ortmem__slot_lookup(gov, h, &idx, &w);
+	ret = gov_enter(gov, NULL, h, &idx, &w);
 	if (ret)
 		return ret;
 	if (atomic_load(&gov->slots[idx].kind) != SLOT_KIND_ALLOC) {
