@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Demotion (device -> host -> disk) and promotion back to the home tier,
- * through the backends.  The mover owns the slot (state MOVING) for the
+ * Demotion (device -> host -> disk) through the backends; promotion back to
+ * the home tier, which may need room made, is in gov_reclaim.c.  The mover owns the slot (state MOVING) for the
  * whole move, so nobody pins or releases bytes in flight; the budget moves
  * with the bytes, and a source that cannot be freed afterwards is
  * quarantined with the backend as residual owner.
@@ -12,13 +12,12 @@
 #include "gov_internal.h"
 
 /* Free the source of a finished move; quarantine what stays behind. */
-static void move_free_source(struct ortmem_gov *gov, uint32_t idx, int from,
-			     uint64_t bh, uint64_t size, uint64_t id)
+void ortmem__move_free_source(struct ortmem_gov *gov, int from, uint64_t bh,
+			      uint64_t size, uint64_t id)
 {
 	uint64_t freed = 0;
 	int ret;
 
-	(void)idx;
 	ret = ortmem__backend_free(gov, from, bh, size, &freed);
 	ortmem__tier_uncharge(gov, from, freed);
 	if (ret)
@@ -87,53 +86,11 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 		atomic_store(&s->word, w);
 		return ret;
 	}
-	move_free_source(gov, idx, from, bh, size, id);
+	ortmem__move_free_source(gov, from, bh, size, id);
 	atomic_fetch_add(&gov->tiers[from].demoted, size);
 	atomic_store(&s->tier, (uint8_t)to);
 	atomic_store(&s->bh, nbh);
 	atomic_store_explicit(&s->word, slot_word(gen, 0, SLOT_DEMOTED),
 			      memory_order_release);
 	return 0;
-}
-
-/*
- * Promote slot @idx, seen in state DEMOTED with no pins at @w, to its home
- * tier and leave it pinned once.  -EAGAIN when @w changed under us.
- */
-int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t w)
-{
-	struct gov_slot *s = &gov->slots[idx];
-	uint32_t gen = slot_gen(w);
-	uint64_t size, bh, nbh = 0;
-	int home, from, ret;
-
-	if (!atomic_compare_exchange_strong(&s->word, &w,
-					    slot_word(gen, 0, SLOT_MOVING)))
-		return -EAGAIN;
-	home = atomic_load(&s->home);
-	from = atomic_load(&s->tier);
-	size = atomic_load(&s->size);
-	bh = atomic_load(&s->bh);
-	ret = ortmem__gov_charge(gov, home, atomic_load(&s->role), size);
-	if (ret)
-		goto err_restore;
-	pthread_mutex_lock(&gov->lock);
-	ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
-	if (ret) {
-		pthread_mutex_unlock(&gov->lock);
-		ortmem__tier_uncharge(gov, home, size);
-		goto err_restore;
-	}
-	move_free_source(gov, idx, from, bh, size,
-			 handle_make(gen, gov->tag, idx));
-	atomic_fetch_add(&gov->tiers[home].promoted, size);
-	atomic_store(&s->tier, (uint8_t)home);
-	atomic_store(&s->bh, nbh);
-	pthread_mutex_unlock(&gov->lock);
-	atomic_store_explicit(&s->word, slot_word(gen, 1, SLOT_LIVE),
-			      memory_order_release);
-	return 0;
-err_restore:
-	atomic_store(&s->word, slot_word(gen, 0, SLOT_DEMOTED));
-	return ret;
 }
