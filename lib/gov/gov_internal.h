@@ -12,7 +12,7 @@
  *   gov_binding.c   the handle table: slots, generations, lookup
  *   gov_backend.c   backend registration, capabilities, moving bytes
  *   gov_deferred.c  deferred release and quarantine
- *   gov_move.c      demotion to a lower tier
+ *   gov_move.c      demotion to a lower tier, the move back home
  *   gov_reclaim.c   the full charge: drain, poll, callbacks, demotion;
  *                   promotion on pin
  *   gov_handle.c    release, pin, unpin, query, demote of one handle
@@ -286,11 +286,9 @@ int ortmem__deferred_queue(struct ortmem_gov *gov, uint32_t idx, uint64_t id,
 int ortmem__poll_locked(struct ortmem_gov *gov);
 void ortmem__deferred_fini(struct ortmem_gov *gov);
 
-/* gov_move.c: demotion. */
+/* gov_move.c: demotion, and the move back home. */
 int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
-/* Free the source of a finished move; quarantine what stays behind. */
-void ortmem__move_free_source(struct ortmem_gov *gov, int from, uint64_t bh,
-			      uint64_t size, uint64_t id);
+int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
 
 /* gov_reclaim.c: making room, and promotion that may need it. */
 int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,

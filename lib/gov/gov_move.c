@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Demotion (device -> host -> disk) through the backends; promotion back to
- * the home tier, which may need room made, is in gov_reclaim.c.  The mover owns the slot (state MOVING) for the
+ * Demotion (device -> host -> disk) and the move back to the home tier,
+ * through the backends.  Promotion, which first charges the home tier and
+ * so may need room made, is in gov_reclaim.c.  The mover owns the slot (state MOVING) for the
  * whole move, so nobody pins or releases bytes in flight; the budget moves
  * with the bytes, and a source that cannot be freed afterwards is
  * quarantined with the backend as residual owner.
@@ -12,12 +13,13 @@
 #include "gov_internal.h"
 
 /* Free the source of a finished move; quarantine what stays behind. */
-void ortmem__move_free_source(struct ortmem_gov *gov, int from, uint64_t bh,
-			      uint64_t size, uint64_t id)
+static void move_free_source(struct ortmem_gov *gov, uint32_t idx, int from,
+			     uint64_t bh, uint64_t size, uint64_t id)
 {
 	uint64_t freed = 0;
 	int ret;
 
+	(void)idx;
 	ret = ortmem__backend_free(gov, from, bh, size, &freed);
 	ortmem__tier_uncharge(gov, from, freed);
 	if (ret)
@@ -86,11 +88,38 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 		atomic_store(&s->word, w);
 		return ret;
 	}
-	ortmem__move_free_source(gov, from, bh, size, id);
+	move_free_source(gov, idx, from, bh, size, id);
 	atomic_fetch_add(&gov->tiers[from].demoted, size);
 	atomic_store(&s->tier, (uint8_t)to);
 	atomic_store(&s->bh, nbh);
 	atomic_store_explicit(&s->word, slot_word(gen, 0, SLOT_DEMOTED),
 			      memory_order_release);
+	return 0;
+}
+
+/*
+ * Move slot @idx (ours, state MOVING, its home tier already charged) back
+ * to @home: 0, or -errno with the slot's bytes where they were.
+ */
+int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	uint32_t gen = slot_gen(atomic_load(&s->word));
+	uint64_t size = atomic_load(&s->size), nbh = 0;
+	uint64_t bh = atomic_load(&s->bh);
+	int from = atomic_load(&s->tier), ret;
+
+	pthread_mutex_lock(&gov->lock);
+	ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
+	if (ret) {
+		pthread_mutex_unlock(&gov->lock);
+		return ret;
+	}
+	move_free_source(gov, idx, from, bh, size,
+			 handle_make(gen, gov->tag, idx));
+	atomic_fetch_add(&gov->tiers[home].promoted, size);
+	atomic_store(&s->tier, (uint8_t)home);
+	atomic_store(&s->bh, nbh);
+	pthread_mutex_unlock(&gov->lock);
 	return 0;
 }

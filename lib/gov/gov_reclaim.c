@@ -248,32 +248,21 @@ int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t w)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	uint32_t gen = slot_gen(w);
-	uint64_t size, bh, nbh = 0;
-	int home, from, ret;
+	int home, ret;
 
 	if (!atomic_compare_exchange_strong(&s->word, &w,
 					    slot_word(gen, 0, SLOT_MOVING)))
 		return -EAGAIN;
 	home = atomic_load(&s->home);
-	from = atomic_load(&s->tier);
-	size = atomic_load(&s->size);
-	bh = atomic_load(&s->bh);
-	ret = ortmem__gov_charge(gov, home, atomic_load(&s->role), size);
+	ret = ortmem__gov_charge(gov, home, atomic_load(&s->role),
+				 atomic_load(&s->size));
 	if (ret)
 		goto err_restore;
-	pthread_mutex_lock(&gov->lock);
-	ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
+	ret = ortmem__move_in(gov, idx, home);
 	if (ret) {
-		pthread_mutex_unlock(&gov->lock);
-		ortmem__tier_uncharge(gov, home, size);
+		ortmem__tier_uncharge(gov, home, atomic_load(&s->size));
 		goto err_restore;
 	}
-	ortmem__move_free_source(gov, from, bh, size,
-				 handle_make(gen, gov->tag, idx));
-	atomic_fetch_add(&gov->tiers[home].promoted, size);
-	atomic_store(&s->tier, (uint8_t)home);
-	atomic_store(&s->bh, nbh);
-	pthread_mutex_unlock(&gov->lock);
 	atomic_store_explicit(&s->word, slot_word(gen, 1, SLOT_LIVE),
 			      memory_order_release);
 	return 0;
