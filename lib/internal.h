@@ -93,6 +93,19 @@ int ortmem__err_io(int code, int tier, uint64_t bytes, const char *fmt, ...)
  */
 int ortmem__opts_valid(const void *opts, size_t known, const char *name);
 
+/* The end of @field in @type: where the next field would start. */
+#define ORTMEM_OFFSETOFEND(type, field) \
+	(offsetof(type, field) + sizeof(((type *)0)->field))
+/*
+ * ORTMEM_OPTS_VALID(opts, TYPE) - ortmem__opts_valid() for a struct TYPE,
+ * knowing it up to the end of TYPE##__last_field (defined beside the struct
+ * in its public header), as libbpf's OPTS_VALID does.  Not from sizeof: a
+ * field a newer caller adds in the trailing padding would be ignored.
+ */
+#define ORTMEM_OPTS_VALID(opts, TYPE)                                     \
+	ortmem__opts_valid(opts, ORTMEM_OFFSETOFEND(struct TYPE,             \
+						    TYPE##__last_field), #TYPE)
+
 /* A field's value, or @def when the caller's (older) struct lacks it. */
 static inline bool ortmem__opts_given(const void *opts)
 {

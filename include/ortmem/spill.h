@@ -75,6 +75,9 @@ struct ortmem_spill_opts {
 	/* Step by which the file grows; default 64 MiB. */
 	uint64_t grow_bytes;
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_spill_opts__last_field grow_bytes
 
 /**
  * ortmem_spill_open() - Create a spill file and its I/O lanes.

@@ -13,7 +13,7 @@ static _Atomic uint64_t gov_serial;
 
 static int gov_check_opts(const struct ortmem_gov_opts *opts)
 {
-	int ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_gov_opts");
+	int ret = ORTMEM_OPTS_VALID(opts, ortmem_gov_opts);
 	uint64_t dev = ORTMEM_OPTS_GET(opts, limit[0], 0);
 	uint64_t rsv = ORTMEM_OPTS_GET(opts, driver_reserve, 0);
 

@@ -26,7 +26,7 @@ uint32_t ortmem__backend_caps(const struct gov_tier *t)
 
 static int backend_check(int tier, const struct ortmem_backend_ops *ops)
 {
-	int ret = ortmem__opts_valid(ops, sizeof(*ops), "ortmem_backend_ops");
+	int ret = ORTMEM_OPTS_VALID(ops, ortmem_backend_ops);
 
 	if (ret)
 		return ret;

@@ -58,7 +58,7 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 {
 	const uint32_t known = ORTMEM_PLAN_F_VALIDATE | ORTMEM_PLAN_F_NO_INPLACE;
 	const uint32_t all_tiers = (1u << ORTMEM_TIER_COUNT) - 1;
-	int ret = ortmem__opts_valid(in, sizeof(*in), "ortmem_plan_opts");
+	int ret = ORTMEM_OPTS_VALID(in, ortmem_plan_opts);
 	int t;
 
 	if (ret)

@@ -268,7 +268,7 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 	if (!spillp)
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, 0, "spillp is NULL");
 	*spillp = NULL;
-	ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_spill_opts");
+	ret = ORTMEM_OPTS_VALID(opts, ortmem_spill_opts);
 	if (!ret)
 		ret = spill_opts_check(opts);
 	if (ret)
