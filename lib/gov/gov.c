@@ -98,10 +98,9 @@ static void gov_close_slots(struct ortmem_gov *gov)
 	for (i = 0; i < gov->nslots; i++) {
 		struct gov_slot *s = &gov->slots[i];
 		uint64_t w = atomic_load(&s->word), freed = 0;
-		unsigned int st = slot_state(w);
 		int tier = atomic_load(&s->tier);
 
-		if ((st != SLOT_LIVE && st != SLOT_DEMOTED) ||
+		if (!slot_live_or_demoted(w) ||
 		    atomic_load(&s->kind) != SLOT_KIND_ALLOC)
 			continue;
 		if (slot_pins(w))

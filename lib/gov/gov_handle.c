@@ -31,14 +31,12 @@ static int gov_refuse_busy(struct ortmem_handle h, uint64_t w, const char *what)
  */
 static inline bool slot_is_ours(uint64_t w, struct ortmem_handle h)
 {
-	return slot_gen(w) == (uint32_t)(h.id >> 32);
+	return slot_gen(w) == handle_gen(h.id);
 }
 
 static inline bool slot_is_live(uint64_t w)
 {
-	unsigned int st = slot_state(w);
-
-	return (st == SLOT_LIVE || st == SLOT_DEMOTED) && !(w & SLOT_PENDING);
+	return slot_live_or_demoted(w) && !(w & SLOT_PENDING);
 }
 
 int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
@@ -240,11 +238,9 @@ int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 	int ret;
 
 	do {
-		unsigned int st = slot_state(w);
-
 		if (!slot_is_ours(w, h))
 			return ortmem__slot_refuse(gov, h, w, "unpin");
-		if ((st != SLOT_LIVE && st != SLOT_DEMOTED) || !slot_pins(w))
+		if (!slot_live_or_demoted(w) || !slot_pins(w))
 			return ortmem__err_plain(-EINVAL,
 				"cannot unpin handle %#" PRIx64 ": it holds no pin; pair every ortmem_gov_unpin() with an ortmem_gov_pin()",
 				h.id);

@@ -36,7 +36,6 @@
 #include "internal.h"
 
 #define GOV_CACHELINE 64
-#define GOV_MAX_HANDLES (1u << 24)
 #define GOV_DEFAULT_HANDLES 65536u
 /* Sizes beyond this cannot be summed without overflow checks. */
 #define GOV_MAX_SIZE (1ull << 62)
@@ -63,16 +62,38 @@ static inline uint32_t slot_pins(uint64_t w)
 	return (uint32_t)(w >> SLOT_PINS_SHIFT) & SLOT_PINS_MAX;
 }
 static inline unsigned int slot_state(uint64_t w) { return w & SLOT_STATE_MASK; }
+/* A binding that holds bytes, on its home tier or a lower one. */
+static inline bool slot_live_or_demoted(uint64_t w)
+{
+	return slot_state(w) == SLOT_LIVE || slot_state(w) == SLOT_DEMOTED;
+}
 static inline uint64_t slot_word(uint32_t gen, uint32_t pins, unsigned int st)
 {
 	return (uint64_t)gen << 32 | (uint64_t)pins << SLOT_PINS_SHIFT | st;
 }
 
 /* ---- handle id: generation(32) | tag(8) | index(24) ---- */
+#define HANDLE_IDX_BITS 24
+#define HANDLE_IDX_MASK ((1u << HANDLE_IDX_BITS) - 1)
+#define HANDLE_TAG_SHIFT HANDLE_IDX_BITS
+#define HANDLE_GEN_SHIFT 32
+
 static inline uint64_t handle_make(uint32_t gen, uint8_t tag, uint32_t idx)
 {
-	return (uint64_t)gen << 32 | (uint64_t)tag << 24 | idx;
+	return (uint64_t)gen << HANDLE_GEN_SHIFT |
+	       (uint64_t)tag << HANDLE_TAG_SHIFT | idx;
 }
+static inline uint32_t handle_idx(uint64_t id) { return id & HANDLE_IDX_MASK; }
+static inline uint8_t handle_tag(uint64_t id)
+{
+	return (uint8_t)(id >> HANDLE_TAG_SHIFT);
+}
+static inline uint32_t handle_gen(uint64_t id)
+{
+	return (uint32_t)(id >> HANDLE_GEN_SHIFT);
+}
+/* A handle's index names every slot of the largest table. */
+#define GOV_MAX_HANDLES (1u << HANDLE_IDX_BITS)
 
 #define SLOT_KIND_LEASE 0u
 #define SLOT_KIND_ALLOC 1u

@@ -136,7 +136,7 @@ static int pick_victim(struct ortmem_gov *gov, int tier, uint32_t *idxp,
 		uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
 		uint64_t use;
 
-		if ((slot_state(w) != SLOT_LIVE && slot_state(w) != SLOT_DEMOTED) ||
+		if (!slot_live_or_demoted(w) ||
 		    slot_pins(w) || (w & SLOT_PENDING) ||
 		    atomic_load_explicit(&s->kind, memory_order_relaxed) !=
 			    SLOT_KIND_ALLOC ||

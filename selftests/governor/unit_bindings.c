@@ -141,7 +141,8 @@ TEST_F(gov, stale_handle_after_release_is_refused)
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_pin(self->gov, h, 0, NULL));
 	/* The slot is reused with a new generation; the old handle stays dead. */
 	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 200, &h2));
-	EXPECT_EQ(h.id & 0xffffffff, h2.id & 0xffffffff);
+	EXPECT_EQ(handle_idx(h.id), handle_idx(h2.id));
+	EXPECT_EQ(handle_tag(h.id), handle_tag(h2.id));
 	EXPECT_NE(h.id, h2.id);
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));
 	EXPECT_EQ(0, ortmem_gov_release(self->gov, h2, 0));
@@ -158,9 +159,11 @@ TEST_F(gov, forged_and_foreign_handles_are_refused)
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));
 	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "not issued by this governor"));
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, zero, 0));
-	forged.id = h.id | 0xffffff;	/* slot far beyond the table */
+	/* slot far beyond the table */
+	forged.id = handle_make(handle_gen(h.id), handle_tag(h.id), HANDLE_IDX_MASK);
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(other, forged, 0));
-	forged.id = h.id + (5ull << 32);	/* a generation never issued */
+	/* a generation never issued */
+	forged.id = handle_make(handle_gen(h.id) + 5, handle_tag(h.id), handle_idx(h.id));
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(other, forged, 0));
 	EXPECT_EQ(0, ortmem_gov_release(other, h, 0));
 	ortmem_gov_close(other);
@@ -177,19 +180,19 @@ TEST_F(gov, generation_wrap_retires_the_slot)
 	for (i = 0; i < 64; i++)
 		ASSERT_EQ(0, ortmem__binding_set_gen(self->gov, i, UINT32_MAX));
 	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &h));
-	EXPECT_EQ(UINT32_MAX, (uint32_t)(h.id >> 32));
-	idx = h.id & 0xffffff;
+	EXPECT_EQ(UINT32_MAX, handle_gen(h.id));
+	idx = handle_idx(h.id);
 	ASSERT_EQ(0, ortmem_gov_release(self->gov, h, 0));
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));
 	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "retired"));
 	/* The handle with the wrapped generation (0 and 1) never resolves. */
-	h2.id = h.id & 0xffffffff;
+	h2.id = handle_make(0, handle_tag(h.id), handle_idx(h.id));
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h2, 0));
-	h2.id |= 1ull << 32;
+	h2.id = handle_make(1, handle_tag(h.id), handle_idx(h.id));
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h2, 0));
 	for (i = 0; i < 63; i++) {
 		ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 1, &h2));
-		EXPECT_NE(idx, (uint32_t)(h2.id & 0xffffff));
+		EXPECT_NE(idx, handle_idx(h2.id));
 	}
 	/* Only the 63 slots left: one more has no slot at all. */
 	EXPECT_EQ(-ENOSPC, ortmem_gov_reserve(self->gov, 1, 0, 1, &h2));
@@ -252,12 +255,12 @@ static void reuse_slot(struct ortmem_gov *gov, struct ortmem_handle *old,
 		       uint64_t *wp, struct ortmem_handle *cur,
 		       struct __test_metadata *_metadata)
 {
-	uint32_t idx = old->id & 0xffffff;
+	uint32_t idx = handle_idx(old->id);
 
 	*wp = atomic_load(&gov->slots[idx].word);
 	ASSERT_EQ(0, ortmem_gov_release(gov, *old, 0));
 	ASSERT_EQ(0, ortmem_gov_reserve(gov, 1, 0, 300, cur));
-	ASSERT_EQ(idx, cur->id & 0xffffff);	/* the per-thread cache is LIFO */
+	ASSERT_EQ(idx, handle_idx(cur->id));	/* the per-thread cache is LIFO */
 	ASSERT_NE(old->id, cur->id);
 }
 
@@ -278,7 +281,7 @@ TEST_F(gov, stale_pin_never_pins_the_reused_slot)
 	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &old));
 	reuse_slot(self->gov, &old, &w, &cur, _metadata);
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
-		  ortmem__pin_at(self->gov, old, old.id & 0xffffff, w, 0, NULL));
+		  ortmem__pin_at(self->gov, old, handle_idx(old.id), w, 0, NULL));
 	EXPECT_EQ(0, pins_of(self->gov, cur));
 	EXPECT_EQ(0, ortmem_gov_release(self->gov, cur, 0));
 }
@@ -291,12 +294,12 @@ TEST_F(gov, stale_unpin_never_unpins_the_reused_slot)
 	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &old));
 	ASSERT_EQ(0, ortmem_gov_pin(self->gov, old, 0, NULL));
 	/* Seen pinned; the pin is dropped and the binding released. */
-	w = atomic_load(&self->gov->slots[old.id & 0xffffff].word);
+	w = atomic_load(&self->gov->slots[handle_idx(old.id)].word);
 	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, old));
 	reuse_slot(self->gov, &old, &(uint64_t){ 0 }, &cur, _metadata);
 	ASSERT_EQ(0, ortmem_gov_pin(self->gov, cur, 0, NULL));
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
-		  ortmem__unpin_at(self->gov, old, old.id & 0xffffff, w));
+		  ortmem__unpin_at(self->gov, old, handle_idx(old.id), w));
 	EXPECT_EQ(1, pins_of(self->gov, cur));
 	EXPECT_EQ(0, ortmem_gov_unpin(self->gov, cur));
 	EXPECT_EQ(0, ortmem_gov_release(self->gov, cur, 0));
@@ -310,18 +313,18 @@ TEST_F(gov, stale_deferred_release_never_releases_the_reused_slot)
 
 	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, 1, 0, 100, &old));
 	ASSERT_EQ(0, ortmem_gov_pin(self->gov, old, 0, NULL));
-	w = atomic_load(&self->gov->slots[old.id & 0xffffff].word);
+	w = atomic_load(&self->gov->slots[handle_idx(old.id)].word);
 	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, old));
 	reuse_slot(self->gov, &old, &(uint64_t){ 0 }, &cur, _metadata);
 	/* Seen pinned: a deferred release would mark it pending... */
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
-		  ortmem__release_at(self->gov, old, old.id & 0xffffff, w,
+		  ortmem__release_at(self->gov, old, handle_idx(old.id), w,
 				     ORTMEM_RELEASE_DEFER));
 	/* ...of the new binding, or release it outright, unpinned. */
 	EXPECT_EQ(0, pins_of(self->gov, cur));
 	ASSERT_EQ(0, ortmem_gov_pin(self->gov, cur, 0, NULL));
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
-		  ortmem__release_at(self->gov, old, old.id & 0xffffff, w,
+		  ortmem__release_at(self->gov, old, handle_idx(old.id), w,
 				     ORTMEM_RELEASE_DEFER));
 	EXPECT_EQ(1, pins_of(self->gov, cur));
 	EXPECT_EQ(0, ortmem_gov_unpin(self->gov, cur));
@@ -343,8 +346,8 @@ TEST_F(gov, stale_query_and_demote_are_refused)
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_demote(self->gov, old));
 	pthread_mutex_lock(&self->gov->lock);
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE,
-		  ortmem__demote_locked(self->gov, old.id & 0xffffff,
-					(uint32_t)(old.id >> 32)));
+		  ortmem__demote_locked(self->gov, handle_idx(old.id),
+					handle_gen(old.id)));
 	pthread_mutex_unlock(&self->gov->lock);
 	EXPECT_EQ(0, ortmem_gov_release(self->gov, cur, 0));
 }
