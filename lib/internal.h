@@ -9,7 +9,7 @@
  *
  * The files, lowest floor first (each calls only those above it here):
  *
- *   util.c          small utilities: the clock
+ *   util.c          small utilities: the clock, growing arrays
  *   version.c       ortmem_version() and its string
  *   error.c         the error vocabulary, the thread-local detailed error
  *   error_format.c  a detailed error and its causes as one sentence
@@ -35,6 +35,14 @@
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ortmem__now_ns(void);
+/*
+ * ortmem__grow() - Make room for @need elements of @elem bytes in *@arr,
+ * whose capacity *@cap counts elements: doubled (from @first when empty)
+ * until it holds @need, with the multiplication checked.  0, or -ENOMEM
+ * with *@arr and *@cap as they were; the caller says what it was growing.
+ */
+int ortmem__grow(void **arr, size_t *cap, size_t need, size_t elem,
+		 size_t first);
 
 /* ---- logging (lib/log.c) ---- */
 

@@ -91,10 +91,12 @@ struct pk_compact {
 	struct pd_split *split;	/* one per frame at most, plus the root */
 	uint32_t nsplit;
 	uint32_t *parts;	/* part bounds of the splits, a stack */
-	uint32_t nparts, cap_parts;
+	uint32_t nparts;
+	size_t cap_parts;
 	uint32_t *pcount;	/* scratch: unplaced items per part */
 	struct pd_rr { uint32_t item, rank; } *rr;	/* ranks to restore */
-	uint32_t nrr, cap_rr;
+	uint32_t nrr;
+	size_t cap_rr;
 	uint32_t *lst, *oldr;	/* scratch: n each */
 	const char *order;	/* the preorder's keys, in turn */
 	uint64_t h;		/* the height probed */
@@ -179,19 +181,11 @@ static void pd_cross(struct pk_compact *d, uint32_t i, int delta)
 
 static bool pd_parts_grow(struct pk_compact *d, uint32_t need)
 {
-	uint32_t cap = d->cap_parts;
-	uint32_t *p;
-
-	if (d->nparts + need <= cap)
+	if (d->nparts + need <= d->cap_parts)
 		return true;
-	while (cap < d->nparts + need)
-		cap *= 2;
-	p = realloc(d->parts, sizeof(*p) * 2 * (size_t)cap);
-	if (!p)
-		return false;
-	d->parts = p;
-	d->cap_parts = cap;
-	return true;
+	/* A part is two words. */
+	return !ortmem__grow((void **)&d->parts, &d->cap_parts,
+			     (size_t)d->nparts + need, 2 * sizeof(*d->parts), 1);
 }
 
 /* Key @c of the preorder for item @i; the crowd is that of @rem. */
@@ -228,18 +222,10 @@ static bool pd_rerank(struct pk_compact *d, uint32_t sa, uint32_t sb)
 		if (ortmem__pk_live(&d->pk->it[i]) && !d->sky.placed[i] &&
 		    d->sky.slo[i] >= sa && d->sky.slo[i] < sb)
 			d->lst[n++] = i;
-	if (d->nrr + n > d->cap_rr) {
-		uint32_t cap = d->cap_rr;
-		struct pd_rr *rr;
-
-		while (cap < d->nrr + n)
-			cap *= 2;
-		rr = realloc(d->rr, sizeof(*rr) * cap);
-		if (!rr)
-			return false;
-		d->rr = rr;
-		d->cap_rr = cap;
-	}
+	if (d->nrr + n > d->cap_rr &&
+	    ortmem__grow((void **)&d->rr, &d->cap_rr, (size_t)d->nrr + n,
+			 sizeof(*d->rr), 1))
+		return false;
 	/* The ranks held, ascending. */
 	memcpy(d->oldr, d->lst, sizeof(*d->lst) * n);
 	for (j = 0; j < n; j++)

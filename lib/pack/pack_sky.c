@@ -161,14 +161,11 @@ void ortmem__sky_reset(struct pk_sky *k, uint64_t h)
 /* Log a value before it changes; false when the log cannot grow. */
 static bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind, uint64_t old)
 {
-	if (k->nundo == k->cap_undo) {
-		struct pk_sky_undo *u = realloc(k->undo, sizeof(*u) * 2 * k->cap_undo);
-
-		if (!u)
-			return false;
-		k->undo = u;
-		k->cap_undo *= 2;
-	}
+	/* The test stays here: this runs at every step of the searches. */
+	if (k->nundo == k->cap_undo &&
+	    ortmem__grow((void **)&k->undo, &k->cap_undo, (size_t)k->nundo + 1,
+			 sizeof(*k->undo), 1))
+		return false;
 	k->undo[k->nundo++] = (struct pk_sky_undo){ idx, kind, old };
 	return true;
 }

@@ -42,7 +42,7 @@ struct ortmem_spill {
 	struct ortmem__ealloc ea;
 	struct spill_rec *recs;
 	uint32_t nrecs;
-	uint32_t cap;
+	size_t cap;
 	uint32_t rec_free;	/* head of free records, UINT32_MAX none */
 	uint16_t salt;		/* tells this handle's extents from others' */
 	uint64_t budget;
@@ -87,18 +87,13 @@ static struct spill_rec *rec_lookup(struct ortmem_spill *s, uint64_t h,
 
 static int rec_new(struct ortmem_spill *s, uint32_t *idxp)
 {
-	struct spill_rec *recs;
-	uint32_t cap;
-
 	if (s->rec_free == UINT32_MAX && s->nrecs == s->cap) {
+		/* Record indexes are 32-bit. */
 		if (s->cap >= UINT32_MAX / 4)
 			return -ENOMEM;
-		cap = s->cap ? s->cap * 2 : 256;
-		recs = realloc(s->recs, (size_t)cap * sizeof(*recs));
-		if (!recs)
+		if (ortmem__grow((void **)&s->recs, &s->cap, (size_t)s->nrecs + 1,
+				 sizeof(*s->recs), 256))
 			return -ENOMEM;
-		s->recs = recs;
-		s->cap = cap;
 	}
 	if (s->rec_free != UINT32_MAX) {
 		*idxp = s->rec_free;
