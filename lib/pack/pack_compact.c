@@ -38,6 +38,7 @@
  * exists, or its budget; it can pause and resume (pack_sched.c races it
  * against other probes).
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "pack_internal.h"
@@ -279,7 +280,7 @@ static int pd_split_at(struct pk_compact *d, uint32_t sa, uint32_t sb,
 	if (np < 2)
 		return 0;
 	if (!pd_parts_grow(d, np))
-		return -1;
+		return -ENOMEM;
 	for (j = 0, lo = sa; j <= ncut; j++) {
 		uint32_t hi = j < ncut ? cut[j] : sb;
 
@@ -294,7 +295,7 @@ static int pd_split_at(struct pk_compact *d, uint32_t sa, uint32_t sb,
 	x = &d->split[d->nsplit++];
 	*x = (struct pd_split){ .depth = depth, .part0 = p0, .nparts = np,
 				.rr0 = d->nrr, .left = d->pcount[0] };
-	return pd_rerank(d, sa, sb) ? 1 : -1;
+	return pd_rerank(d, sa, sb) ? 1 : -ENOMEM;
 }
 
 /* Count the unplaced items of split @x's current part. */
@@ -323,7 +324,7 @@ static void pd_push_start(struct pk_compact *d, uint32_t xi)
  * After item @i was placed from frame @f (at d->depth): split its part if
  * no unplaced item crosses some boundary in it now, else go on in it,
  * else (the part is done) start the next part, of this split or of the
- * ones around it.  Return -1 out of memory, else 0.
+ * ones around it.  Return -ENOMEM, else 0.
  */
 static int pd_after(struct pk_compact *d, struct pd_frame *f, uint32_t i)
 {
@@ -340,7 +341,7 @@ static int pd_after(struct pk_compact *d, struct pd_frame *f, uint32_t i)
 		if (r)
 			pd_push_start(d, d->nsplit - 1);
 		if (r)
-			return r < 0 ? -1 : 0;
+			return r < 0 ? r : 0;
 	}
 	if (x->left) {
 		d->depth++;
@@ -624,14 +625,14 @@ struct pk_compact *ortmem__pk_compact_new(struct packer *pk)
 
 /*
  * Probe height @h with the compact search until @deadline (or @max_nodes
- * nodes, 0: no limit); keep the packing it finds.  Return 1 when one
- * fits, 0 when proven that none does, -1 when out of budget (or memory).
+ * nodes, 0: no limit); keep the packing it finds.  Return an enum
+ * pk_probe, or -ENOMEM.
  */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes)
 {
 	struct pk_compact *d = ortmem__pk_compact_new(pk);
-	int ret = -1;
+	int ret = d ? PK_PROBE_PAUSED : -ENOMEM;
 
 	if (d && d->m)
 		ret = ortmem__pk_compact_run(d, h, max_nodes ? max_nodes : UINT64_MAX,

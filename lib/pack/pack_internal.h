@@ -157,12 +157,19 @@ void ortmem__sky_undo(struct pk_sky *k, uint32_t mark);
 /* Undo back to @mark, and item @i's placement (the last one). */
 void ortmem__sky_unplace(struct pk_sky *k, uint32_t i, uint32_t mark);
 
+/* What a probe of a height says; errors are -errno apart from these. */
+enum pk_probe {
+	PK_PROBE_INFEASIBLE,	/* proven: nothing packs under the height */
+	PK_PROBE_FOUND,		/* a packing under it, kept if best */
+	PK_PROBE_PAUSED,	/* budget or deadline spent: call again */
+};
+
 /*
  * A search over the skyline that dives and restarts, and pauses between
  * calls (pack_dive.c, pack_compact.c).  ortmem__pk_diver_run() goes on
  * at height @h where the last call at the same height paused (a new
- * height starts over), for at most @budget nodes or until @deadline:
- * 1 found (kept if best), 0 proven infeasible, -1 paused.
+ * height starts over), for at most @budget nodes or until @deadline, and
+ * returns an enum pk_probe.
  */
 enum pk_dive { PK_DIVE_FOUND, PK_DIVE_INFEASIBLE, PK_DIVE_LIMIT, PK_DIVE_PAUSE };
 
@@ -191,8 +198,7 @@ bool ortmem__pk_decide(struct packer *pk);
 /*
  * Resumable searches for a packing under a height h: *_run() goes on where
  * the last call at the same h paused, for at most @budget nodes or until
- * @deadline, and returns 1 found (kept if best), 0 proven infeasible, -1
- * paused.  pack_dive.c: heuristic dives; pack_compact.c: MiniMalloc's
+ * @deadline, and returns an enum pk_probe.  pack_dive.c: heuristic dives; pack_compact.c: MiniMalloc's
  * complete search over compact packings.  *_new() returns NULL when out of
  * memory; each keeps its own path, so they can take turns.
  */
@@ -208,7 +214,8 @@ struct pk_compact *ortmem__pk_compact_new(struct packer *pk);
 int ortmem__pk_compact_run(struct pk_compact *d, uint64_t h, uint64_t budget,
 			   uint64_t deadline);
 void ortmem__pk_compact_free(struct pk_compact *d);
-/* One compact probe from scratch (@max_nodes 0: no limit). */
+/* One compact probe from scratch (@max_nodes 0: no limit): an enum
+ * pk_probe, or -ENOMEM. */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes);
 /* pack_bnb.c: exact search; true when it finished (best is optimal). */

@@ -157,11 +157,11 @@ static void ps_down(struct ps *s)
 	turn = s->budget - s->spent < s->slice ? s->budget - s->spent : s->slice;
 	r = ortmem__pk_dives_run(s->down, s->target, turn, pk->opts.deadline_ns);
 	s->spent += pk->iters - before;
-	if (r < 0 && s->spent < s->budget)
+	if ((r == PK_PROBE_PAUSED || r < 0) && s->spent < s->budget)
 		return;
-	if (r == 0)
+	if (r == PK_PROBE_INFEASIBLE)
 		ps_raise(s, s->target);
-	if (r == 1) {
+	if (r == PK_PROBE_FOUND) {
 		/* on the grid, as every height is */
 		s->step = (s->step * s->up / 4 + s->g - 1) / s->g * s->g;
 	} else {
@@ -175,7 +175,7 @@ static void ps_down(struct ps *s)
 static void ps_turn(struct ps *s, int arm)
 {
 	uint64_t deadline = s->pk->opts.deadline_ns;
-	int r = -1;
+	int r = PK_PROBE_PAUSED;
 
 	switch (arm) {
 	case PS_COMPACT:
@@ -190,7 +190,7 @@ static void ps_turn(struct ps *s, int arm)
 		ps_down(s);
 		break;
 	}
-	if (r == 0)
+	if (r == PK_PROBE_INFEASIBLE)
 		ps_raise(s, s->proven);
 	ps_sync(s);
 }
@@ -285,7 +285,8 @@ static void ps_compact_only(struct ps *s)
 	struct packer *pk = s->pk;
 
 	pk->best_h = UINT64_MAX;
-	while (!ortmem__pk_compact(pk, s->proven, pk->opts.deadline_ns, 0))
+	while (ortmem__pk_compact(pk, s->proven, pk->opts.deadline_ns, 0) ==
+	       PK_PROBE_INFEASIBLE)
 		s->proven += s->g;
 }
 

@@ -376,17 +376,17 @@ int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
 		}
 		r = v->dive(v->search, budget - (pk->iters - start), deadline);
 		if (r == PK_DIVE_PAUSE)
-			return -1;
+			return PK_PROBE_PAUSED;
 		v->in_dive = false;
 		if (r == PK_DIVE_FOUND) {
 			sky_keep(v);
-			return 1;
+			return PK_PROBE_FOUND;
 		}
 		if (r == PK_DIVE_INFEASIBLE)
-			return 0;
+			return PK_PROBE_INFEASIBLE;
 		if (ortmem__now_ns() >= deadline ||
 		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
 			break;
 	}
-	return -1;
+	return PK_PROBE_PAUSED;
 }
