@@ -64,18 +64,6 @@ uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
 
 /* ---- the portfolio ---- */
 
-/* Most crowded lifetime first, then by size: the two greedy orders that
- * do best on model graphs (Pisarchyk and Lee, 2020); a big graph may have
- * time for no other. */
-enum pk_ordering {
-	PK_BY_BREADTH,		/* most crowded lifetime first, then largest */
-	PK_BY_SIZE,		/* largest first, then longest */
-	PK_BY_AREA,		/* size x duration */
-	PK_BY_DURATION,		/* longest first, then largest */
-	PK_BY_START,		/* earliest first: a sweep in time */
-	PK_ORDERINGS
-};
-
 /* Sort keys, compared as (k1 desc, k2 desc, id asc). */
 static void pk_keys(const struct packer *pk, enum pk_ordering o, uint32_t i,
 		    const uint64_t *crowd, uint64_t *k1, uint64_t *k2)
@@ -147,7 +135,7 @@ static int pk_portfolio(struct packer *pk)
 	int o;
 
 	pk_crowd(pk, crowd);
-	for (o = 0; o < PK_ORDERINGS; o++) {
+	for (o = 0; o < PK_PORTFOLIO; o++) {
 		/* The first ordering always runs; the rest while time lasts. */
 		if (o && (pk->best_h <= pk->lb ||
 			  ortmem__now_ns() >= pk->opts.deadline_ns))

@@ -99,7 +99,7 @@ struct pk_compact {
 	uint32_t nrr;
 	size_t cap_rr;
 	uint32_t *lst, *oldr;	/* scratch: n each */
-	const char *order;	/* the preorder's keys, in turn */
+	const enum pk_ordering *order;	/* the preorder's keys, in turn */
 	uint64_t h;		/* the height probed */
 	struct pk_diver diver;	/* restarts, pauses */
 	/* where a paused dive resumes */
@@ -190,18 +190,19 @@ static bool pd_parts_grow(struct pk_compact *d, uint32_t need)
 }
 
 /* Key @c of the preorder for item @i; the crowd is that of @rem. */
-static uint64_t pd_key(const struct pk_compact *d, char c, uint32_t i,
-		       const uint64_t *rem)
+static uint64_t pd_key(const struct pk_compact *d, enum pk_ordering c,
+		       uint32_t i, const uint64_t *rem)
 {
 	const struct pk_item *x = &d->pk->it[i];
 	unsigned __int128 a = (unsigned __int128)x->size * (x->hi - x->lo);
 	uint64_t t = 0;
 	uint32_t s;
 
-	if (c == 'W')
+	if (c == PK_BY_DURATION)
 		return x->hi - x->lo;
-	if (c == 'A')
+	if (c == PK_BY_AREA)
 		return a >> 64 ? UINT64_MAX : (uint64_t)a;
+	/* PK_BY_CROWD */
 	for (s = d->sky.slo[i]; s < d->sky.shi[i]; s++)
 		if (rem[s] > t)
 			t = rem[s];
@@ -493,14 +494,18 @@ static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 }
 
 /*
- * Preorder @r: width, area, crowd (largest first) in the orders WAT, TAW,
- * TWA; after PD_PLAIN_ROUNDS rounds, each key perturbed at random.
+ * Preorder @r: duration (width), area, crowd (largest first) in the orders
+ * of pd_orders; after PD_PLAIN_ROUNDS rounds, each key perturbed at random.
  */
 static void pd_order(struct pk_compact *d, uint32_t r)
 {
 	const struct packer *pk = d->pk;
-	static const char orders[PD_ORDERS][4] = { "WAT", "TAW", "TWA" };
-	const char *o = orders[r % PD_ORDERS];
+	static const enum pk_ordering pd_orders[PD_ORDERS][3] = {
+		{ PK_BY_DURATION, PK_BY_AREA, PK_BY_CROWD },
+		{ PK_BY_CROWD, PK_BY_AREA, PK_BY_DURATION },
+		{ PK_BY_CROWD, PK_BY_DURATION, PK_BY_AREA },
+	};
+	const enum pk_ordering *o = pd_orders[r % PD_ORDERS];
 	uint64_t *key[3] = { d->k1, d->k2, d->k3 };
 	uint32_t k, c;
 

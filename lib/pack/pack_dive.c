@@ -260,8 +260,12 @@ static uint64_t pd_luby(uint32_t i)
  * then each perturbed at random. */
 static void pd_keys(struct pk_dives *d, uint32_t r)
 {
+	static const enum pk_ordering pd_kinds[3] = {
+		PK_BY_SIZE, PK_BY_DURATION, PK_BY_AREA,
+	};
 	const struct packer *pk = d->pk;
-	uint32_t k, kind = r % 3;
+	enum pk_ordering kind = pd_kinds[r % 3];
+	uint32_t k;
 
 	for (k = 0; k < d->sky.m; k++) {
 		uint32_t i = d->sky.ids[k];
@@ -274,8 +278,8 @@ static void pd_keys(struct pk_dives *d, uint32_t r)
 			size = (uint64_t)((double)size * (0.5 + (double)(ortmem__pk_rand(d->pk) % 1024) / 1024));
 			dur = (uint64_t)((double)dur * (0.5 + (double)(ortmem__pk_rand(d->pk) % 1024) / 1024));
 		}
-		v = kind == 0 ? (double)size * 4294967296.0 + (double)dur :
-		    kind == 1 ? (double)dur * 4294967296.0 + (double)size :
+		v = kind == PK_BY_SIZE ? (double)size * 4294967296.0 + (double)dur :
+		    kind == PK_BY_DURATION ? (double)dur * 4294967296.0 + (double)size :
 		    (double)size * (double)dur;
 		d->key[i] = v >= 1.8e19 ? UINT64_MAX : (uint64_t)v;
 	}

@@ -63,6 +63,25 @@ static inline uint64_t ortmem__pk_rand(struct packer *pk)
 	return pk->rng * 0x2545f4914f6cdd1dull;
 }
 
+/*
+ * The keys items are ordered by, largest first: one encoding for every
+ * search.  The portfolio (pack.c) tries the first PK_PORTFOLIO in turn:
+ * most crowded lifetime first, then by size, are the two greedy orders that
+ * do best on model graphs (Pisarchyk and Lee, 2020), and a big graph may
+ * have time for no other.  The dives (pack_dive.c) order by size, duration
+ * or area; the compact search (pack_compact.c) by duration, area and crowd.
+ */
+enum pk_ordering {
+	PK_BY_BREADTH,		/* most crowded lifetime first, then largest */
+	PK_BY_SIZE,		/* largest first, then longest */
+	PK_BY_AREA,		/* size x duration */
+	PK_BY_DURATION,		/* longest first, then largest */
+	PK_BY_START,		/* earliest first: a sweep in time */
+	PK_PORTFOLIO,
+	/* the most bytes still unplaced in a section of its lifetime */
+	PK_BY_CROWD = PK_PORTFOLIO,
+};
+
 /* An item that takes room: a size and a non-empty lifetime. */
 static inline bool ortmem__pk_live(const struct pk_item *x)
 {
