@@ -467,9 +467,7 @@ static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 		d->dive_nodes++;
 		used++;
 		pk->iters++;
-		if ((used & 63) == 0 &&
-		    ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
-		     ortmem__now_ns() >= deadline))
+		if (ortmem__pk_budget_spent(pk, used, PK_CLOCK_NODES, deadline))
 			return PK_DIVE_PAUSE;
 		f->boff = d->sky.base[i];
 		f->bound = d->rank[i];

@@ -82,6 +82,24 @@ enum pk_ordering {
 	PK_BY_CROWD = PK_PORTFOLIO,
 };
 
+/* Nodes of a dive between two looks at the budget. */
+#define PK_CLOCK_NODES 64
+
+/*
+ * The budget check of every search: true when the iteration limit is
+ * reached or @deadline has passed.  The clock is cheap (vDSO) but not
+ * free, so both are looked at only when @count is a multiple of @every (a
+ * power of two; 1: at each call).
+ */
+static inline bool ortmem__pk_budget_spent(const struct packer *pk,
+					   uint64_t count, uint64_t every,
+					   uint64_t deadline)
+{
+	return (count & (every - 1)) == 0 &&
+	       ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
+		ortmem__now_ns() >= deadline);
+}
+
 /* An item that takes room: a size and a non-empty lifetime. */
 static inline bool ortmem__pk_live(const struct pk_item *x)
 {

@@ -124,8 +124,7 @@ static bool ps_over(const struct ps *s)
 	const struct packer *pk = s->pk;
 
 	return s->proven >= s->best ||
-	       (pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
-	       ortmem__now_ns() >= pk->opts.deadline_ns;
+	       ortmem__pk_budget_spent(pk, 0, 1, pk->opts.deadline_ns);
 }
 
 /* Height @h is infeasible: the bound rises past it. */

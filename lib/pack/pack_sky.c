@@ -384,8 +384,7 @@ int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
 		}
 		if (r == PK_DIVE_INFEASIBLE)
 			return PK_PROBE_INFEASIBLE;
-		if (ortmem__now_ns() >= deadline ||
-		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
+		if (ortmem__pk_budget_spent(pk, 0, 1, deadline))
 			break;
 	}
 	return PK_PROBE_PAUSED;
