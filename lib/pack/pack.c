@@ -3,7 +3,7 @@
  * The packer's driver, its top: the lower bound, a portfolio of greedy
  * orderings placed by best fit (pack_core.c), then the searches that
  * improve on it: exact branch and bound for small instances (pack_bnb.c),
- * the race of probes of the height (pack_sched.c) and local search
+ * the race of probes of the height (pack_race.c) and local search
  * (pack_search.c).  ortmem__pack() is what the planner calls (pack.h).
  */
 #include <errno.h>
@@ -149,8 +149,8 @@ static int pk_portfolio(struct packer *pk)
 
 /* How many items pack exactly in the time budget (see pack_bnb.c). */
 #define PK_BNB_MAX_N 64
-/* Up to how many items the decision search runs (its nodes cost O(n)). */
-#define PK_DECIDE_MAX_N 20000
+/* Up to how many items the race of probes runs (its nodes cost O(n)). */
+#define PK_RACE_MAX_N 20000
 
 /*
  * ortmem__pack() - Give each item an offset; items that overlap in time
@@ -181,8 +181,8 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 		    !opts->compact_only)
 			res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
 		if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
-		    !res->optimal && n <= PK_DECIDE_MAX_N)
-			res->optimal = ortmem__pk_decide(&pk), pk.placed = false;
+		    !res->optimal && n <= PK_RACE_MAX_N)
+			res->optimal = ortmem__pk_race(&pk), pk.placed = false;
 		if (!ret && pk.best_h > pk.lb && !res->optimal)
 			ortmem__pk_local_search(&pk);
 	}

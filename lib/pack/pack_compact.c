@@ -35,7 +35,7 @@
  * lives in) in three orders, then perturbed at random.  Each dive is
  * bounded in nodes; the three orders run in turn under a limit that
  * doubles each round.  A probe ends with a packing, a proof that none
- * exists, or its budget; it can pause and resume (pack_sched.c races it
+ * exists, or its budget; it can pause and resume (pack_race.c races it
  * against other probes).
  */
 #include <errno.h>

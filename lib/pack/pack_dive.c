@@ -27,7 +27,7 @@
  * nodes; dives restart with growing limits (the Luby sequence) and new
  * keys.  A probe ends with a packing, a proof that none exists (an
  * exhausted search that never cut a branch list), or its budget; it can
- * pause and resume (pack_sched.c races it against other probes).
+ * pause and resume (pack_race.c races it against other probes).
  */
 #include <stdlib.h>
 

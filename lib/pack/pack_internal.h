@@ -11,11 +11,11 @@
  *                   best-fit placement, keeping the best, the budget check
  *   pack_search.c   iterated local search over the placement order
  *   pack_bnb.c      exact branch and bound for small instances
- *   pack_sky.c      the incremental skyline of a partial packing, and the
- *                   driver of dives over it
+ *   pack_sky.c      the incremental skyline of a partial packing
+ *   pack_diver.c    the driver of resumable dives over the skyline
  *   pack_dive.c     heuristic dives: a packing under a height H?
  *   pack_compact.c  the complete compact search under a height H
- *   pack_sched.c    probes of the height raced in turns
+ *   pack_race.c     probes of the height raced in turns
  *   pack.c          the driver: lower bound, portfolio, the searches
  */
 #ifndef ORTMEM_LIB_PACK_INTERNAL_H
@@ -203,10 +203,10 @@ enum pk_probe {
 
 /*
  * A search over the skyline that dives and restarts, and pauses between
- * calls (pack_dive.c, pack_compact.c).  ortmem__pk_diver_run() goes on
- * at height @h where the last call at the same height paused (a new
- * height starts over), for at most @budget nodes or until @deadline, and
- * returns an enum pk_probe.
+ * calls (pack_dive.c, pack_compact.c).  ortmem__pk_diver_run()
+ * (pack_diver.c) goes on at height @h where the last call at the same
+ * height paused (a new height starts over), for at most @budget nodes or
+ * until @deadline, and returns an enum pk_probe.
  */
 enum pk_dive { PK_DIVE_FOUND, PK_DIVE_INFEASIBLE, PK_DIVE_LIMIT, PK_DIVE_PAUSE };
 
@@ -228,10 +228,10 @@ int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
 			 uint64_t deadline);
 
 /*
- * pack_sched.c: probes of the height, the lower bound and below the best,
+ * pack_race.c: probes of the height, the lower bound and below the best,
  * raced in turns; true when the best height is proven optimal.
  */
-bool ortmem__pk_decide(struct packer *pk);
+bool ortmem__pk_race(struct packer *pk);
 /*
  * Resumable searches for a packing under a height h: *_run() goes on where
  * the last call at the same h paused, for at most @budget nodes or until

@@ -293,7 +293,7 @@ static void ps_compact_only(struct ps *s)
  * Race the probes until the best height is proven optimal or the budget
  * is spent; return true when it is proven.
  */
-bool ortmem__pk_decide(struct packer *pk)
+bool ortmem__pk_race(struct packer *pk)
 {
 	struct ps_shared sh;
 	struct ps proto = { .pk = pk, .sh = &sh }, s;
