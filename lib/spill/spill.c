@@ -572,15 +572,15 @@ ORTMEM_API int ortmem_spill_free(struct ortmem_spill *spill, uint64_t extent)
 	return ret;
 }
 
-ORTMEM_API int ortmem_spill_get_stats(struct ortmem_spill *spill,
-				      struct ortmem_spill_stats *st)
+ORTMEM_API int ortmem_spill_stats(struct ortmem_spill *spill,
+				  struct ortmem_spill_stats *st)
 {
 	struct ortmem_spill_stats v = { .sz = sizeof(v) };
 	struct ortmem__scount *c;
 
 	if (!spill || !st || st->sz < sizeof(st->sz) + sizeof(st->features))
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, 0,
-			"ortmem_spill_get_stats needs a handle and a stats struct declared with ORTMEM_OPTS()");
+			"ortmem_spill_stats needs a handle and a stats struct declared with ORTMEM_OPTS()");
 	c = &spill->eng.count;
 	v.features = spill->features;
 	v.align = spill->file.align;
@@ -605,6 +605,12 @@ ORTMEM_API int ortmem_spill_get_stats(struct ortmem_spill *spill,
 	       (st->sz < sizeof(v) ? st->sz : sizeof(v)) - sizeof(v.sz));
 	return 0;
 }
+
+/* The name before 0.2, like no other stats call; kept for callers built
+ * against it (libortmem.map keeps it in ORTMEM_0.1). */
+ORTMEM_API int ortmem_spill_get_stats(struct ortmem_spill *spill,
+				      struct ortmem_spill_stats *st)
+	__attribute__((alias("ortmem_spill_stats")));
 
 ORTMEM_API int ortmem_spill_inject_fault(struct ortmem_spill *spill,
 					 uint64_t nth, int fault)

@@ -105,7 +105,7 @@ static uint64_t live_extents(struct ortmem_spill *spill)
 {
 	ORTMEM_OPTS(ortmem_spill_stats, st);
 
-	if (ortmem_spill_get_stats(spill, &st))
+	if (ortmem_spill_stats(spill, &st))
 		return UINT64_MAX;
 	return st.extents;
 }
