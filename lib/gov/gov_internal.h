@@ -286,7 +286,6 @@ int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx,
 int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
 				uint64_t size, const char *hook);
 uint32_t ortmem__backend_caps(const struct gov_tier *t);
-bool ortmem__backend_can_source(const struct gov_tier *t);
 bool ortmem__backend_can_sink(const struct gov_tier *t);
 int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
 			 int to, uint64_t size, uint64_t *newbhp);
@@ -296,9 +295,6 @@ int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
 /* gov_deferred.c: deferred release and quarantine. */
 int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
 				   uint64_t id);
-int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
-				  uint64_t id);
-void ortmem__slot_free_locked(struct ortmem_gov *gov, uint32_t idx);
 void ortmem__quarantine_add(struct ortmem_gov *gov, int32_t slot, uint64_t id,
 			    int tier, int owner, uint64_t size,
 			    uint64_t residual, uint64_t bh, int code);
@@ -314,15 +310,9 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
 /* gov_reclaim.c: making room, and promotion that may need it. */
 int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
 		       uint64_t size);
-int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
-		    uint64_t size);
 int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
 
 /* gov_handle.c: operations on one binding. */
-/* Release slot @idx, whose word we hold at @w (pins 0, no one else can
- * change it but pinners, whose CAS then fails). */
-int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
-			 uint64_t id);
 /*
  * Release, pin and unpin @h, whose slot @idx was seen at word @w (which may
  * be stale by now: the operation re-reads it and refuses with

@@ -185,8 +185,8 @@ static int reclaim_demote(struct ortmem_gov *gov, int tier, uint64_t size,
 	}
 }
 
-int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
-		    uint64_t size)
+static int reclaim_for_charge(struct ortmem_gov *gov, int tier,
+			      uint32_t role, uint64_t size)
 {
 	struct gov_tier *t = &gov->tiers[tier];
 	struct reclaim_run run = { .has_cause = false };
@@ -233,7 +233,7 @@ int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
 	pthread_mutex_unlock(&gov->lock);
 	if (ortmem__tier_try_charge(gov, tier, size))
 		goto out;
-	ret = ortmem__reclaim(gov, tier, role, size);
+	ret = reclaim_for_charge(gov, tier, role, size);
 out:
 	atomic_fetch_sub(&t->exact, 1);
 	return ret;
