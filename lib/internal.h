@@ -33,6 +33,10 @@
 
 /* ---- utilities (lib/util.c) ---- */
 
+#define ORTMEM_NSEC_PER_USEC 1000ull
+#define ORTMEM_NSEC_PER_SEC 1000000000ull
+#define ORTMEM_USEC_PER_SEC 1000000ull
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ortmem__now_ns(void);
 /*

@@ -14,7 +14,7 @@ uint64_t ortmem__now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * ORTMEM_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 int ortmem__grow(void **arr, size_t *cap, size_t need, size_t elem,

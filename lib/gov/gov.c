@@ -66,7 +66,8 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 		return ortmem__err_plain(-ENOMEM, "cannot allocate a governor");
 	memset(gov, 0, sizeof(*gov));
 	gov->serial = atomic_fetch_add(&gov_serial, 1) + 1;
-	gov->tag = (uint8_t)(gov->serial % 255 + 1);
+	/* Tags 1..GOV_TAGS: a zeroed handle never names a governor. */
+	gov->tag = (uint8_t)(gov->serial % GOV_TAGS + 1);
 	gov->deferred_tail = &gov->deferred;
 	atomic_store(&gov->driver_reserve, ORTMEM_OPTS_GET(opts, driver_reserve, 0));
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {

@@ -92,6 +92,8 @@ static inline uint32_t handle_gen(uint64_t id)
 {
 	return (uint32_t)(id >> HANDLE_GEN_SHIFT);
 }
+/* Governor tags a handle carries: 1..255 (0 is never issued). */
+#define GOV_TAGS 255u
 /* A handle's index names every slot of the largest table. */
 #define GOV_MAX_HANDLES (1u << HANDLE_IDX_BITS)
 

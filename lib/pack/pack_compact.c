@@ -516,7 +516,7 @@ static void pd_order(struct pk_compact *d, uint32_t r)
 
 			if (r >= PD_ORDERS * PD_PLAIN_ROUNDS)
 				/* up to +-25 % */
-				v = (uint64_t)((double)v * (0.75 + (double)(ortmem__pk_rand(d->pk) % 1024) / 2048));
+				v = (uint64_t)((double)v * (0.75 + ortmem__pk_rand_unit(d->pk) / 2));
 			key[c][i] = UINT64_MAX - v;	/* descending */
 		}
 	}

@@ -39,6 +39,10 @@
 /* First dive's node limit, times the Luby sequence. */
 #define PD_DIVE_NODES 4
 #define PD_NONE UINT32_MAX
+/* A two-part key: the major part weighs 2^32 minor ones. */
+#define PD_KEY_MAJOR 4294967296.0
+/* Keys from here (near 2^64, as a double) are clamped to UINT64_MAX. */
+#define PD_KEY_SATURATE 1.8e19
 
 struct pd_cand {
 	uint64_t off;		/* offset; for a raise, the new floor */
@@ -273,13 +277,13 @@ static void pd_keys(struct pk_dives *d, uint32_t r)
 
 		if (r >= 3) {
 			/* noise of up to +-50% on each factor */
-			size = (uint64_t)((double)size * (0.5 + (double)(ortmem__pk_rand(d->pk) % 1024) / 1024));
-			dur = (uint64_t)((double)dur * (0.5 + (double)(ortmem__pk_rand(d->pk) % 1024) / 1024));
+			size = (uint64_t)((double)size * (0.5 + ortmem__pk_rand_unit(d->pk)));
+			dur = (uint64_t)((double)dur * (0.5 + ortmem__pk_rand_unit(d->pk)));
 		}
-		v = kind == PK_BY_SIZE ? (double)size * 4294967296.0 + (double)dur :
-		    kind == PK_BY_DURATION ? (double)dur * 4294967296.0 + (double)size :
+		v = kind == PK_BY_SIZE ? (double)size * PD_KEY_MAJOR + (double)dur :
+		    kind == PK_BY_DURATION ? (double)dur * PD_KEY_MAJOR + (double)size :
 		    (double)size * (double)dur;
-		d->key[i] = v >= 1.8e19 ? UINT64_MAX : (uint64_t)v;
+		d->key[i] = v >= PD_KEY_SATURATE ? UINT64_MAX : (uint64_t)v;
 	}
 }
 

@@ -60,7 +60,13 @@ static inline uint64_t ortmem__pk_rand(struct packer *pk)
 	pk->rng ^= pk->rng >> 12;
 	pk->rng ^= pk->rng << 25;
 	pk->rng ^= pk->rng >> 27;
-	return pk->rng * 0x2545f4914f6cdd1dull;
+	return pk->rng * 0x2545f4914f6cdd1dull;	/* xorshift64*'s multiplier */
+}
+
+/* A draw in [0, 1), in steps of 1/1024: the searches' noise on keys. */
+static inline double ortmem__pk_rand_unit(struct packer *pk)
+{
+	return (double)(ortmem__pk_rand(pk) % 1024) / 1024;
 }
 
 /*

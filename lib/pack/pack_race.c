@@ -51,6 +51,8 @@ static const uint32_t ps_turns[PS_ARMS] = { 1, 1, 4 };
 #define PS_THIN 32
 /* The first budget of a probe below the best, in nodes per item. */
 #define PS_BUDGET0 32
+/* The fewest nodes a turn of a probe gets. */
+#define PS_SLICE_MIN 1024u
 /* Most racers (threads) in one search. */
 #define PS_MAX_THREADS 64
 
@@ -319,7 +321,8 @@ bool ortmem__pk_race(struct packer *pk)
 	atomic_init(&sh.best, pk->best_h);
 	atomic_init(&sh.proven, proto.proven);
 	proto.best = pk->best_h;
-	proto.slice = 4 * (uint64_t)proto.m > 1024 ? 4 * (uint64_t)proto.m : 1024;
+	proto.slice = 4 * (uint64_t)proto.m > PS_SLICE_MIN ? 4 * (uint64_t)proto.m :
+		      PS_SLICE_MIN;
 	proto.budget = PS_BUDGET0 * (uint64_t)proto.m;
 	proto.up = 8;
 	proto.step = (pk->best_h - proto.proven) / 2 / proto.g * proto.g;

@@ -10,6 +10,8 @@
 
 #include "plan_internal.h"
 
+/* The longest time budget a plan may take. */
+#define PL_MAX_BUDGET_US (3600 * ORTMEM_USEC_PER_SEC)
 /* Ids are returned as a non-negative int. */
 #define PL_MAX_IDS ((uint32_t)INT32_MAX)
 
@@ -73,7 +75,7 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 	}
 	if (!o->time_budget_us)
 		o->time_budget_us = ORTMEM_PLAN_DEFAULT_BUDGET_US;
-	if (o->time_budget_us > 3600ull * 1000000)
+	if (o->time_budget_us > PL_MAX_BUDGET_US)
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_plan_opts.time_budget_us = %llu is over an hour",
 			(unsigned long long)o->time_budget_us);

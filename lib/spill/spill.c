@@ -22,6 +22,10 @@
 #define SPILL_GROW_DEFAULT (64ull << 20)
 #define SPILL_BATCH_MAX (1u << 20)
 #define SPILL_DIR_DEFAULT "/var/tmp"
+/* Extent records the table starts with. */
+#define SPILL_RECS_FIRST 256u
+/* Mixed into the handle's address bits for its extents' salt. */
+#define SPILL_SALT_MIX 0x5a5au
 
 enum rec_state { REC_FREE = 0, REC_WRITING, REC_LIVE };
 
@@ -92,7 +96,7 @@ static int rec_new(struct ortmem_spill *s, uint32_t *idxp)
 		if (s->cap >= UINT32_MAX / 4)
 			return -ENOMEM;
 		if (ortmem__grow((void **)&s->recs, &s->cap, (size_t)s->nrecs + 1,
-				 sizeof(*s->recs), 256))
+				 sizeof(*s->recs), SPILL_RECS_FIRST))
 			return -ENOMEM;
 	}
 	if (s->rec_free != UINT32_MAX) {
@@ -279,7 +283,7 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 	s->eng.flags = ORTMEM_OPTS_GET(opts, flags, 0);
 	s->eng.file = &s->file;
 	s->rec_free = UINT32_MAX;
-	s->salt = (uint16_t)(((uintptr_t)s >> 4) ^ (uintptr_t)s >> 20 ^ 0x5a5a);
+	s->salt = (uint16_t)(((uintptr_t)s >> 4) ^ (uintptr_t)s >> 20 ^ SPILL_SALT_MIX);
 	ortmem__ealloc_init(&s->ea);
 	pthread_mutex_init(&s->lock, NULL);
 	ret = ortmem__sfile_open(&s->file, spill_dir(opts),
