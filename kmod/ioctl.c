@@ -149,26 +149,17 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	struct ortmem_file *file = filp->private_data;
 	void __user *uarg = (void __user *)arg;
 
-	if (cmd == ORTMEM_IOC_GET_VERSION)
-		return ortmem_get_version(uarg);
-
+	/* Every command but GET_VERSION needs the file's own process. */
 	switch (cmd) {
+	case ORTMEM_IOC_GET_VERSION:
+		return ortmem_get_version(uarg);
 	case ORTMEM_IOC_ALLOC:
+		return ortmem_file_owned(file) ? ortmem_alloc(file, uarg) : -EACCES;
 	case ORTMEM_IOC_FREE:
+		return ortmem_file_owned(file) ? ortmem_free(file, uarg) : -EACCES;
 	case ORTMEM_IOC_QUERY:
-		break;
+		return ortmem_file_owned(file) ? ortmem_query(file, uarg) : -EACCES;
 	default:
 		return -ENOTTY;
-	}
-	if (!ortmem_file_owned(file))
-		return -EACCES;
-
-	switch (cmd) {
-	case ORTMEM_IOC_ALLOC:
-		return ortmem_alloc(file, uarg);
-	case ORTMEM_IOC_FREE:
-		return ortmem_free(file, uarg);
-	default:
-		return ortmem_query(file, uarg);
 	}
 }

@@ -12,10 +12,12 @@
 #include <linux/atomic.h>
 #include <linux/kref.h>
 #include <linux/miscdevice.h>
-#include <linux/mm_types.h>
+#include <linux/mm.h>
 #include <linux/xarray.h>
 
 #include <uapi/linux/ortmem.h>
+
+#include "ortmem_conftest.h"
 
 struct user_struct;
 struct pid;
@@ -125,6 +127,9 @@ extern const struct attribute_group *ortmem_groups[];
  * @vma: the new VMA.
  * @set: flags to set.
  * @clear: flags to clear.
+ *
+ * Since 6.3 vm_flags may only be changed through vm_flags_mod() and its
+ * friends; ORTMEM_HAVE_VM_FLAGS_MOD comes from kmod/conftest.sh.
  */
 static inline void ortmem_vma_mod_flags(struct vm_area_struct *vma,
 					unsigned long set, unsigned long clear)
