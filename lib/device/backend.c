@@ -32,6 +32,13 @@ static int device_free(void *ctx, uint64_t bh, uint64_t size, uint64_t *freedp)
 	return ret;
 }
 
+/* The GPU address: what ortmem_gov_pin() gives a runtime on this tier. */
+static void *device_ptr(void *ctx, uint64_t bh)
+{
+	(void)ctx;
+	return (void *)(uintptr_t)bh;
+}
+
 static int device_write(void *ctx, uint64_t bh, const void *src, uint64_t len)
 {
 	return ortmem_device_copy_to(ctx, bh, src, len, NULL);
@@ -63,6 +70,7 @@ static const struct ortmem_backend_ops device_ops = {
 	.caps = device_caps,
 	.alloc = device_alloc,
 	.free = device_free,
+	.ptr = device_ptr,
 	.write = device_write,
 	.read = device_read,
 	.busy = device_busy,

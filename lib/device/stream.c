@@ -105,10 +105,14 @@ static int stream_one(struct ortmem_device *dev, struct ortmem_spill *spill,
 
 	bounce_drop(dev, b);
 	ret = ortmem_spill_read(spill, e->extent, dev->bounce[b], e->len);
-	if (ret)
-		return ortmem__err_capacity(true, ORTMEM_TIER_DEVICE, 0, e->len, 0,
-			"streaming extent %u (%" PRIu64 " bytes) from disk to GPU %d failed; the device bytes of this extent are not valid, the extent on disk is kept",
-			i, e->len, dev->ordinal) ?: ret;
+	if (ret) {
+		char why[ORTMEM_ERROR_REASON_MAX];
+
+		snprintf(why, sizeof(why), "%s", ortmem_last_error_message());
+		return ortmem__err_io(ret, ORTMEM_TIER_DEVICE, e->len,
+			"streaming extent %u (%" PRIu64 " bytes) from disk to GPU %d failed, the extent on disk is kept and the device bytes of this extent are not valid: %s",
+			i, e->len, dev->ordinal, why);
+	}
 	return ortmem__copy(dev, true, dev->bounce[b], dptr + e->offset, e->len,
 			    &dev->bounce_ev[b]);
 }

@@ -77,8 +77,10 @@ static void op_run(struct CUstream_st *s, struct fake_op *op)
 		}
 		break;
 	case OP_RECORD:
+		/* The event reports the failure before it (once). */
 		pthread_mutex_lock(&s->lock);
 		op->fail = s->err;
+		s->err = 0;
 		pthread_mutex_unlock(&s->lock);
 		pthread_mutex_lock(&op->ev->lock);
 		if (op->gen > op->ev->completed) {
