@@ -8,7 +8,7 @@
  */
 #include <errno.h>
 
-#include "../internal.h"
+#include "internal.h"
 #include "device_internal.h"
 
 static uint32_t device_caps(void *ctx)

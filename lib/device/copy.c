@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../internal.h"
+#include "internal.h"
 #include "device_internal.h"
 
 /* ---- events ---- */

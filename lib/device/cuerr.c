@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "../internal.h"
+#include "internal.h"
 #include "device_internal.h"
 
 void ortmem__cu_describe(CUresult res, char *buf, size_t len)

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../internal.h"
+#include "internal.h"
 #include "device_internal.h"
 
 int ortmem__dev_enter(struct ortmem_device *dev, const char *what)

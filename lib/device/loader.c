@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../internal.h"
+#include "internal.h"
 #include "device_internal.h"
 
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../internal.h"
+#include "internal.h"
 #include "device_internal.h"
 
 static int mem_charge_locked(struct ortmem_device *dev, uint64_t bytes)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "../internal.h"
+#include "internal.h"
 #include "device_internal.h"
 
 static void bounce_drop(struct ortmem_device *dev, int i)

@@ -14,5 +14,5 @@ $(patsubst %.c,$(O)/selftests/%,$(wildcard device/*.c)): $(FAKECUDA)
 $(FAKECUDA): $(FAKECUDA_SRCS) device/fakecuda/fake.h $(TOPDIR)/lib/device/device_internal.h
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -fPIC -shared -Wl,-soname,libcuda.so.1 \
+	$(Q)$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -I$(TOPDIR)/lib -fPIC -shared -Wl,-soname,libcuda.so.1 \
 		-o $@ $(FAKECUDA_SRCS) $(ALL_LDFLAGS) -lpthread

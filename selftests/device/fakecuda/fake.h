@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../../lib/device/device_internal.h"
+#include "device/device_internal.h"
 
 #define FAKE_API __attribute__((visibility("default")))
 
