@@ -40,8 +40,10 @@ __attribute__((constructor)) static void fake_select(void)
 static inline bool on_fake(void)
 {
 	const char *lib = getenv("ORTMEM_CUDA_LIBRARY");
+	char a[PATH_MAX], b[PATH_MAX];
 
-	return lib && !strcmp(lib, fake_path);
+	return lib && realpath(lib, a) && realpath(fake_path, b) &&
+	       !strcmp(a, b);
 }
 
 /* Tests that inject faults or change the fake's devices need the fake. */
