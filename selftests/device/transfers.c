@@ -5,6 +5,8 @@
  * events, the governor moving device bytes to host and disk and back, and
  * disk->device streaming with spill faults.
  */
+#include <pthread.h>
+
 #include "common.h"
 
 #define MiB (1ull << 20)
@@ -255,6 +257,99 @@ TEST(release_waits_for_its_event)
 	ASSERT_EQ(0, gs.tier[ORTMEM_TIER_DEVICE].used);
 	tiers_close(&t);
 	free(buf);
+}
+
+/* A release while a copy of the handle still uses the memory waits (busy). */
+TEST(release_waits_for_a_copy_in_flight)
+{
+	ORTMEM_OPTS(ortmem_device_stats, st);
+	struct ortmem_device_event *ev;
+	struct ortmem_handle h;
+	size_t len = MiB;
+	char *buf = malloc(len);
+	struct tiers t;
+	void *p;
+
+	NEED_FAKE();
+	setenv("FAKECUDA_DELAY_US", "300000", 1);
+	ASSERT_EQ(0, tiers_open(&t, 16 * MiB));
+	ASSERT_EQ(0, ortmem_gov_alloc(t.gov, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
+				      len, 0, &h));
+	ASSERT_EQ(0, ortmem_gov_pin(t.gov, h, 0, &p));
+	fill(buf, len, 4);
+	ASSERT_EQ(0, ortmem_device_copy_to(t.dev, (uintptr_t)p, buf, len, &ev));
+	ASSERT_EQ(0, ortmem_gov_unpin(t.gov, h));
+	/* Queued, not freed: the copy still writes the memory. */
+	ASSERT_EQ(1, ortmem_gov_release(t.gov, h, 0));
+	ASSERT_EQ(0, ortmem_gov_poll(t.gov));
+	ASSERT_EQ(0, ortmem_device_stats(t.dev, &st));
+	ASSERT_EQ(len, st.used_bytes);
+	ASSERT_EQ(0, ortmem_device_event_wait(ev));
+	ortmem_device_event_put(ev);
+	ASSERT_EQ(1, ortmem_gov_poll(t.gov));
+	ASSERT_EQ(0, ortmem_device_stats(t.dev, &st));
+	ASSERT_EQ(0, st.used_bytes);
+	tiers_close(&t);
+	free(buf);
+}
+
+struct worker {
+	struct ortmem_device *dev;
+	unsigned int seed;
+	int failures;
+};
+
+/* Allocate, upload, read back with events, check, free: many times. */
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	size_t len = 96 << 10;
+	char *src = malloc(len), *dst = malloc(len);
+	struct ortmem_device_event *a, *b;
+	unsigned int i;
+	uint64_t d;
+
+	for (i = 0; i < 40; i++) {
+		fill(src, len, w->seed + i);
+		if (ortmem_device_alloc(w->dev, len, 0, &d) ||
+		    ortmem_device_copy_to(w->dev, d, src, len, &a) ||
+		    ortmem_device_copy_from(w->dev, dst, d, len, &b) ||
+		    ortmem_device_event_wait(b) || !filled(dst, len, w->seed + i))
+			w->failures++;
+		ortmem_device_event_put(a);
+		ortmem_device_event_put(b);
+		if (ortmem_device_free(w->dev, d))
+			w->failures++;
+	}
+	free(src);
+	free(dst);
+	return NULL;
+}
+
+/* Several threads on one handle at once (TSan checks the locking). */
+TEST(threads_share_a_handle)
+{
+	ORTMEM_OPTS(ortmem_device_stats, st);
+	struct worker w[4];
+	pthread_t th[4];
+	struct ortmem_device *dev;
+	int i;
+
+	NEED_DEVICES(1);
+	setenv("FAKECUDA_DELAY_US", "100", 1);
+	ASSERT_EQ(0, ortmem_device_open(0, NULL, &dev));
+	for (i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .dev = dev, .seed = 100u * (unsigned int)i };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker_run, &w[i]));
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, w[i].failures);
+	}
+	ASSERT_EQ(0, ortmem_device_stats(dev, &st));
+	ASSERT_EQ(0, st.used_bytes);
+	ASSERT_EQ(4 * 40 * 2, st.copies);
+	ortmem_device_close(dev);
 }
 
 /* The context is lost mid-run: a clear error, the other tiers go on. */

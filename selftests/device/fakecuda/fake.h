@@ -19,6 +19,9 @@
  *                              working (default v2); the others answer
  *                              CUDA_ERROR_NOT_FOUND
  *   FAKECUDA_DELAY_US=N        each stream operation waits N us first
+ *                              (default 200: long enough that a caller
+ *                              reading before it synchronised races the
+ *                              copy, and TSan says so)
  *   FAKECUDA_FAULTS=NAME:NTH:RESULT[:async][,...]
  *       the NTH call (from 1, counted since the variable last changed) of
  *       entry point NAME (base name, e.g. cuMemAlloc) fails with RESULT.

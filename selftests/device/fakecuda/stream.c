@@ -60,7 +60,7 @@ static void event_put(struct CUevent_st *ev)
 
 static void op_run(struct CUstream_st *s, struct fake_op *op)
 {
-	long delay = (long)fake_env("FAKECUDA_DELAY_US", 0);
+	long delay = (long)fake_env("FAKECUDA_DELAY_US", 200);
 
 	if (delay > 0)
 		usleep((useconds_t)delay);
