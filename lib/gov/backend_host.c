@@ -8,9 +8,8 @@
  */
 #include <errno.h>
 
+#include <ortmem/governor.h>
 #include <ortmem/host.h>
-
-#include "gov_internal.h"
 
 static uint32_t host_caps(void *ctx)
 {

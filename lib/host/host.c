@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "host_dev.h"
 #include "host_internal.h"
 
 /* The fallback is announced once per process, whatever the reason. */
