@@ -12,25 +12,6 @@
 #include "internal.h"
 #include "device_internal.h"
 
-void ortmem__cu_describe(CUresult res, char *buf, size_t len)
-{
-	const struct cu_api *cu = ortmem__cuda_loaded();
-	const char *name = NULL, *text = NULL;
-
-	if (cu && cu->cuGetErrorName &&
-	    cu->cuGetErrorName(res, &name) != CUDA_SUCCESS)
-		name = NULL;
-	if (cu && cu->cuGetErrorString &&
-	    cu->cuGetErrorString(res, &text) != CUDA_SUCCESS)
-		text = NULL;
-	if (name && text)
-		snprintf(buf, len, "%s (%s)", name, text);
-	else if (name)
-		snprintf(buf, len, "%s", name);
-	else
-		snprintf(buf, len, "CUresult %d", res);
-}
-
 bool ortmem__cu_is_lost(CUresult res)
 {
 	switch (res) {

@@ -3,14 +3,16 @@
  * lib/device/device_internal.h - the device tier's interface inside
  * libortmem, and the few CUDA driver API declarations it needs.
  *
- * Files of lib/device/:
+ * Files of lib/device/, lowest floor first (a file calls only those above):
  *   loader.c   dlopen of libcuda.so.1 once, the entry point table (through
- *              cuGetProcAddress or dlsym), cuInit, why the tier is absent
+ *              cuGetProcAddress or dlsym), cuInit, why the tier is absent,
+ *              the driver's names of its results
  *   cuerr.c    CUresult -> -errno and detailed error, at the boundary
- *   device.c   open/close, primary context, streams, statistics
+ *   ctx.c      a handle's context made current; address -> allocation
+ *   copy.c     events, asynchronous copies, host registration
  *   memory.c   cuMemAlloc, virtual backing (reserve/create/map/access)
- *   copy.c     host registration, asynchronous copies, events
  *   stream.c   disk -> device through pinned bounce buffers, pipelined
+ *   device.c   open/close, primary context, streams, statistics
  *   backend.c  ortmem_backend_device(), the governor's device tier
  *
  * The declarations below follow the CUDA driver API documentation (types,
@@ -176,14 +178,15 @@ const struct cu_api *ortmem__cuda(void);
 /* The table as it stands, without loading or error (for describing). */
 const struct cu_api *ortmem__cuda_loaded(void);
 
+/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for @res. */
+void ortmem__cu_describe(CUresult res, char *buf, size_t len);
+
 /* ===================================================================
  * Errors (cuerr.c)
  * =================================================================== */
 
 struct ortmem_device;
 
-/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" for @res. */
-void ortmem__cu_describe(CUresult res, char *buf, size_t len);
 /* A lost context or device: the context can do no more work. */
 bool ortmem__cu_is_lost(CUresult res);
 /*
@@ -195,7 +198,7 @@ int ortmem__cu_fail(struct ortmem_device *dev, const char *call,
 		    CUresult res, uint64_t bytes);
 
 /* ===================================================================
- * Device handle (device.c)
+ * Device handle (ctx.c; open and close in device.c)
  * =================================================================== */
 
 enum { DEV_STREAM_H2D, DEV_STREAM_D2H, DEV_NSTREAMS };

@@ -61,6 +61,26 @@ static void *cu_resolve(const struct cu_resolver *r, const struct cu_entry *e)
 	return dlsym(r->lib, e->sym);
 }
 
+/* The driver's own name and text of @res, where it has them. */
+void ortmem__cu_describe(CUresult res, char *buf, size_t len)
+{
+	const struct cu_api *cu = ortmem__cuda_loaded();
+	const char *name = NULL, *text = NULL;
+
+	if (cu && cu->cuGetErrorName &&
+	    cu->cuGetErrorName(res, &name) != CUDA_SUCCESS)
+		name = NULL;
+	if (cu && cu->cuGetErrorString &&
+	    cu->cuGetErrorString(res, &text) != CUDA_SUCCESS)
+		text = NULL;
+	if (name && text)
+		snprintf(buf, len, "%s (%s)", name, text);
+	else if (name)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "CUresult %d", res);
+}
+
 static int cuda_absent_because(int code, const char *fmt, ...) __printf(2, 3);
 static int cuda_absent_because(int code, const char *fmt, ...)
 {
