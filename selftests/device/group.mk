@@ -8,6 +8,9 @@
 
 FAKECUDA := $(O)/selftests/device/fakecuda/libcuda.so.1
 FAKECUDA_SRCS := $(wildcard device/fakecuda/*.c)
+# Every entry point defined (-z defs), except where clang's sanitizer
+# runtimes cannot be linked into a shared object (as lib/Makefile).
+FAKECUDA_ZDEFS := $(if $(and $(SAN),$(findstring clang,$(CC))),,-Wl,-z,defs)
 
 $(patsubst %.c,$(O)/selftests/%,$(wildcard device/*.c)): $(FAKECUDA)
 
@@ -15,4 +18,4 @@ $(FAKECUDA): $(FAKECUDA_SRCS) device/fakecuda/fake.h $(TOPDIR)/lib/device/device
 	$(call msg,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(ALL_CFLAGS)) -I$(TOPDIR)/lib -fPIC -shared -Wl,-soname,libcuda.so.1 \
-		-o $@ $(FAKECUDA_SRCS) $(ALL_LDFLAGS) -lpthread
+		$(FAKECUDA_ZDEFS) -o $@ $(FAKECUDA_SRCS) $(ALL_LDFLAGS) -lpthread

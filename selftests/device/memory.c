@@ -105,6 +105,67 @@ TEST(bad_arguments)
 	ortmem_device_close(dev);
 }
 
+/* NULLs, overflows, unknown bits, wrong handles: refused, nothing done. */
+TEST(hostile_arguments)
+{
+	ORTMEM_OPTS(ortmem_device_opts, big, .bounce_bytes = 2ull << 30);
+	ORTMEM_OPTS(ortmem_device_opts, pad, .pad = 1);
+	struct ortmem_device_stats small = { .sz = 4 };
+	ORTMEM_OPTS(ortmem_device_stats, st);
+	struct ortmem_device_extent ext = { .extent = 1, .len = 4096 };
+	struct ortmem_device *dev;
+	struct ortmem_device_event *ev = NULL;
+	char buf[64];
+	uint64_t d, g;
+
+	NEED_DEVICES(1);
+	ASSERT_EQ(-EINVAL, ortmem_device_open(0, NULL, NULL));
+	ASSERT_EQ(-EINVAL, ortmem_device_open(0, &big, &dev));
+	ASSERT_TRUE(has(reason(), "bounce_bytes"));
+	ASSERT_EQ(-EINVAL, ortmem_device_open(0, &pad, &dev));
+	ASSERT_EQ(0, ortmem_device_open(0, NULL, &dev));
+	ASSERT_EQ(-EINVAL, ortmem_device_alloc(NULL, 4096, 0, &d));
+	ASSERT_EQ(-EINVAL, ortmem_device_alloc(dev, 4096, 0, NULL));
+	ASSERT_EQ(-EINVAL, ortmem_device_alloc(dev, UINT64_MAX, 0, &d));
+	ASSERT_EQ(-EINVAL, ortmem_device_alloc(dev, UINT64_MAX, ORTMEM_DEVICE_ALLOC_VIRTUAL, &d));
+	ASSERT_EQ(-EINVAL, ortmem_device_stats(dev, &small));
+	ASSERT_EQ(-EINVAL, ortmem_device_stats(dev, NULL));
+	ASSERT_EQ(-EINVAL, ortmem_device_register(dev, NULL, 4096));
+	ASSERT_EQ(-EINVAL, ortmem_device_register(dev, buf, 0));
+	ASSERT_EQ(-EINVAL, ortmem_device_register(dev, (void *)(UINTPTR_MAX - 10), 4096));
+	ASSERT_EQ(-EINVAL, ortmem_device_unregister(dev, buf));
+	ASSERT_EQ(-EINVAL, ortmem_device_event_wait(NULL));
+	ASSERT_EQ(-EINVAL, ortmem_device_event_query(NULL));
+	ortmem_device_event_put(NULL);
+	ASSERT_EQ(-EINVAL, ortmem_device_release_after(NULL, (struct ortmem_handle){ 1 }, ev));
+	ASSERT_EQ(0, ortmem_device_alloc(dev, 8192, 0, &d));
+	/* Copies that wrap around or leave the allocation. */
+	ASSERT_EQ(-EINVAL, ortmem_device_copy_to(dev, d, buf, UINT64_MAX, NULL));
+	ASSERT_EQ(-EINVAL, ortmem_device_copy_to(dev, d + 8150, buf, 64, NULL));
+	ASSERT_EQ(-EINVAL, ortmem_device_copy_to(dev, d, NULL, 64, NULL));
+	ASSERT_EQ(-EINVAL, ortmem_device_copy_from(dev, buf, d, 0, NULL));
+	/* Not virtual: no map or unmap. */
+	ASSERT_EQ(-EINVAL, ortmem_device_map(dev, d, 0, 4096));
+	ASSERT_TRUE(has(reason(), "not the start of a virtual allocation"));
+	if (!ortmem_device_granularity(dev, &g)) {
+		uint64_t v;
+
+		ASSERT_EQ(0, ortmem_device_alloc(dev, 2 * g, ORTMEM_DEVICE_ALLOC_VIRTUAL, &v));
+		ASSERT_EQ(-EINVAL, ortmem_device_map(dev, v, UINT64_MAX - g + 1, g));
+		ASSERT_EQ(-EINVAL, ortmem_device_map(dev, v, g, UINT64_MAX - g + 1));
+		ASSERT_EQ(-EINVAL, ortmem_device_unmap(dev, v, 0, 0));
+		ASSERT_EQ(0, ortmem_device_free(dev, v));
+	}
+	/* Streams: NULLs, nothing, a destination outside the allocation. */
+	ASSERT_EQ(-EINVAL, ortmem_device_stream_in(dev, NULL, &ext, 1, d));
+	ASSERT_EQ(0, ortmem_device_stats(dev, &st));
+	ASSERT_EQ(8192, st.used_bytes);
+	ASSERT_EQ(0, ortmem_device_free(dev, d));
+	ASSERT_EQ(-EINVAL, ortmem_device_free(dev, d));	/* twice */
+	ortmem_device_close(dev);
+	ortmem_device_close(NULL);
+}
+
 /* Two devices, a budget each: what one takes the other does not see. */
 TEST(two_devices_budgets)
 {
