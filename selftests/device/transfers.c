@@ -396,6 +396,68 @@ TEST(context_lost_mid_run)
 	tiers_close(&t);
 }
 
+/* The context is lost under a copy: its event says so, the handle is lost. */
+TEST(context_lost_under_a_copy)
+{
+	ORTMEM_OPTS(ortmem_device_stats, st);
+	struct ortmem_device_event *ev;
+	struct ortmem_handle h;
+	struct tiers t;
+	char *buf = malloc(MiB);
+	void *p;
+
+	NEED_FAKE();
+	ASSERT_EQ(0, tiers_open(&t, 16 * MiB));
+	ASSERT_EQ(0, ortmem_gov_alloc(t.gov, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_WEIGHTS,
+				      MiB, 0, &h));
+	ASSERT_EQ(0, ortmem_gov_pin(t.gov, h, 0, &p));
+	setenv("FAKECUDA_FAULTS", "cuMemcpyHtoDAsync:1:719:async", 1);
+	ASSERT_EQ(0, ortmem_device_copy_to(t.dev, (uintptr_t)p, buf, MiB, &ev));
+	ASSERT_EQ(0, ortmem_gov_unpin(t.gov, h));
+	/* Gated on the failing copy: released once the loss is known. */
+	ASSERT_EQ(1, ortmem_device_release_after(t.gov, h, ev));
+	ASSERT_EQ(-ENXIO, ortmem_device_event_wait(ev));
+	ASSERT_TRUE(has(reason(), "CUDA_ERROR_LAUNCH_FAILED"));
+	ortmem_device_event_put(ev);
+	ASSERT_EQ(0, ortmem_device_stats(t.dev, &st));
+	ASSERT_EQ(1, st.lost);
+	ASSERT_EQ(1, ortmem_gov_poll(t.gov));
+	ASSERT_EQ(0, ortmem_device_stats(t.dev, &st));
+	ASSERT_EQ(0, st.used_bytes);
+	ASSERT_EQ(-ENXIO, ortmem_device_alloc(t.dev, 4096, 0, (uint64_t *)&p));
+	tiers_close(&t);
+	free(buf);
+}
+
+/* Streaming's bounce buffers cannot be registered: refused, no leak. */
+TEST(stream_bounce_registration_fails)
+{
+	ORTMEM_OPTS(ortmem_spill_opts, so, .grow_bytes = 4 * MiB);
+	ORTMEM_OPTS(ortmem_device_stats, st);
+	struct ortmem_device_extent ext = { .len = 4096 };
+	struct ortmem_device *dev;
+	struct ortmem_spill *spill;
+	char buf[4096] = { 1 };
+	uint64_t d;
+
+	NEED_FAKE();
+	if (ortmem_spill_open(&so, &spill))
+		SKIP("no spill file: %s", reason());
+	ASSERT_EQ(0, ortmem_spill_write(spill, buf, sizeof(buf), &ext.extent));
+	ASSERT_EQ(0, ortmem_device_open(0, NULL, &dev));
+	ASSERT_EQ(0, ortmem_device_alloc(dev, 4096, 0, &d));
+	setenv("FAKECUDA_FAULTS", "cuMemHostRegister:2:2", 1);
+	ASSERT_EQ(-ENOMEM, ortmem_device_stream_in(dev, spill, &ext, 1, d));
+	ASSERT_TRUE(has(reason(), "cuMemHostRegister: CUDA_ERROR_OUT_OF_MEMORY"));
+	/* The next call sets them up again and works. */
+	ASSERT_EQ(0, ortmem_device_stream_in(dev, spill, &ext, 1, d));
+	ASSERT_EQ(0, ortmem_device_stats(dev, &st));
+	ASSERT_EQ(4096, st.streamed_bytes);
+	ASSERT_EQ(0, ortmem_device_free(dev, d));
+	ortmem_device_close(dev);
+	ortmem_spill_close(spill);
+}
+
 FIXTURE(stream) {};
 FIXTURE_VARIANT(stream) { int nth; int fault; };
 FIXTURE_VARIANT_ADD(stream, clean) { .nth = 0 };
