@@ -73,7 +73,7 @@ int ortmem__cu_fail(struct ortmem_device *dev, const char *call,
 	}
 	if (code == -ENXIO) {
 		if (dev && !atomic_exchange(&dev->lost, true))
-			pr_err("GPU %d (%s) lost: %s: %s\n", dev->ordinal,
+			pr_err("GPU %d (%s) lost: %s: %s", dev->ordinal,
 			       dev->name, call, why);
 		return ortmem__err_io(code, ORTMEM_TIER_DEVICE, bytes,
 			"%s: %s%s: the GPU context is lost, its memory is gone; close this device handle (the host and disk tiers still work)",

@@ -114,7 +114,13 @@ static void dev_teardown(struct ortmem_device *dev)
 		struct dev_alloc *a = dev->allocs;
 
 		dev->allocs = a->next;
-		ortmem__mem_release(dev, a);
+		if (ortmem__mem_release(dev, a)) {
+			pr_err("GPU %d: closing with %#" PRIx64 " (%" PRIu64 " bytes) not freed: %s; it goes with the context",
+			       dev->ordinal, a->dptr, a->size,
+			       ortmem_last_error_message());
+			free(a->granules);
+			free(a);
+		}
 	}
 	ortmem__regs_fini(dev);
 	ortmem__events_fini(dev);
@@ -169,7 +175,7 @@ ORTMEM_API int ortmem_device_open(int ordinal,
 		return ret;
 	}
 	dev->budget = budget;
-	pr_info("GPU %d: %s, %" PRIu64 " MiB, budget %" PRIu64 " MiB, virtual backing %s\n",
+	pr_info("GPU %d: %s, %" PRIu64 " MiB, budget %" PRIu64 " MiB, virtual backing %s",
 		ordinal, dev->name, dev->total >> 20, budget >> 20,
 		dev->granularity ? "on" : "off");
 	*devp = dev;

@@ -265,7 +265,8 @@ struct dev_alloc *ortmem__dev_find_locked(struct ortmem_device *dev,
 /* memory.c */
 int ortmem__mem_alloc(struct ortmem_device *dev, uint64_t size, bool virt,
 		      struct dev_alloc **ap);
-void ortmem__mem_release(struct ortmem_device *dev, struct dev_alloc *a);
+/* Free @a (off the list) and its record; on failure it is kept whole. */
+int ortmem__mem_release(struct ortmem_device *dev, struct dev_alloc *a);
 
 /* copy.c */
 int ortmem__copy(struct ortmem_device *dev, bool to_device, void *host,

@@ -90,7 +90,7 @@ static int cuda_absent_because(int code, const char *fmt, ...)
 	vsnprintf(cuda_absent, sizeof(cuda_absent), fmt, ap);
 	va_end(ap);
 	cuda_code = code;
-	pr_info("device tier absent: %s\n", cuda_absent);
+	pr_info("device tier absent: %s", cuda_absent);
 	return code;
 }
 
@@ -117,7 +117,7 @@ static int cuda_resolve_all(void *lib, const char *path)
 			missing_vmm++;
 	}
 	cuda_api.have_vmm = !missing_vmm;
-	pr_debug("CUDA entry points resolved through %s\n",
+	pr_debug("CUDA entry points resolved through %s",
 		 r.getproc_v2 ? "cuGetProcAddress_v2" :
 		 r.getproc_v1 ? "cuGetProcAddress" : "dlsym");
 	return 0;
@@ -161,7 +161,7 @@ static void cuda_load(void)
 			why, res ? 0 : cuda_api.ndevices);
 		goto fail;
 	}
-	pr_info("device tier: %s, driver API %d, %d GPU%s, virtual backing %s\n",
+	pr_info("device tier: %s, driver API %d, %d GPU%s, virtual backing %s",
 		path, cuda_api.driver_version, cuda_api.ndevices,
 		cuda_api.ndevices == 1 ? "" : "s",
 		cuda_api.have_vmm ? "available" : "unavailable");

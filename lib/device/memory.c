@@ -174,30 +174,42 @@ fail:
 	return ortmem__cu_fail(dev, call, res, g);
 }
 
-void ortmem__mem_release(struct ortmem_device *dev, struct dev_alloc *a)
+int ortmem__mem_release(struct ortmem_device *dev, struct dev_alloc *a)
 {
 	uint64_t i;
 	CUresult res;
+	int ret = 0;
 
 	/* Our own copies that may still use it are waited for first (the
 	 * record is off the list: no new copy can start on it). */
 	ortmem__alloc_wait(dev, a, true);
 	if (a->is_virtual) {
 		for (i = 0; i < a->size / dev->granularity; i++)
-			if (mem_unmap_granule(dev, a, i))
-				pr_err("GPU %d: %s\n", dev->ordinal,
-				       ortmem_last_error_message());
+			if (mem_unmap_granule(dev, a, i) && !ret)
+				ret = ortmem_last_error()->code;
+		/* A granule still mapped keeps the range: free it later. */
+		if (ret)
+			return ret;
 		if (!atomic_load(&dev->lost) &&
-		    (res = dev->cu->cuMemAddressFree(a->dptr, a->size)))
+		    (res = dev->cu->cuMemAddressFree(a->dptr, a->size))) {
+			/* The memory is back; only address space stays. */
 			ortmem__cu_fail(dev, "cuMemAddressFree", res, a->size);
+			pr_err("GPU %d: the address range at %#" PRIx64 " stays reserved: %s",
+			       dev->ordinal, a->dptr, ortmem_last_error_message());
+		}
 		free(a->granules);
 	} else {
-		if (!atomic_load(&dev->lost) && (res = dev->cu->cuMemFree(a->dptr)))
-			pr_err("GPU %d: cuMemFree of %#" PRIx64 " failed (%d); its bytes are left to the context\n",
-			       dev->ordinal, a->dptr, res);
+		if (!atomic_load(&dev->lost) && (res = dev->cu->cuMemFree(a->dptr))) {
+			ret = ortmem__cu_fail(dev, "cuMemFree", res, a->size);
+			/* Lost by this very call: the memory went with it. */
+			if (!atomic_load(&dev->lost))
+				return ret;
+			ret = 0;
+		}
 		mem_uncharge(dev, a->mapped);
 	}
 	free(a);
+	return ret;
 }
 
 ORTMEM_API int ortmem_device_alloc(struct ortmem_device *dev, uint64_t size,
@@ -250,6 +262,7 @@ static struct dev_alloc *mem_unlink(struct ortmem_device *dev, uint64_t dptr)
 ORTMEM_API int ortmem_device_free(struct ortmem_device *dev, uint64_t dptr)
 {
 	struct dev_alloc *a;
+	int ret;
 
 	if (!dev)
 		return ortmem__err_invalid(ORTMEM_TIER_DEVICE, 0, "dev is NULL");
@@ -260,8 +273,16 @@ ORTMEM_API int ortmem_device_free(struct ortmem_device *dev, uint64_t dptr)
 			dptr, dev->ordinal);
 	if (!atomic_load(&dev->lost))
 		ortmem__dev_enter(dev, "ortmem_device_free");
-	ortmem__mem_release(dev, a);
-	return 0;
+	ret = ortmem__mem_release(dev, a);
+	if (ret) {
+		/* Still ours: a later free may succeed. */
+		pthread_mutex_lock(&dev->lock);
+		a->next = dev->allocs;
+		dev->allocs = a;
+		dev->nallocs++;
+		pthread_mutex_unlock(&dev->lock);
+	}
+	return ret;
 }
 
 /* The virtual allocation starting at @dptr and granules [*first, *end). */

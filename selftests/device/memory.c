@@ -322,6 +322,30 @@ TEST_F(oom, no_leak_and_the_drivers_reason)
 	ortmem_device_close(dev);
 }
 
+/* A free the driver refuses keeps the allocation; a later one frees it. */
+TEST(free_refused_then_retried)
+{
+	ORTMEM_OPTS(ortmem_device_stats, st);
+	struct ortmem_device *dev;
+	uint64_t d;
+
+	NEED_FAKE();
+	ASSERT_EQ(0, ortmem_device_open(0, NULL, &dev));
+	ASSERT_EQ(0, ortmem_device_alloc(dev, MiB, 0, &d));
+	setenv("FAKECUDA_FAULTS", "cuMemFree:1:999", 1);
+	ASSERT_EQ(-EIO, ortmem_device_free(dev, d));
+	ASSERT_TRUE(has(reason(), "cuMemFree: CUDA_ERROR_UNKNOWN"));
+	ASSERT_EQ(0, ortmem_device_stats(dev, &st));
+	ASSERT_EQ(1, st.allocations);
+	ASSERT_EQ(MiB, st.used_bytes);
+	ASSERT_EQ(0, ortmem_device_free(dev, d));
+	ASSERT_EQ(0, ortmem_device_stats(dev, &st));
+	ASSERT_EQ(0, st.allocations);
+	ASSERT_EQ(0, st.used_bytes);
+	ASSERT_EQ(st.total_bytes, st.free_bytes);
+	ortmem_device_close(dev);
+}
+
 TEST(virtual_backing_grow_unmap_remap)
 {
 	ORTMEM_OPTS(ortmem_device_stats, st);
