@@ -19,10 +19,13 @@
  *
  * Thread contract: every call may come from any thread, at the same time
  * as others on the same handle, except ortmem_device_close(), which must
- * not overlap any other call on that handle.  Calls that reach the driver
- * make the handle's context current on the calling thread first (and leave
- * it current), so a caller need not manage contexts.  Device addresses are
- * CUdeviceptr values, as uint64_t.
+ * not overlap any other call on that handle (nor may an allocation be
+ * freed while another call copies to, from or maps it).  Calls that reach
+ * the driver make the handle's context current on the calling thread first
+ * (and leave it current), so a caller need not manage contexts.  Events
+ * and allocations of a handle are invalid after its close; close the
+ * governors that use a handle before it.  Device addresses are CUdeviceptr
+ * values, as uint64_t.
  *
  * Errors: no CUresult leaves the library.  A driver failure becomes an
  * -errno and a detailed error whose reason carries the driver's own name
