@@ -23,7 +23,8 @@ static long ortmem_get_version(void __user *uarg)
 		return -EPROTO;
 	args.abi_version = ORTMEM_ABI_VERSION;
 	args.min_abi_version = ORTMEM_ABI_MIN_VERSION;
-	args.features = ORTMEM_FEAT_REGIONS | ORTMEM_FEAT_NUMA;
+	args.features = ORTMEM_FEAT_REGIONS | ORTMEM_FEAT_NUMA |
+			ORTMEM_FEAT_SPILL_MAP;
 	args.max_pinned_bytes = (u64)ortmem_cap_pages() << PAGE_SHIFT;
 	args.page_size = PAGE_SIZE;
 	if (copy_to_user(uarg, &args, sizeof(args)))
@@ -156,6 +157,11 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case ORTMEM_IOC_ALLOC:
 	case ORTMEM_IOC_FREE:
 	case ORTMEM_IOC_QUERY:
+	case ORTMEM_IOC_BIND:
+	case ORTMEM_IOC_UNBIND:
+	case ORTMEM_IOC_EVICT:
+	case ORTMEM_IOC_RESTORE:
+	case ORTMEM_IOC_SPILL_STATS:
 		break;
 	default:
 		return -ENOTTY;
@@ -168,6 +174,16 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return ortmem_alloc(file, uarg);
 	case ORTMEM_IOC_FREE:
 		return ortmem_free(file, uarg);
+	case ORTMEM_IOC_BIND:
+		return ortmem_bind(file, uarg);
+	case ORTMEM_IOC_UNBIND:
+		return ortmem_unbind(file, uarg);
+	case ORTMEM_IOC_EVICT:
+		return ortmem_evict(file, filp->f_mapping, uarg);
+	case ORTMEM_IOC_RESTORE:
+		return ortmem_restore(file, uarg);
+	case ORTMEM_IOC_SPILL_STATS:
+		return ortmem_spill_stats(file, uarg);
 	default:
 		return ortmem_query(file, uarg);
 	}

@@ -42,6 +42,11 @@ static int ortmem_open(struct inode *inode, struct file *filp)
 	file = kzalloc(sizeof(*file), GFP_KERNEL_ACCOUNT);
 	if (!file)
 		return -ENOMEM;
+	file->counters = ortmem_counters_new();
+	if (!file->counters) {
+		kfree(file);
+		return -ENOMEM;
+	}
 	xa_init_flags(&file->regions, XA_FLAGS_ALLOC1);
 	file->owner = get_pid(task_tgid(current));
 	filp->private_data = file;
@@ -59,6 +64,7 @@ static int ortmem_release(struct inode *inode, struct file *filp)
 		ortmem_region_put(region);
 	}
 	xa_destroy(&file->regions);
+	ortmem_counters_put(file->counters);
 	put_pid(file->owner);
 	kfree(file);
 	return 0;

@@ -20,7 +20,10 @@
  * - ``regions``: regions alive now (freed handles still mapped count);
  * - ``max_pinned_bytes``: the cap (module parameter ``max_pinned_mb``);
  * - ``outstanding_pages``: pages allocated and not yet given back to the
- *   kernel; 0 whenever no region is alive.
+ *   kernel; 0 whenever no region is alive (evicted pages are not
+ *   outstanding: they went back to the kernel).
+ *
+ * The spill mapping's figures are in the ``spill/`` folder (spill_map.c).
  */
 
 static ssize_t abi_version_show(struct device *dev,
@@ -76,5 +79,6 @@ static const struct attribute_group ortmem_group = {
 
 const struct attribute_group *ortmem_groups[] = {
 	&ortmem_group,
+	&ortmem_spill_group,
 	NULL,
 };

@@ -12,7 +12,7 @@
 # and when qemu, busybox or a kernel with matching headers is missing.
 #
 # Environment: O (build folder, set by make), ORTMEM_VM_FUZZ_SECONDS (60),
-# ORTMEM_VM_TIMEOUT (170), ORTMEM_VM_BENCH=1 (run bench/kmod/pagebench in
+# ORTMEM_VM_TIMEOUT (170), ORTMEM_VM_BENCH=1 (run bench/kmod/pagebench and spillbench in
 # the VM instead of the tests; make bench-kmod).
 cd "$(dirname "$0")/../.."
 top=$(pwd)
@@ -76,6 +76,14 @@ scripts/vm/mkinitramfs.sh "$vm/initramfs.cpio.gz" "$kver" "$vm/ortmem-debug.ko" 
 rm -f "$vm/disk.img" "$vm/swap.img"
 truncate -s 64M "$vm/disk.img"
 truncate -s 64M "$vm/swap.img"
+# ext4 on a virtio disk for the spill-mapping tests (/dev/vdc in the guest,
+# mounted on /mnt/spill): O_DIRECT there is real, as on a user's disk.
+rm -f "$vm/spill.img"
+truncate -s 1G "$vm/spill.img"
+mkfs=$(command -v mkfs.ext4 || echo /sbin/mkfs.ext4)
+"$mkfs" -q -F -E nodiscard "$vm/spill.img" > "$vm/mkfs.log" 2>&1 ||
+	{ cat "$vm/mkfs.log"; fail "mkfs.ext4 of the spill disk failed (package e2fsprogs)"; }
+export SPILL_IMAGE="$vm/spill.img"
 
 fuzz=${ORTMEM_VM_FUZZ_SECONDS:-60}
 limit=${ORTMEM_VM_TIMEOUT:-170}
@@ -90,7 +98,7 @@ tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
 
 if [ "$mode" = bench ]; then
 	echo "# vm: kernel $kver, qemu TCG (-smp 2 -m 1024), $((t1 - t0)) s wall"
-	grep '^pagebench' "$vm/console.txt"
+	grep "^pagebench\|^spillbench\|^spill-map:" "$vm/console.txt"
 	grep -q '@@ortmem-vm bench-end rc=0' "$vm/console.txt"
 	exit
 fi
