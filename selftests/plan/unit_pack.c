@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan/plan_internal.h"
 #include "../harness.h"
 
 static uint64_t rnd(uint64_t *s)
@@ -88,7 +88,7 @@ TEST_TIMEOUT(tiny_instances_match_brute_force, 120)
 	}
 }
 
-/* The compact search alone (plan_compact.c), height by height from the
+/* The compact search alone (pack_compact.c), height by height from the
  * bound: each infeasibility it proves and each packing it finds is checked
  * against brute force, so its pruning rules are too. */
 TEST_TIMEOUT(compact_search_matches_brute_force, 120)

@@ -5,7 +5,7 @@
  *
  * Canonical solutions.  Push any packing down until each item rests at 0
  * or on the top of an item it conflicts with; each item then sits at its
- * base (plan_sky.c).  The search fills the lowest free position: the
+ * base (pack_sky.c).  The search fills the lowest free position: the
  * lowest base p of all unplaced items, in the first section s* where an
  * item of base p lives.  Either an item of base p that lives in s* sits
  * there (one branch per item), or none does: then every item of s* must
@@ -15,7 +15,7 @@
  * pushed-down packing is reached, so an exhausted search proves that none
  * fits.
  *
- * Inference (plan_sky.c).  A section's unplaced items all live there
+ * Inference (pack_sky.c).  A section's unplaced items all live there
  * together, above its floor, so that floor plus their bytes must fit under
  * H; and every item's base plus its size must.
  *
@@ -27,11 +27,11 @@
  * nodes; dives restart with growing limits (the Luby sequence) and new
  * keys.  A probe ends with a packing, a proof that none exists (an
  * exhausted search that never cut a branch list), or its budget; it can
- * pause and resume (plan_sched.c races it against other probes).
+ * pause and resume (pack_sched.c races it against other probes).
  */
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan/plan_internal.h"
 
 /* Candidates kept per node; the rest are cut (the search is then a
  * heuristic, no longer a proof). */

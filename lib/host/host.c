@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "dev.h"
-#include "host.h"
+#include "host_dev.h"
+#include "host_internal.h"
 
 /* The fallback is announced once per process, whatever the reason. */
 static atomic_int fallback_announced;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/gov_internal.h - the governor's state, shared by lib/gov*.c,
- * lib/binding*.c, lib/deferred*.c and lib/backend*.c; never installed.
+ * lib/gov/gov_internal.h - the governor's state, shared by the files of
+ * lib/gov/; never installed.
  *
  * Locking (outermost first): ortmem__thr_lock (global, per-thread blocks)
  * -> gov->lock (slow paths, backends, queues) -> gov->thr_lock (thread list,
@@ -106,7 +106,7 @@ struct gov_tier {
  * Per-thread, per-governor state: a cache of free slots and, per tier, a
  * credit: bytes charged to the tier that no lease holds yet, which the
  * thread's reserves take from and its releases give back to without
- * touching the tier's shared counter (lib/gov_credit.c).
+ * touching the tier's shared counter (lib/gov/gov_credit.c).
  */
 struct gov_thread {
 	/* Owner: takes and gives with CAS; drainers take it all. */
@@ -173,7 +173,7 @@ struct ortmem_gov {
 	uint32_t *free_idx;
 };
 
-/* binding.c */
+/* gov_binding.c */
 int ortmem__binding_init(struct ortmem_gov *gov, uint32_t n);
 void ortmem__binding_fini(struct ortmem_gov *gov);
 struct gov_thread *ortmem__gov_thread(struct ortmem_gov *gov);
@@ -254,7 +254,7 @@ int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
 int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
 int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
 
-/* backend.c */
+/* gov_backend.c */
 int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
 				uint64_t size, const char *hook);
 uint32_t ortmem__backend_caps(const struct gov_tier *t);
@@ -265,7 +265,7 @@ int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
 int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
 			 uint64_t size, uint64_t *freedp);
 
-/* deferred.c */
+/* gov_deferred.c */
 int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
 				   uint64_t id);
 int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The skyline of a partial packing, kept incrementally for the searches
- * that place items at their bases (plan_compact.c, plan_decide.c).
+ * that place items at their bases (pack_compact.c, pack_dive.c).
  *
  * Time is cut into sections at every start and end.  An unplaced item's
  * base is the lowest offset it may take: the highest top of the placed
@@ -22,7 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan/plan_internal.h"
 
 /* The spans, the member lists and the bytes per section. */
 static int sky_sections(struct pk_sky *k, uint64_t *t)

@@ -15,7 +15,7 @@
  */
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan/plan_internal.h"
 
 struct bnb {
 	struct packer *pk;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/plan_internal.h - the planner's private structures, shared by
- * lib/plan_*.c.  Never installed.
+ * lib/plan/plan_internal.h - the planner's private structures, shared by
+ * lib/plan/ and lib/pack/.  Never installed.
  */
 #ifndef ORTMEM_LIB_PLAN_INTERNAL_H
 #define ORTMEM_LIB_PLAN_INTERNAL_H
@@ -10,7 +10,7 @@
 
 #include "internal.h"
 
-/* ---- offset packing (plan_pack.c, plan_search.c, plan_bnb.c) ---- */
+/* ---- offset packing (pack.c, pack_search.c, pack_bnb.c) ---- */
 
 /* A buffer to pack: live over [lo, hi), @size already aligned. */
 struct pk_item {
@@ -23,7 +23,7 @@ struct pk_opts {
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: no search at all */
 	uint64_t max_iter;	/* 0: unlimited */
 	uint64_t seed;
-	uint32_t threads;	/* racers in the search (plan_sched.c); 0 or 1: one */
+	uint32_t threads;	/* racers in the search (pack_sched.c); 0 or 1: one */
 	bool compact_only;	/* tests: heights from LB up, compact search only */
 };
 
@@ -80,11 +80,11 @@ static inline bool ortmem__pk_live(const struct pk_item *x)
 }
 
 uint64_t ortmem__now_ns(void);
-/* plan_sort.c: stable sort of @ids by key[id] (radix); @tmp holds n. */
+/* pack_sort.c: stable sort of @ids by key[id] (radix); @tmp holds n. */
 void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
 			uint32_t *tmp);
 /*
- * plan_sort.c: sections of time for the exact searches.  Sort and dedupe
+ * pack_sort.c: sections of time for the exact searches.  Sort and dedupe
  * the @nt event times in @t, returning how many distinct ones remain;
  * then the index of the first time >= @v among them.
  */
@@ -95,7 +95,7 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 		 const struct pk_opts *opts, uint64_t *off,
 		 struct pk_result *res);
 
-/* plan_pack.c internals used by the search */
+/* pack.c internals used by the search */
 uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from);
 bool ortmem__pk_out_of_time(struct packer *pk);
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h);
@@ -113,9 +113,9 @@ void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
 int ortmem__pk_clone(struct packer *dst, const struct packer *src, uint64_t seed);
 void ortmem__pk_clone_take(struct packer *pk, const struct packer *clone);
 void ortmem__pk_clone_free(struct packer *clone);
-/* plan_search.c: local search over the order from the best plan. */
+/* pack_search.c: local search over the order from the best plan. */
 void ortmem__pk_local_search(struct packer *pk);
-/* plan_sky.c: the skyline of a partial packing, kept incrementally. */
+/* pack_sky.c: the skyline of a partial packing, kept incrementally. */
 enum { PK_SKY_BASE, PK_SKY_FLOOR, PK_SKY_NAT };
 
 struct pk_sky_undo {
@@ -168,7 +168,7 @@ void ortmem__sky_unplace(struct pk_sky *k, uint32_t i, uint32_t mark);
 
 /*
  * A search over the skyline that dives and restarts, and pauses between
- * calls (plan_decide.c, plan_compact.c).  ortmem__pk_diver_run() goes on
+ * calls (pack_dive.c, pack_compact.c).  ortmem__pk_diver_run() goes on
  * at height @h where the last call at the same height paused (a new
  * height starts over), for at most @budget nodes or until @deadline:
  * 1 found (kept if best), 0 proven infeasible, -1 paused.
@@ -193,7 +193,7 @@ int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
 			 uint64_t deadline);
 
 /*
- * plan_sched.c: probes of the height, the lower bound and below the best,
+ * pack_sched.c: probes of the height, the lower bound and below the best,
  * raced in turns; true when the best height is proven optimal.
  */
 bool ortmem__pk_decide(struct packer *pk);
@@ -201,7 +201,7 @@ bool ortmem__pk_decide(struct packer *pk);
  * Resumable searches for a packing under a height h: *_run() goes on where
  * the last call at the same h paused, for at most @budget nodes or until
  * @deadline, and returns 1 found (kept if best), 0 proven infeasible, -1
- * paused.  plan_decide.c: heuristic dives; plan_compact.c: MiniMalloc's
+ * paused.  pack_dive.c: heuristic dives; pack_compact.c: MiniMalloc's
  * complete search over compact packings.  *_new() returns NULL when out of
  * memory; each keeps its own path, so they can take turns.
  */
@@ -220,7 +220,7 @@ void ortmem__pk_compact_free(struct pk_compact *d);
 /* One compact probe from scratch (@max_nodes 0: no limit). */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes);
-/* plan_bnb.c: exact search; true when it finished (best is optimal). */
+/* pack_bnb.c: exact search; true when it finished (best is optimal). */
 bool ortmem__pk_bnb(struct packer *pk);
 
 /* plan_validate.c: no two items overlap in time and address. */

@@ -3,13 +3,13 @@
  * Offset packing: the lower bound, best-fit placement of buffers in a given
  * order against the buffers already placed that overlap them in time, and
  * a portfolio of orderings.  The search that improves on the portfolio is
- * in plan_search.c (local search) and plan_bnb.c (exact).
+ * in pack_search.c (local search) and pack_bnb.c (exact).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "plan_internal.h"
+#include "plan/plan_internal.h"
 
 /* Above this many conflicting pairs only the start-time sweep runs. */
 #define PK_MAX_CONFLICTS (1u << 25)
@@ -509,7 +509,7 @@ void ortmem__pk_clone_free(struct packer *clone)
 	pk_free_own(clone);
 }
 
-/* How many items pack exactly in the time budget (see plan_bnb.c). */
+/* How many items pack exactly in the time budget (see pack_bnb.c). */
 #define PK_BNB_MAX_N 64
 /* Up to how many items the decision search runs (its nodes cost O(n)). */
 #define PK_DECIDE_MAX_N 20000

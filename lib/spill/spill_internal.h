@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/spill_internal.h - the spill engine's parts, shared by lib/spill*.c
+ * lib/spill/spill_internal.h - the spill engine's parts, shared by lib/spill/
  * and the unit tests; never installed.
  *
  *   spill.c         public calls, extent table, locking

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/host.h - the host tier's backends behind one small vtable.  Never
- * installed.
+ * lib/host/host_internal.h - the host tier's backends behind one small
+ * vtable.  Never installed.
  */
-#ifndef ORTMEM_LIB_HOST_H
-#define ORTMEM_LIB_HOST_H
+#ifndef ORTMEM_LIB_HOST_INTERNAL_H
+#define ORTMEM_LIB_HOST_INTERNAL_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -42,4 +42,4 @@ struct ortmem_host {
 extern const struct ortmem__host_ops ortmem__host_module_ops;
 extern const struct ortmem__host_ops ortmem__host_mlock_ops;
 
-#endif /* ORTMEM_LIB_HOST_H */
+#endif /* ORTMEM_LIB_HOST_INTERNAL_H */

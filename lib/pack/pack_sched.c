@@ -9,10 +9,10 @@
  * probe below the optimum that cannot answer in time.  So three searches
  * take turns, a slice of nodes each, each resuming where it paused:
  *
- *  - the complete compact search (plan_compact.c) at the proven bound,
+ *  - the complete compact search (pack_compact.c) at the proven bound,
  *    which settles many instances outright and can prove the bound
  *    infeasible (then the bound rises by one grain);
- *  - heuristic dives (plan_decide.c) at the proven bound, which find a
+ *  - heuristic dives (pack_dive.c) at the proven bound, which find a
  *    packing there on other instances;
  *  - heuristic dives a step below the best height (never more than half
  *    way to the bound, which the other two probe): a success doubles the
@@ -38,7 +38,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan/plan_internal.h"
 
 /* Turns per round: bound (compact), bound (dives), below the best. */
 enum { PS_COMPACT, PS_LOW, PS_DOWN, PS_ARMS };

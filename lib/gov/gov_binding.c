@@ -7,7 +7,7 @@
  *
  * Free slots live in a global stack (slot_lock) and, for speed, in a
  * per-thread cache.  Each thread also holds a batch of budget credit per
- * tier (lib/gov_credit.c).
+ * tier (lib/gov/gov_credit.c).
  */
 #include <errno.h>
 #include <inttypes.h>

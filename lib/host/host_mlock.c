@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "host.h"
+#include "host_internal.h"
 
 #define MPOL_BIND 2
 #define MPOL_MF_STRICT (1 << 0)

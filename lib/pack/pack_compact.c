@@ -17,7 +17,7 @@
  * fails, its siblings are not tried: it could be put back at its base in
  * any of their packings.
  *
- * Inference (plan_sky.c).  A section's floor is the lowest base of its
+ * Inference (pack_sky.c).  A section's floor is the lowest base of its
  * unplaced items; they all live there together above max(floor, last
  * offset placed), so that plus their bytes must fit under H.
  *
@@ -35,12 +35,12 @@
  * lives in) in three orders, then perturbed at random.  Each dive is
  * bounded in nodes; the three orders run in turn under a limit that
  * doubles each round.  A probe ends with a packing, a proof that none
- * exists, or its budget; it can pause and resume (plan_sched.c races it
+ * exists, or its budget; it can pause and resume (pack_sched.c races it
  * against other probes).
  */
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan/plan_internal.h"
 
 #define PD_NONE UINT32_MAX
 /* Orders tried in turn at one node limit. */
@@ -77,7 +77,7 @@ struct pd_split {
 /* Undo log entry: a base (kind 0) or a section floor (kind 1). */
 struct pk_compact {
 	struct packer *pk;
-	struct pk_sky sky;	/* bases, floors, bytes left: plan_sky.c */
+	struct pk_sky sky;	/* bases, floors, bytes left: pack_sky.c */
 	uint32_t m;		/* live items */
 	uint32_t nsec;		/* sections */
 	uint32_t *ids;		/* live items in the current preorder */

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/dev.h - /dev/ortmem inside libortmem: ioctl wrappers (sys.c) and
- * discovery, open and handshake (dev.c).  Never installed.
+ * lib/host/host_dev.h - /dev/ortmem inside libortmem: ioctl wrappers
+ * (host_sys.c) and discovery, open and handshake (host_dev.c).  Never
+ * installed.
  */
-#ifndef ORTMEM_LIB_DEV_H
-#define ORTMEM_LIB_DEV_H
+#ifndef ORTMEM_LIB_HOST_DEV_H
+#define ORTMEM_LIB_HOST_DEV_H
 
 #include <limits.h>
 #include <stdint.h>
 
 #include <uapi/linux/ortmem.h>
 
-/* ---- sys.c: one wrapper per command; 0 or -errno, never errno ---- */
+/* ---- host_sys.c: one wrapper per command; 0 or -errno, never errno ---- */
 
 int ortmem__sys_get_version(int fd, struct ortmem_version_args *args);
 int ortmem__sys_alloc(int fd, struct ortmem_alloc_args *args);
@@ -21,7 +22,7 @@ int ortmem__sys_query(int fd, struct ortmem_query_args *args);
 int ortmem__sys_map(int fd, uint64_t len, uint64_t offset, void **addrp);
 int ortmem__sys_unmap(void *addr, uint64_t len);
 
-/* ---- dev.c ---- */
+/* ---- host_dev.c ---- */
 
 struct ortmem__dev {
 	int fd;
@@ -44,4 +45,4 @@ void ortmem__dev_close(struct ortmem__dev *dev);
 int ortmem__dev_attr(const struct ortmem__dev *dev, const char *name,
 		     uint64_t *val);
 
-#endif /* ORTMEM_LIB_DEV_H */
+#endif /* ORTMEM_LIB_HOST_DEV_H */
