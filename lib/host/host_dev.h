@@ -21,6 +21,12 @@ int ortmem__sys_query(int fd, struct ortmem_query_args *args);
 /* mmap of a region: 0 and *addrp, or -errno. */
 int ortmem__sys_map(int fd, uint64_t len, uint64_t offset, void **addrp);
 int ortmem__sys_unmap(void *addr, uint64_t len);
+/* The spill mapping (ORTMEM_FEAT_SPILL_MAP); UNBIND and RESTORE by cmd. */
+int ortmem__sys_bind(int fd, struct ortmem_bind_args *args);
+int ortmem__sys_range(int fd, unsigned long cmd, uint32_t handle,
+		      uint64_t off, uint64_t len, uint32_t flags);
+int ortmem__sys_evict(int fd, struct ortmem_evict_args *args);
+int ortmem__sys_spill_stats(int fd, struct ortmem_spill_stats_args *args);
 
 /* ---- host_dev.c ---- */
 
