@@ -148,6 +148,14 @@ ORTMEM_API int ortmem_host_set_spill(struct ortmem_host *host,
 				     struct ortmem_spill *spill);
 
 /**
+ * ortmem_host_spill_mode() - How ortmem_host_demote() works on @host now.
+ * @host: the allocator.
+ *
+ * Return: an enum ortmem_host_spill_mode value, or -EINVAL for NULL.
+ */
+ORTMEM_API int ortmem_host_spill_mode(const struct ortmem_host *host);
+
+/**
  * ortmem_host_demote() - Write a buffer to disk and give its RAM back.
  * @host: the allocator, with a spill handle set.
  * @ptr: a live buffer, exactly as returned by ortmem_host_alloc().

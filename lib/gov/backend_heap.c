@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "gov_internal.h"
+#include <ortmem/governor.h>
 
 #define HEAP_MMAP_MIN (1ull << 20)
 

@@ -10,10 +10,8 @@
  */
 #include <errno.h>
 
+#include <ortmem/governor.h>
 #include <ortmem/host.h>
-
-#include "gov_internal.h"
-#include "host/host_internal.h"
 
 static uint32_t host_caps(void *ctx)
 {
@@ -23,16 +21,16 @@ static uint32_t host_caps(void *ctx)
 	 * can share; the fallback's anonymous memory is not. */
 	if (ortmem_host_backend(ctx) == ORTMEM_HOST_BACKEND_MODULE)
 		caps |= ORTMEM_BACKEND_CAP_SHARED_MAPPING;
-	if (ortmem__host_spill_mode(ctx) == ORTMEM_HOST_SPILL_MAP)
+	if (ortmem_host_spill_mode(ctx) == ORTMEM_HOST_SPILL_MAP)
 		caps |= ORTMEM_BACKEND_CAP_FAULT_BACK;
 	return caps;
 }
 
-/* In place, through the host allocator's spill handle (host_spill.c). */
+/* In place, through the host allocator's spill handle (ortmem_host_demote). */
 static int host_demote(void *ctx, uint64_t bh, uint64_t size)
 {
 	(void)size;
-	if (ortmem__host_spill_mode(ctx) == ORTMEM_HOST_SPILL_NONE)
+	if (ortmem_host_spill_mode(ctx) == ORTMEM_HOST_SPILL_NONE)
 		return -EOPNOTSUPP;
 	return ortmem_host_demote(ctx, (void *)(uintptr_t)bh);
 }

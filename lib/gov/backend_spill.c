@@ -8,9 +8,8 @@
  */
 #include <errno.h>
 
+#include <ortmem/governor.h>
 #include <ortmem/spill.h>
-
-#include "gov_internal.h"
 
 static int spill_store(void *ctx, const void *src, uint64_t len, uint64_t *bhp)
 {

@@ -11,36 +11,6 @@
 
 static _Atomic uint64_t gov_serial;
 
-static void tier_update_usable(struct ortmem_gov *gov, int tier)
-{
-	struct gov_tier *t = &gov->tiers[tier];
-	uint64_t limit = atomic_load(&t->limit);
-	uint64_t rsv = tier == ORTMEM_TIER_DEVICE ?
-		       atomic_load(&gov->driver_reserve) : 0;
-	uint64_t usable = limit > rsv ? limit - rsv : 0;
-
-	atomic_store(&t->usable, usable);
-	/* A thread's credit is at most 1/64 of the tier: small tiers (and
-	 * tests of exact figures) charge every byte straight away. */
-	atomic_store(&t->batch, usable / 64 < GOV_CREDIT_BATCH_MAX ?
-				usable / 64 : GOV_CREDIT_BATCH_MAX);
-}
-
-int ortmem__check_tier(int tier, uint64_t size)
-{
-	if (tier < 0 || tier >= ORTMEM_TIER_COUNT)
-		return ortmem__err_invalid(-1, size,
-			"tier %d is not a tier (0 device, 1 host, 2 disk)", tier);
-	if (!size)
-		return ortmem__err_invalid(tier, size,
-			"a reservation of 0 bytes is not allowed");
-	if (size > GOV_MAX_SIZE)
-		return ortmem__err_invalid(tier, size,
-			"the size exceeds the governor's maximum of %llu bytes",
-			GOV_MAX_SIZE);
-	return 0;
-}
-
 static int gov_check_opts(const struct ortmem_gov_opts *opts)
 {
 	int ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_gov_opts");
@@ -102,7 +72,7 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		atomic_store(&gov->tiers[t].limit,
 			     ORTMEM_OPTS_HAS(opts, limit) ? opts->limit[t] : 0);
-		tier_update_usable(gov, t);
+		ortmem__tier_update_usable(gov, t);
 	}
 	n = ORTMEM_OPTS_GET(opts, max_handles, 0);
 	if (gov_init_locks(gov))
@@ -158,6 +128,7 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
 		if (gov->tiers[t].has_backend && gov->tiers[t].ops.close)
 			gov->tiers[t].ops.close(gov->tiers[t].ctx);
+	ortmem__tctx_fini(gov);
 	ortmem__binding_fini(gov);
 	pthread_mutex_destroy(&gov->slot_lock);
 	pthread_mutex_destroy(&gov->thr_lock);
@@ -185,7 +156,7 @@ ORTMEM_API int ortmem_gov_set_limit(struct ortmem_gov *gov, int tier,
 			atomic_load(&gov->driver_reserve));
 	}
 	atomic_store(&gov->tiers[tier].limit, limit);
-	tier_update_usable(gov, tier);
+	ortmem__tier_update_usable(gov, tier);
 	pthread_mutex_unlock(&gov->lock);
 	/* Credit taken under the old limit must not outlive it. */
 	ortmem__credit_drain(gov);
@@ -208,91 +179,10 @@ ORTMEM_API int ortmem_gov_set_driver_reserve(struct ortmem_gov *gov,
 			limit);
 	}
 	atomic_store(&gov->driver_reserve, bytes);
-	tier_update_usable(gov, ORTMEM_TIER_DEVICE);
+	ortmem__tier_update_usable(gov, ORTMEM_TIER_DEVICE);
 	pthread_mutex_unlock(&gov->lock);
 	ortmem__credit_drain(gov);
 	return 0;
-}
-
-/* ---- budgets ---- */
-
-static inline bool tier_charge(struct gov_tier *t, uint64_t size,
-			       uint64_t *nowp)
-{
-	uint64_t u = atomic_load_explicit(&t->used, memory_order_relaxed);
-	uint64_t lim = atomic_load_explicit(&t->usable, memory_order_relaxed);
-
-	do {
-		if (size > lim || u > lim - size)
-			return false;
-	} while (!atomic_compare_exchange_weak_explicit(&t->used, &u, u + size,
-							memory_order_relaxed,
-							memory_order_relaxed));
-	*nowp = u + size;
-	return true;
-}
-
-void ortmem__note_peak(struct ortmem_gov *gov, int tier, uint64_t now)
-{
-	struct gov_tier *t = &gov->tiers[tier];
-	uint64_t p = atomic_load_explicit(&t->peak, memory_order_relaxed);
-
-	while (now > p &&
-	       !atomic_compare_exchange_weak_explicit(&t->peak, &p, now,
-						      memory_order_relaxed,
-						      memory_order_relaxed))
-		;
-}
-
-bool ortmem__tier_charge(struct ortmem_gov *gov, int tier, uint64_t size,
-			 uint64_t *nowp)
-{
-	return tier_charge(&gov->tiers[tier], size, nowp);
-}
-
-bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size)
-{
-	uint64_t now;
-
-	if (!tier_charge(&gov->tiers[tier], size, &now))
-		return false;
-	ortmem__note_peak(gov, tier, now);
-	return true;
-}
-
-void ortmem__tier_uncharge(struct ortmem_gov *gov, int tier, uint64_t size)
-{
-	if (size)
-		atomic_fetch_sub_explicit(&gov->tiers[tier].used, size,
-					  memory_order_relaxed);
-}
-
-/*
- * Charge @size to @tier, reclaiming when it does not fit.  While a charge is
- * here no thread takes a batch of credit from the tier, and the credit
- * already taken is drained, so a refusal means the bytes are leased.
- */
-int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
-		       uint64_t size)
-{
-	struct gov_tier *t = &gov->tiers[tier];
-	int ret = 0;
-
-	if (ortmem__tier_try_charge(gov, tier, size))
-		return 0;
-	atomic_fetch_add(&t->exact, 1);
-	ortmem__credit_drain(gov);
-	if (ortmem__tier_try_charge(gov, tier, size))
-		goto out;
-	pthread_mutex_lock(&gov->lock);
-	ortmem__poll_locked(gov);
-	pthread_mutex_unlock(&gov->lock);
-	if (ortmem__tier_try_charge(gov, tier, size))
-		goto out;
-	ret = ortmem__reclaim(gov, tier, role, size);
-out:
-	atomic_fetch_sub(&t->exact, 1);
-	return ret;
 }
 
 /* ortmem_role_name()'s rule, without a call through the PLT. */
@@ -363,10 +253,13 @@ ORTMEM_API int ortmem_gov_reserve(struct ortmem_gov *gov, int tier,
 	ret = ortmem__slot_get(gov, gt, &idx);
 	if (__builtin_expect(ret, 0))
 		return ret;
-	ret = ortmem__credit_take(gov, gt, tier, role, size);
-	if (__builtin_expect(ret, 0)) {
-		ortmem__slot_put(gov, idx, 0);
-		return ret;
+	if (__builtin_expect(!ortmem__credit_take(gov, gt, tier, size), 0)) {
+		/* No fast fit: the full charge drains, polls and reclaims. */
+		ret = ortmem__gov_charge(gov, tier, role, size);
+		if (ret) {
+			ortmem__slot_put(gov, idx, 0);
+			return ret;
+		}
 	}
 	gov_slot_publish(gov, idx, tier, role, size, SLOT_KIND_LEASE, 0, 0, hp);
 	return 0;

@@ -7,8 +7,13 @@
  * other thread writes but a drain), and its releases add to a counter only
  * the thread writes, which a reserve claims into the credit when it runs
  * short; so threads do not contend on the tier.  A thread's released bytes
- * beyond two batches go back to the tier at once, and all of it while the tier is over its limit
- * (lowered under live leases; ortmem_gov_set_limit() drains every credit).
+ * beyond two batches go back to the tier at once, and all of it while the
+ * tier is over its limit (lowered under live leases; ortmem_gov_set_limit()
+ * drains every credit).
+ *
+ * A refill only says whether a fast fit was found; it never reclaims.  The
+ * caller escalates to ortmem__gov_charge() (gov_reclaim.c), which sits
+ * above this file.  The blocks that hold the credit are gov_tctx.c's.
  *
  * Exactness: credit is charged, so the tier's counter never exceeds its
  * limit.  A charge that does not fit (ortmem__gov_charge()) raises the
@@ -30,25 +35,17 @@ static void credit_peak(struct ortmem_gov *gov, int tier, uint64_t now,
 		ortmem__note_peak(gov, tier, now - credit);
 }
 
-/* Claim the bytes @gt released and nobody claimed yet. */
-static uint64_t credit_claim(struct gov_thread *gt, int tier)
-{
-	uint64_t t = atomic_load(&gt->taken[tier]), f;
-
-	do {
-		f = atomic_load_explicit(&gt->freed[tier], memory_order_relaxed);
-		if (f == t)
-			return 0;
-	} while (!atomic_compare_exchange_weak(&gt->taken[tier], &t, f));
-	return f - t;
-}
-
-int ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
-			  int tier, uint32_t role, uint64_t size)
+/*
+ * The thread's credit is short of @size: take its released bytes, else a
+ * new batch, else @size alone from the tier.  False: no fast fit, and
+ * nothing charged.
+ */
+bool ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
+			   int tier, uint64_t size)
 {
 	struct gov_tier *t = &gov->tiers[tier];
 	uint64_t batch = atomic_load_explicit(&t->batch, memory_order_relaxed);
-	uint64_t old, now, got = credit_claim(gt, tier);
+	uint64_t old, now, got = ortmem__tctx_claim_freed(gt, tier);
 
 	/* What we released first, unless a drain took it meanwhile. */
 	if (got) {
@@ -59,7 +56,7 @@ int ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
 				credit_peak(gov, tier, atomic_load_explicit(
 						&t->used, memory_order_relaxed),
 					    old - size);
-				return 0;
+				return true;
 			}
 	}
 	if (batch) {
@@ -69,7 +66,7 @@ int ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
 			atomic_store_explicit(&gt->credit[tier], old + batch,
 					      memory_order_release);
 			credit_peak(gov, tier, now, old + batch);
-			return 0;
+			return true;
 		}
 		atomic_store_explicit(&gt->credit[tier], old,
 				      memory_order_release);
@@ -78,16 +75,16 @@ int ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
 		credit_peak(gov, tier, now,
 			    atomic_load_explicit(&gt->credit[tier],
 						 memory_order_relaxed));
-		return 0;
+		return true;
 	}
-	return ortmem__gov_charge(gov, tier, role, size);
+	return false;
 }
 
 /* Give @gt's credit on @tier above @keep back to the tier. */
 static void credit_give_back(struct ortmem_gov *gov, struct gov_thread *gt,
 			     int tier, uint64_t keep)
 {
-	uint64_t c, got = credit_claim(gt, tier);
+	uint64_t c, got = ortmem__tctx_claim_freed(gt, tier);
 
 	c = got ? atomic_fetch_add(&gt->credit[tier], got) + got :
 		  atomic_load_explicit(&gt->credit[tier], memory_order_relaxed);
@@ -130,35 +127,12 @@ void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size)
 		credit_give_back(gov, gt, tier, batch);
 }
 
-/* Take all of @gt's credit back to the tiers; under gov->thr_lock. */
-void ortmem__credit_return_locked(struct ortmem_gov *gov,
-				  struct gov_thread *gt)
-{
-	int tier;
-
-	for (tier = 0; tier < ORTMEM_TIER_COUNT; tier++) {
-		uint64_t c = atomic_load(&gt->credit[tier]);
-
-		for (;;) {
-			if (c & GOV_CREDIT_REFILLING) {
-				/* Its owner is between two stores. */
-				sched_yield();
-				c = atomic_load(&gt->credit[tier]);
-				continue;
-			}
-			if (atomic_compare_exchange_weak(&gt->credit[tier], &c, 0))
-				break;
-		}
-		ortmem__tier_uncharge(gov, tier, c + credit_claim(gt, tier));
-	}
-}
-
 void ortmem__credit_drain(struct ortmem_gov *gov)
 {
 	struct gov_thread *gt;
 
 	pthread_mutex_lock(&gov->thr_lock);
 	for (gt = gov->threads; gt; gt = gt->gov_next)
-		ortmem__credit_return_locked(gov, gt);
+		ortmem__tctx_return_credit_locked(gov, gt);
 	pthread_mutex_unlock(&gov->thr_lock);
 }

@@ -1,7 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/gov/gov_internal.h - the governor's state, shared by the files of
- * lib/gov/; never installed.
+ * lib/gov/gov_internal.h - the governor's interface inside lib/gov/; never
+ * installed.  The backends (backend_*.c) are plugins: they include only the
+ * public <ortmem/governor.h>.
+ *
+ * The files, lowest floor first (each calls only those above it here):
+ *
+ *   gov_tier.c      tier accounting: charge, uncharge, peak, checks
+ *   gov_tctx.c      the per-thread context: TLS, slot cache, credit blocks
+ *   gov_credit.c    per-thread budget credit; reports "no fast fit"
+ *   gov_binding.c   the handle table: slots, generations, lookup
+ *   gov_backend.c   backend registration, capabilities, moving bytes
+ *   gov_deferred.c  deferred release and quarantine
+ *   gov_move.c      demotion to a lower tier, the move back home
+ *   gov_reclaim.c   the full charge: drain, poll, callbacks, demotion;
+ *                   promotion on pin
+ *   gov_handle.c    release, pin, unpin, query, demote of one handle
+ *   gov_stats.c     statistics
+ *   gov.c           open, close, limits, reserve, alloc (the public top)
+ *   backend_heap.c, backend_host.c, backend_spill.c: the built-in backends
  *
  * Locking (outermost first): ortmem__thr_lock (global, per-thread blocks)
  * -> gov->lock (slow paths, backends, queues) -> gov->thr_lock (thread list,
@@ -174,10 +191,66 @@ struct ortmem_gov {
 	uint32_t *free_idx;
 };
 
-/* gov_binding.c */
+/*
+ * The files' interfaces, lowest floor first; a file calls only the ones
+ * above it in this list (Documentation/lib/layers.rst).
+ */
+
+/* gov_tier.c: tier accounting. */
+void ortmem__tier_update_usable(struct ortmem_gov *gov, int tier);
+int ortmem__check_tier(int tier, uint64_t size);
+/* Charge without noting the peak; *@nowp: the tier's bytes after it. */
+bool ortmem__tier_charge(struct ortmem_gov *gov, int tier, uint64_t size,
+			 uint64_t *nowp);
+bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__tier_uncharge(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__note_peak(struct ortmem_gov *gov, int tier, uint64_t now);
+
+/* gov_tctx.c: the per-thread context. */
+struct gov_thread *ortmem__gov_thread(struct ortmem_gov *gov);
+/* Claim the bytes @gt released and nobody claimed yet. */
+uint64_t ortmem__tctx_claim_freed(struct gov_thread *gt, int tier);
+/* Take all of @gt's credit back to the tiers; under gov->thr_lock. */
+void ortmem__tctx_return_credit_locked(struct ortmem_gov *gov,
+				       struct gov_thread *gt);
+void ortmem__tctx_fini(struct ortmem_gov *gov);
+
+/* gov_credit.c: per-thread budget credit. */
+bool ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
+			   int tier, uint64_t size);
+void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__credit_drain(struct ortmem_gov *gov);
+
+/*
+ * Take @size bytes of @tier from the thread's credit (the fast path).
+ * False: no fast fit; the caller escalates with ortmem__gov_charge().
+ */
+static inline bool ortmem__credit_take(struct ortmem_gov *gov,
+				       struct gov_thread *gt, int tier,
+				       uint64_t size)
+{
+	struct gov_tier *t = &gov->tiers[tier];
+	uint64_t c = atomic_load_explicit(&gt->credit[tier],
+					  memory_order_relaxed);
+	uint64_t now;
+
+	if (__builtin_expect(c < size || !atomic_compare_exchange_strong_explicit(
+			&gt->credit[tier], &c, c - size, memory_order_relaxed,
+			memory_order_relaxed), 0))
+		return ortmem__credit_refill(gov, gt, tier, size);
+	/* Leased now, as far as this thread knows: others' credit counts. */
+	now = atomic_load_explicit(&t->used, memory_order_relaxed);
+	c = c - size + atomic_load_explicit(&gt->freed[tier], memory_order_relaxed) -
+	    atomic_load_explicit(&gt->taken[tier], memory_order_relaxed);
+	if (__builtin_expect(now > c && now - c > atomic_load_explicit(
+				&t->peak, memory_order_relaxed), 0))
+		ortmem__note_peak(gov, tier, now - c);
+	return true;
+}
+
+/* gov_binding.c: the handle table. */
 int ortmem__binding_init(struct ortmem_gov *gov, uint32_t n);
 void ortmem__binding_fini(struct ortmem_gov *gov);
-struct gov_thread *ortmem__gov_thread(struct ortmem_gov *gov);
 void ortmem__slot_put(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
 int ortmem__slot_lookup(struct ortmem_gov *gov, struct ortmem_handle h,
 			uint32_t *idxp, uint64_t *wordp);
@@ -189,48 +262,43 @@ int ortmem__slot_get(struct ortmem_gov *gov, struct gov_thread *gt,
 int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx,
 			    uint32_t gen);
 
-/* gov_credit.c */
-int ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
-			  int tier, uint32_t role, uint64_t size);
-void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size);
-void ortmem__credit_drain(struct ortmem_gov *gov);
-void ortmem__credit_return_locked(struct ortmem_gov *gov,
-				  struct gov_thread *gt);
-void ortmem__note_peak(struct ortmem_gov *gov, int tier, uint64_t now);
+/* gov_backend.c: the backends' registration and hooks. */
+int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
+				uint64_t size, const char *hook);
+uint32_t ortmem__backend_caps(const struct gov_tier *t);
+bool ortmem__backend_can_source(const struct gov_tier *t);
+bool ortmem__backend_can_sink(const struct gov_tier *t);
+int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
+			 int to, uint64_t size, uint64_t *newbhp);
+int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
+			 uint64_t size, uint64_t *freedp);
 
-/* Take @size bytes of @tier from the thread's credit (the fast path). */
-static inline int ortmem__credit_take(struct ortmem_gov *gov,
-				      struct gov_thread *gt, int tier,
-				      uint32_t role, uint64_t size)
-{
-	struct gov_tier *t = &gov->tiers[tier];
-	uint64_t c = atomic_load_explicit(&gt->credit[tier],
-					  memory_order_relaxed);
-	uint64_t now;
+/* gov_deferred.c: deferred release and quarantine. */
+int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
+				   uint64_t id);
+int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
+				  uint64_t id);
+void ortmem__slot_free_locked(struct ortmem_gov *gov, uint32_t idx);
+void ortmem__quarantine_add(struct ortmem_gov *gov, int32_t slot, uint64_t id,
+			    int tier, int owner, uint64_t size,
+			    uint64_t residual, uint64_t bh, int code);
+int ortmem__deferred_queue(struct ortmem_gov *gov, uint32_t idx, uint64_t id,
+			   int (*ready)(void *arg), void *arg);
+int ortmem__poll_locked(struct ortmem_gov *gov);
+void ortmem__deferred_fini(struct ortmem_gov *gov);
 
-	if (__builtin_expect(c < size || !atomic_compare_exchange_strong_explicit(
-			&gt->credit[tier], &c, c - size, memory_order_relaxed,
-			memory_order_relaxed), 0))
-		return ortmem__credit_refill(gov, gt, tier, role, size);
-	/* Leased now, as far as this thread knows: others' credit counts. */
-	now = atomic_load_explicit(&t->used, memory_order_relaxed);
-	c = c - size + atomic_load_explicit(&gt->freed[tier], memory_order_relaxed) -
-	    atomic_load_explicit(&gt->taken[tier], memory_order_relaxed);
-	if (__builtin_expect(now > c && now - c > atomic_load_explicit(
-				&t->peak, memory_order_relaxed), 0))
-		ortmem__note_peak(gov, tier, now - c);
-	return 0;
-}
+/* gov_move.c: demotion, and the move back home. */
+int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
+int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
 
-/* gov.c */
-/* Charge without noting the peak; *@nowp: the tier's bytes after it. */
-bool ortmem__tier_charge(struct ortmem_gov *gov, int tier, uint64_t size,
-			 uint64_t *nowp);
-bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size);
-void ortmem__tier_uncharge(struct ortmem_gov *gov, int tier, uint64_t size);
+/* gov_reclaim.c: making room, and promotion that may need it. */
 int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
 		       uint64_t size);
-int ortmem__check_tier(int tier, uint64_t size);
+int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
+		    uint64_t size);
+int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
+
+/* gov_handle.c: operations on one binding. */
 /* Release slot @idx, whose word we hold at @w (pins 0, no one else can
  * change it but pinners, whose CAS then fails). */
 int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
@@ -248,36 +316,5 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp);
 int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		     uint32_t idx, uint64_t w);
-
-/* gov_reclaim.c */
-int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
-		    uint64_t size);
-int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
-int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
-
-/* gov_backend.c */
-int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
-				uint64_t size, const char *hook);
-uint32_t ortmem__backend_caps(const struct gov_tier *t);
-bool ortmem__backend_can_source(const struct gov_tier *t);
-bool ortmem__backend_can_sink(const struct gov_tier *t);
-int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
-			 int to, uint64_t size, uint64_t *newbhp);
-int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
-			 uint64_t size, uint64_t *freedp);
-
-/* gov_deferred.c */
-int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
-				   uint64_t id);
-int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
-				  uint64_t id);
-void ortmem__slot_free_locked(struct ortmem_gov *gov, uint32_t idx);
-void ortmem__quarantine_add(struct ortmem_gov *gov, int32_t slot, uint64_t id,
-			    int tier, int owner, uint64_t size,
-			    uint64_t residual, uint64_t bh, int code);
-int ortmem__deferred_queue(struct ortmem_gov *gov, uint32_t idx, uint64_t id,
-			   int (*ready)(void *arg), void *arg);
-int ortmem__poll_locked(struct ortmem_gov *gov);
-void ortmem__deferred_fini(struct ortmem_gov *gov);
 
 #endif /* ORTMEM_LIB_GOV_INTERNAL_H */

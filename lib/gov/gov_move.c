@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Demotion (device -> host -> disk) and promotion back to the home tier,
- * through the backends.  The mover owns the slot (state MOVING) for the
+ * Demotion (device -> host -> disk) and the move back to the home tier,
+ * through the backends.  Promotion, which first charges the home tier and
+ * so may need room made, is in gov_reclaim.c.  The mover owns the slot (state MOVING) for the
  * whole move, so nobody pins or releases bytes in flight; the budget moves
  * with the bytes, and a source that cannot be freed afterwards is
  * quarantined with the backend as residual owner.
@@ -131,48 +132,34 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 }
 
 /*
- * Promote slot @idx, seen in state DEMOTED with no pins at @w, to its home
- * tier and leave it pinned once.  -EAGAIN when @w changed under us.
+ * Move slot @idx (ours, state MOVING, its home tier already charged) back
+ * to @home: 0, or -errno with the slot's bytes where they were.
  */
-int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t w)
+int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 {
 	struct gov_slot *s = &gov->slots[idx];
-	uint32_t gen = slot_gen(w);
-	uint64_t size, bh, nbh = 0;
-	int home, from, ret;
+	uint32_t gen = slot_gen(atomic_load(&s->word));
+	uint64_t size = atomic_load(&s->size), nbh = 0;
+	uint64_t bh = atomic_load(&s->bh);
+	int from = atomic_load(&s->tier), ret;
 
-	if (!atomic_compare_exchange_strong(&s->word, &w,
-					    slot_word(gen, 0, SLOT_MOVING)))
-		return -EAGAIN;
-	home = atomic_load(&s->home);
-	from = atomic_load(&s->tier);
-	size = atomic_load(&s->size);
-	bh = atomic_load(&s->bh);
-	ret = ortmem__gov_charge(gov, home, atomic_load(&s->role), size);
-	if (ret)
-		goto err_restore;
 	pthread_mutex_lock(&gov->lock);
 	if (atomic_load(&s->in_place)) {
+		/* Demoted in place: the backend brings it back, same bh. */
 		struct gov_tier *t = &gov->tiers[from];
 
 		ret = t->ops.promote(t->ctx, bh, size);
-		if (ret) {
-			pthread_mutex_unlock(&gov->lock);
-			ortmem__tier_uncharge(gov, home, size);
-			goto err_restore;
+		if (!ret) {
+			atomic_store(&s->in_place, 0);
+			atomic_fetch_add(&gov->tiers[home].promoted, size);
 		}
-		atomic_store(&s->in_place, 0);
-		atomic_fetch_add(&gov->tiers[home].promoted, size);
 		pthread_mutex_unlock(&gov->lock);
-		atomic_store_explicit(&s->word, slot_word(gen, 1, SLOT_LIVE),
-				      memory_order_release);
-		return 0;
+		return ret;
 	}
 	ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
 	if (ret) {
 		pthread_mutex_unlock(&gov->lock);
-		ortmem__tier_uncharge(gov, home, size);
-		goto err_restore;
+		return ret;
 	}
 	move_free_source(gov, idx, from, bh, size,
 			 handle_make(gen, gov->tag, idx));
@@ -180,10 +167,5 @@ int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t w)
 	atomic_store(&s->tier, (uint8_t)home);
 	atomic_store(&s->bh, nbh);
 	pthread_mutex_unlock(&gov->lock);
-	atomic_store_explicit(&s->word, slot_word(gen, 1, SLOT_LIVE),
-			      memory_order_release);
 	return 0;
-err_restore:
-	atomic_store(&s->word, slot_word(gen, 0, SLOT_DEMOTED));
-	return ret;
 }

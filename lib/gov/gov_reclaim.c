@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Making room: reclaim callbacks, demotion of victims to a lower tier and
- * promotion back on pin.
+ * Making room: the full charge (ortmem__gov_charge(), where a charge that
+ * found no fast fit escalates), reclaim callbacks, demotion of victims to a
+ * lower tier (gov_move.c) and promotion back on pin.
  *
  * When a charge does not fit, the governor, in this order: (1) returns the
  * credit of every thread and completes the deferred releases whose
@@ -209,6 +210,66 @@ int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
 		usable > used ? usable - used : 0,
 		"reclaim called %u callbacks and demoted %" PRIu64 " bytes, but %" PRIu64 " of the %s tier's %" PRIu64 " usable bytes are still leased",
 		run.calls, run.demoted, used, ortmem_tier_name(tier), usable);
+}
+
+/*
+ * Charge @size to @tier, reclaiming when it does not fit.  While a charge is
+ * here no thread takes a batch of credit from the tier, and the credit
+ * already taken is drained, so a refusal means the bytes are leased.
+ */
+int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
+		       uint64_t size)
+{
+	struct gov_tier *t = &gov->tiers[tier];
+	int ret = 0;
+
+	if (ortmem__tier_try_charge(gov, tier, size))
+		return 0;
+	atomic_fetch_add(&t->exact, 1);
+	ortmem__credit_drain(gov);
+	if (ortmem__tier_try_charge(gov, tier, size))
+		goto out;
+	pthread_mutex_lock(&gov->lock);
+	ortmem__poll_locked(gov);
+	pthread_mutex_unlock(&gov->lock);
+	if (ortmem__tier_try_charge(gov, tier, size))
+		goto out;
+	ret = ortmem__reclaim(gov, tier, role, size);
+out:
+	atomic_fetch_sub(&t->exact, 1);
+	return ret;
+}
+
+
+/*
+ * Promote slot @idx, seen in state DEMOTED with no pins at @w, to its home
+ * tier and leave it pinned once.  -EAGAIN when @w changed under us.
+ */
+int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t w)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	uint32_t gen = slot_gen(w);
+	int home, ret;
+
+	if (!atomic_compare_exchange_strong(&s->word, &w,
+					    slot_word(gen, 0, SLOT_MOVING)))
+		return -EAGAIN;
+	home = atomic_load(&s->home);
+	ret = ortmem__gov_charge(gov, home, atomic_load(&s->role),
+				 atomic_load(&s->size));
+	if (ret)
+		goto err_restore;
+	ret = ortmem__move_in(gov, idx, home);
+	if (ret) {
+		ortmem__tier_uncharge(gov, home, atomic_load(&s->size));
+		goto err_restore;
+	}
+	atomic_store_explicit(&s->word, slot_word(gen, 1, SLOT_LIVE),
+			      memory_order_release);
+	return 0;
+err_restore:
+	atomic_store(&s->word, slot_word(gen, 0, SLOT_DEMOTED));
+	return ret;
 }
 
 ORTMEM_API int ortmem_gov_reclaim(struct ortmem_gov *gov, int tier,

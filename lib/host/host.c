@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "host_dev.h"
 #include "host_internal.h"
 
 /* The fallback is announced once per process, whatever the reason. */
@@ -111,13 +110,6 @@ ORTMEM_API int ortmem_host_open(const struct ortmem_host_opts *opts,
 	pr_debug("host tier: %s backend", ortmem_host_backend_name(host->ops->backend));
 	*hostp = host;
 	return 0;
-}
-
-int ortmem__host_buf_cmp(const void *a, const void *b)
-{
-	const struct ortmem__host_buf *x = a, *y = b;
-
-	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
 }
 
 static struct ortmem_host *closing_host;

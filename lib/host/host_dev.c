@@ -12,7 +12,7 @@
 #include <libudev.h>
 
 #include "internal.h"
-#include "host_dev.h"
+#include "host_internal.h"
 
 /* Subsystem misc, sysname ortmem: the node udev made and its sysfs folder. */
 static int dev_find(struct ortmem__dev *dev)

@@ -9,7 +9,6 @@
 #include <sys/resource.h>
 
 #include "internal.h"
-#include "host_dev.h"
 #include "host_internal.h"
 
 static int module_refusal(struct ortmem_host *host, uint64_t size, int ret)

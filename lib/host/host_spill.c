@@ -21,9 +21,15 @@
 #include <time.h>
 
 #include "internal.h"
-#include "host_dev.h"
 #include "host_internal.h"
 #include "spill/spill_internal.h"
+
+int ortmem__host_buf_cmp(const void *a, const void *b)
+{
+	const struct ortmem__host_buf *x = a, *y = b;
+
+	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
+}
 
 int ortmem__host_spill_mode(const struct ortmem_host *host)
 {
@@ -46,6 +52,18 @@ void ortmem__host_drop_extent(struct ortmem_host *host, struct ortmem__host_buf 
 	if (ret)
 		pr_warn("host tier: freeing the spill extent of %p: %s", b->ptr,
 			ortmem_last_error_message());
+}
+
+ORTMEM_API int ortmem_host_spill_mode(const struct ortmem_host *host)
+{
+	int mode;
+
+	if (!host)
+		return ortmem__err_invalid(ORTMEM_TIER_HOST, 0, "host is NULL");
+	pthread_mutex_lock((pthread_mutex_t *)&host->lock);
+	mode = ortmem__host_spill_mode(host);
+	pthread_mutex_unlock((pthread_mutex_t *)&host->lock);
+	return mode;
 }
 
 ORTMEM_API int ortmem_host_set_spill(struct ortmem_host *host,

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
-#include "host_dev.h"
+#include "host_internal.h"
 
 static int sys_ioctl(int fd, unsigned long cmd, void *arg)
 {

@@ -15,7 +15,7 @@
  */
 #include <stdlib.h>
 
-#include "plan/plan_internal.h"
+#include "pack_internal.h"
 
 struct bnb {
 	struct packer *pk;

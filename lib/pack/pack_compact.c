@@ -40,7 +40,7 @@
  */
 #include <stdlib.h>
 
-#include "plan/plan_internal.h"
+#include "pack_internal.h"
 
 #define PD_NONE UINT32_MAX
 /* Orders tried in turn at one node limit. */

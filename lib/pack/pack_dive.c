@@ -31,7 +31,7 @@
  */
 #include <stdlib.h>
 
-#include "plan/plan_internal.h"
+#include "pack_internal.h"
 
 /* Candidates kept per node; the rest are cut (the search is then a
  * heuristic, no longer a proof). */

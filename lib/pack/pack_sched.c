@@ -38,7 +38,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "plan/plan_internal.h"
+#include "pack_internal.h"
 
 /* Turns per round: bound (compact), bound (dives), below the best. */
 enum { PS_COMPACT, PS_LOW, PS_DOWN, PS_ARMS };

@@ -11,7 +11,7 @@
  */
 #include <stdlib.h>
 
-#include "plan/plan_internal.h"
+#include "pack_internal.h"
 
 /* Moves without a new best before a restart from the best order. */
 #define LS_STALL 4000

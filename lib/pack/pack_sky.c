@@ -22,7 +22,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "plan/plan_internal.h"
+#include "pack_internal.h"
 
 /* The spans, the member lists and the bytes per section. */
 static int sky_sections(struct pk_sky *k, uint64_t *t)

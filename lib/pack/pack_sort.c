@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "plan/plan_internal.h"
+#include "pack_internal.h"
 
 void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
 			uint32_t *tmp)

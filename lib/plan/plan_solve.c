@@ -302,7 +302,7 @@ ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 	if (!ret)
 		ret = ortmem__pack(it, (uint32_t)n, &po, offsets, &res);
 	if (!ret && (o.flags & ORTMEM_PLAN_F_VALIDATE))
-		ret = ortmem__pk_check_disjoint(it, offsets, (uint32_t)n, NULL, NULL);
+		ret = ortmem__plan_check_disjoint(it, offsets, (uint32_t)n, NULL, NULL);
 	free(it);
 	if (ret)
 		return ret < 0 && ortmem_last_error() ? ret :

@@ -119,7 +119,7 @@ static int vt_ev_cmp(const void *a, const void *b)
 	return (x->i > y->i) - (x->i < y->i);
 }
 
-int ortmem__pk_check_disjoint(const struct pk_item *it, const uint64_t *off,
+int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 			      uint32_t n, uint32_t *pa, uint32_t *pb)
 {
 	struct vt t = { .root = -1, .seed = 1 };
@@ -288,7 +288,7 @@ static int vl_overlap(const struct ortmem_plan *plan, int tier)
 			}
 		}
 	}
-	ret = ortmem__pk_check_disjoint(it, off, n, NULL, NULL);
+	ret = ortmem__plan_check_disjoint(it, off, n, NULL, NULL);
 out:
 	free(it);
 	free(off);

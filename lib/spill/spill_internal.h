@@ -3,12 +3,14 @@
  * lib/spill/spill_internal.h - the spill engine's parts, shared by lib/spill/
  * and the unit tests; never installed.
  *
- *   spill.c         public calls, extent table, locking
+ * The files, lowest floor first (each calls only those above it here):
+ *
  *   spill_extent.c  extent allocator (sorted free list, coalescing)
  *   spill_file.c    the O_TMPFILE file: alignment probe, growth
+ *   spill_csum.c    checksums and the extent trailer
  *   spill_ring.c    lanes: io_uring setup, probing, registration
  *   spill_io.c      the transfer engine: segments, short I/O, retries
- *   spill_csum.c    checksums and the extent trailer
+ *   spill.c         public calls, extent table, locking
  */
 #ifndef ORTMEM_LIB_SPILL_INTERNAL_H
 #define ORTMEM_LIB_SPILL_INTERNAL_H

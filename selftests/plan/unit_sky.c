@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan/plan_internal.h"
+#include "pack/pack_internal.h"
 #include "../harness.h"
 
 #define N 24
