@@ -58,12 +58,14 @@ struct ortmem_spill_page {
  * @ref: held by the file and by each region's spill state.
  * @fault_backs: pages brought back by a touch.
  * @restored: pages brought back by RESTORE.
+ * @readahead: pages brought back with a fault-back, after the touched one.
  * @failed: failed fault-backs and restores by cause (%ORTMEM_SPILL_FAIL_*).
  */
 struct ortmem_spill_counters {
 	struct kref ref;
 	atomic64_t fault_backs;
 	atomic64_t restored;
+	atomic64_t readahead;
 	atomic64_t failed[ORTMEM_SPILL_FAIL_NR];
 };
 
@@ -88,6 +90,7 @@ extern atomic_long_t ortmem_evicted_pages;
 extern atomic_long_t ortmem_bound_files;
 extern atomic64_t ortmem_fault_backs;
 extern atomic64_t ortmem_restored_pages;
+extern atomic64_t ortmem_readahead_pages;
 extern atomic64_t ortmem_spill_failed[ORTMEM_SPILL_FAIL_NR];
 
 /* ortmem_range_check() - Turn a byte range into page indices, or -EINVAL. */

@@ -40,12 +40,13 @@
 static_assert(sizeof(struct ortmem_bind_args) == 40);
 static_assert(sizeof(struct ortmem_range_args) == 24);
 static_assert(sizeof(struct ortmem_evict_args) == 32);
-static_assert(sizeof(struct ortmem_spill_stats_args) == 80);
+static_assert(sizeof(struct ortmem_spill_stats_args) == 88);
 
 atomic_long_t ortmem_evicted_pages = ATOMIC_LONG_INIT(0);
 atomic_long_t ortmem_bound_files = ATOMIC_LONG_INIT(0);
 atomic64_t ortmem_fault_backs = ATOMIC64_INIT(0);
 atomic64_t ortmem_restored_pages = ATOMIC64_INIT(0);
+atomic64_t ortmem_readahead_pages = ATOMIC64_INIT(0);
 atomic64_t ortmem_spill_failed[ORTMEM_SPILL_FAIL_NR];
 
 /**
@@ -552,6 +553,7 @@ long ortmem_spill_stats(struct ortmem_file *file, void __user *uarg)
 	}
 	args.fault_backs = atomic64_read(&c->fault_backs);
 	args.restored = atomic64_read(&c->restored);
+	args.readahead = atomic64_read(&c->readahead);
 	for (i = 0; i < ORTMEM_SPILL_FAIL_NR; i++)
 		args.failed[i] = atomic64_read(&c->failed[i]);
 	if (copy_to_user(uarg, &args, sizeof(args)))
@@ -568,6 +570,8 @@ long ortmem_spill_stats(struct ortmem_file *file, void __user *uarg)
  * - ``bound_files``: bindings holding a spill-file reference now;
  * - ``fault_backs``: pages brought back by a touch since load;
  * - ``restored_pages``: pages brought back by RESTORE since load;
+ * - ``readahead_pages``: pages brought back with a fault-back, after the
+ *   touched page (one read for the run) since load;
  * - ``failed_charge``, ``failed_read``, ``failed_checksum``,
  *   ``failed_nomem``: failed fault-backs and restores by cause.
  */
@@ -595,6 +599,13 @@ static ssize_t fault_backs_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(fault_backs);
 
+static ssize_t readahead_pages_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&ortmem_readahead_pages));
+}
+static DEVICE_ATTR_RO(readahead_pages);
+
 static ssize_t restored_pages_show(struct device *dev,
 				   struct device_attribute *attr, char *buf)
 {
@@ -621,6 +632,7 @@ static struct attribute *spill_attrs[] = {
 	&dev_attr_bound_files.attr,
 	&dev_attr_fault_backs.attr,
 	&dev_attr_restored_pages.attr,
+	&dev_attr_readahead_pages.attr,
 	&dev_attr_failed_charge.attr,
 	&dev_attr_failed_read.attr,
 	&dev_attr_failed_checksum.attr,

@@ -213,10 +213,12 @@ struct ortmem_evict_args {
  * @bound_bytes: out: bytes of the handle(s) bound to an extent.
  * @fault_backs: out: pages brought back by a touch, on this file.
  * @restored: out: pages brought back by %ORTMEM_IOC_RESTORE, on this file.
+ * @readahead: out: pages brought back with a fault-back, after the touched
+ *	page (read in the same request), on this file.
  * @failed: out: failed fault-backs and restores on this file, by cause
  *	(%ORTMEM_SPILL_FAIL_*).
  *
- * The counters (@fault_backs, @restored, @failed) are of the open file
+ * The counters (@fault_backs, @restored, @readahead, @failed) are of the open file
  * description, whichever @handle asks; the byte figures are of @handle.
  */
 struct ortmem_spill_stats_args {
@@ -227,6 +229,7 @@ struct ortmem_spill_stats_args {
 	__u64 bound_bytes;
 	__u64 fault_backs;
 	__u64 restored;
+	__u64 readahead;
 	__u64 failed[ORTMEM_SPILL_FAIL_NR];
 };
 
