@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "host_internal.h"
@@ -164,15 +166,26 @@ static int module_demote(struct ortmem_host *host, struct ortmem__host_buf *b)
 	return 0;
 }
 
+/* The raw calls, as host_mlock.c: sanitizer runtimes make (mun)lock no-ops. */
+static int raw_mlock(void *p, uint64_t len)
+{
+	return (int)syscall(SYS_mlock, p, len);
+}
+
+static int raw_munlock(void *p, uint64_t len)
+{
+	return (int)syscall(SYS_munlock, p, len);
+}
+
 static int mlock_demote(struct ortmem_host *host, struct ortmem__host_buf *b)
 {
 	(void)host;
-	if (munlock(b->ptr, b->size) || madvise(b->ptr, b->size, MADV_DONTNEED) ||
+	if (raw_munlock(b->ptr, b->size) || madvise(b->ptr, b->size, MADV_DONTNEED) ||
 	    mprotect(b->ptr, b->size, PROT_NONE)) {
 		int ret = -errno;
 
 		mprotect(b->ptr, b->size, PROT_READ | PROT_WRITE);
-		mlock(b->ptr, b->size);
+		raw_mlock(b->ptr, b->size);
 		return ortmem__err_io(ret, ORTMEM_TIER_HOST, b->size,
 			"releasing the demoted buffer %p failed: %s", b->ptr,
 			strerror(-ret));
@@ -270,7 +283,7 @@ static int mlock_promote(struct ortmem_host *host, struct ortmem__host_buf *b)
 		return ortmem__err_io(-errno, ORTMEM_TIER_HOST, b->size,
 			"mapping the demoted buffer %p again failed: %s", b->ptr,
 			strerror(errno));
-	if (mlock(b->ptr, b->size)) {
+	if (raw_mlock(b->ptr, b->size)) {
 		ret = -errno;
 		mprotect(b->ptr, b->size, PROT_NONE);
 		return ortmem__err_alloc_failed(ret, ORTMEM_TIER_HOST, b->size,
@@ -279,7 +292,7 @@ static int mlock_promote(struct ortmem_host *host, struct ortmem__host_buf *b)
 	}
 	ret = ortmem_spill_read(host->spill, b->extent, b->ptr, b->size);
 	if (ret) {
-		munlock(b->ptr, b->size);
+		raw_munlock(b->ptr, b->size);
 		madvise(b->ptr, b->size, MADV_DONTNEED);
 		mprotect(b->ptr, b->size, PROT_NONE);
 	}

@@ -17,6 +17,15 @@
 #include "../harness.h"
 
 #define MIB (1024ull * 1024)
+
+/* Assert success, saying the library's detailed error when there is none. */
+#define OK(call)							\
+	do {								\
+		int ok_ret_ = (call);					\
+		if (ok_ret_)						\
+			TH_LOG("%s: %s", #call, ortmem_last_error_message()); \
+		ASSERT_EQ(0, ok_ret_);					\
+	} while (0)
 #define BIG (256 * MIB)
 
 FIXTURE(dm) {
@@ -139,7 +148,7 @@ TEST_F_TIMEOUT(dm, governor_demotes_256_mib_in_place, 300)
 	ASSERT_EQ(0, ortmem_gov_unpin(gov, h));
 	ASSERT_EQ(0, ortmem_host_stats(self->host, &before));
 
-	ASSERT_EQ(0, ortmem_gov_demote(gov, h));
+	OK(ortmem_gov_demote(gov, h));
 	ASSERT_EQ(0, ortmem_gov_query(gov, h, &info));
 	EXPECT_EQ(ORTMEM_TIER_HOST, info.tier);
 	EXPECT_EQ(self->mode == ORTMEM_HOST_SPILL_MAP ?
@@ -191,19 +200,19 @@ TEST_F(dm, demote_promote_free_and_refusals)
 
 	ASSERT_EQ(0, ortmem_host_alloc(self->host, len, -1, &p));
 	fill(p, len, self->page, 9);
-	ASSERT_EQ(0, ortmem_host_demote(self->host, p));
+	OK(ortmem_host_demote(self->host, p));
 	EXPECT_EQ(-EALREADY, ortmem_host_demote(self->host, p));
 	EXPECT_EQ(-EBUSY, ortmem_host_set_spill(self->host, NULL));
 	EXPECT_EQ(-EINVAL, ortmem_host_demote(self->host, (char *)p + 1));
 	EXPECT_EQ(-EINVAL, ortmem_host_promote(self->host, (char *)p + 1));
 	EXPECT_EQ(-EINVAL, ortmem_host_demote(NULL, p));
-	ASSERT_EQ(0, ortmem_host_promote(self->host, p));
+	OK(ortmem_host_promote(self->host, p));
 	EXPECT_EQ(-1, check(p, len, self->page, 9));
 	EXPECT_EQ(0, ortmem_host_promote(self->host, p));	/* not demoted: no-op */
 	EXPECT_EQ(0, live_extents(self->spill));
 	/* Freed while demoted: the extent goes too. */
 	ASSERT_EQ(0, ortmem_host_alloc(self->host, len, -1, &r));
-	ASSERT_EQ(0, ortmem_host_demote(self->host, r));
+	OK(ortmem_host_demote(self->host, r));
 	EXPECT_EQ(1, live_extents(self->spill));
 	EXPECT_EQ(0, ortmem_host_free(self->host, r));
 	EXPECT_EQ(0, live_extents(self->spill));
@@ -232,7 +241,7 @@ TEST_F(dm, a_demoted_buffer_in_each_mode)
 
 	ASSERT_EQ(0, ortmem_host_alloc(self->host, len, -1, &p));
 	fill(p, len, self->page, 5);
-	ASSERT_EQ(0, ortmem_host_demote(self->host, p));
+	OK(ortmem_host_demote(self->host, p));
 	v = p;
 	if (self->mode == ORTMEM_HOST_SPILL_RELEASE) {
 		/* Released: unusable until promoted, never silently zero. */
@@ -249,7 +258,7 @@ TEST_F(dm, a_demoted_buffer_in_each_mode)
 		EXPECT_EQ(word(1, 0, 5), v[self->page / 8]);
 		v[self->page / 8] = 42;
 	}
-	ASSERT_EQ(0, ortmem_host_promote(self->host, p));
+	OK(ortmem_host_promote(self->host, p));
 	if (self->mode == ORTMEM_HOST_SPILL_MAP) {
 		EXPECT_EQ(42, v[self->page / 8]);
 		v[self->page / 8] = word(1, 0, 5);
