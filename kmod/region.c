@@ -33,6 +33,8 @@ static void region_free_pages(struct ortmem_region *region, unsigned long n)
 	unsigned long i, freed = 0;
 
 	for (i = 0; i < n; i++) {
+		if (!(i & 511))
+			cond_resched();	/* freeing gigabytes takes a while */
 		if (!region->pages[i])
 			continue;
 		put_page(region->pages[i]);
@@ -43,7 +45,13 @@ static void region_free_pages(struct ortmem_region *region, unsigned long n)
 
 static int region_alloc_pages(struct ortmem_region *region, u32 flags)
 {
-	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN;
+	/*
+	 * __GFP_RETRY_MAYFAIL: out of pages (or over a memory cgroup's limit)
+	 * the ALLOC fails with -ENOMEM rather than waking the OOM killer,
+	 * which would pick a bystander: these pages are in nobody's RSS.
+	 */
+	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN |
+		    __GFP_RETRY_MAYFAIL;
 	struct page *page;
 	unsigned long i;
 
@@ -108,7 +116,8 @@ struct ortmem_region *ortmem_region_create(u64 size, int numa_node, u32 flags)
 		goto err_free;
 	if (!ortmem_should_fail(ORTMEM_FAIL_PAGE_ARRAY))
 		region->pages = kvmalloc_array(nr_pages, sizeof(*region->pages),
-					       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+					       GFP_KERNEL_ACCOUNT | __GFP_NOWARN |
+					       __GFP_RETRY_MAYFAIL);
 	if (!region->pages) {
 		ret = -ENOMEM;
 		goto err_uncharge;

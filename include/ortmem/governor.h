@@ -104,6 +104,9 @@ struct ortmem_backend_ops {
 	int (*demote)(void *ctx, uint64_t bh, uint64_t size);
 	int (*promote)(void *ctx, uint64_t bh, uint64_t size);
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_backend_ops__last_field close
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.
@@ -147,6 +150,9 @@ struct ortmem_gov_opts {
 	uint32_t max_handles;
 	uint32_t flags;		/* none defined; must be 0 */
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_gov_opts__last_field flags
 
 /* ortmem_gov_alloc() flags. */
 /* The allocation may be demoted to a lower tier to make room. */
