@@ -106,7 +106,7 @@ struct ortmem_backend_ops {
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_backend_ops__last_field close
+#define ortmem_backend_ops__last_field promote
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.
