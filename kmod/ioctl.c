@@ -23,7 +23,8 @@ static long ortmem_get_version(void __user *uarg)
 		return -EPROTO;
 	args.abi_version = ORTMEM_ABI_VERSION;
 	args.min_abi_version = ORTMEM_ABI_MIN_VERSION;
-	args.features = ORTMEM_FEAT_REGIONS | ORTMEM_FEAT_NUMA;
+	args.features = ORTMEM_FEAT_REGIONS | ORTMEM_FEAT_NUMA |
+			ORTMEM_FEAT_SPILL_MAP;
 	args.max_pinned_bytes = (u64)ortmem_cap_pages() << PAGE_SHIFT;
 	args.page_size = PAGE_SIZE;
 	if (copy_to_user(uarg, &args, sizeof(args)))
@@ -202,6 +203,17 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return ortmem_file_owned(file) ? ortmem_free(file, uarg) : -EACCES;
 	case ORTMEM_IOC_QUERY:
 		return ortmem_file_owned(file) ? ortmem_query(file, uarg) : -EACCES;
+	case ORTMEM_IOC_BIND:
+		return ortmem_file_owned(file) ? ortmem_bind(file, uarg) : -EACCES;
+	case ORTMEM_IOC_UNBIND:
+		return ortmem_file_owned(file) ? ortmem_unbind(file, uarg) : -EACCES;
+	case ORTMEM_IOC_EVICT:
+		return ortmem_file_owned(file) ?
+		       ortmem_evict(file, filp->f_mapping, uarg) : -EACCES;
+	case ORTMEM_IOC_RESTORE:
+		return ortmem_file_owned(file) ? ortmem_restore(file, uarg) : -EACCES;
+	case ORTMEM_IOC_SPILL_STATS:
+		return ortmem_file_owned(file) ? ortmem_spill_stats(file, uarg) : -EACCES;
 	default:
 		return -ENOTTY;
 	}

@@ -24,6 +24,9 @@
  *   still references when its region goes (a pipe that vmsplice filled, an
  *   I/O in flight) stops counting then; the kernel frees it when that last
  *   reference goes, with its data intact until then.
+ *   Evicted pages are not outstanding: they went back to the kernel.
+ *
+ * The spill mapping's figures are in the ``spill/`` folder (spill_map.c).
  */
 
 static ssize_t abi_version_show(struct device *dev,
@@ -79,5 +82,6 @@ static const struct attribute_group ortmem_group = {
 
 const struct attribute_group *ortmem_groups[] = {
 	&ortmem_group,
+	&ortmem_spill_group,
 	NULL,
 };
