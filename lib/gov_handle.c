@@ -177,12 +177,21 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp)
 {
 	struct gov_slot *s = &gov->slots[idx];
+	bool waited = false, promoted = false;
 	int ret;
 
 	for (;;) {
 		if (!slot_is_ours(w, h))
 			return ortmem__slot_refuse(gov, h, w, "pin");
 		if (!slot_is_live(w)) {
+			if (slot_state(w) == SLOT_MOVING &&
+			    ortmem__prefetch_wait(gov, idx, w)) {
+				/* A prefetch had it in flight: now it is done. */
+				waited = true;
+				w = atomic_load_explicit(&s->word,
+							 memory_order_acquire);
+				continue;
+			}
 			if (slot_state(w) == SLOT_MOVING)
 				return gov_refuse_busy(h, w, "pin");
 			return ortmem__slot_refuse(gov, h, w, "pin");
@@ -195,10 +204,14 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		    !(flags & ORTMEM_PIN_NO_PROMOTE)) {
 			if (slot_pins(w))
 				return gov_refuse_busy(h, w, "promote");
+			ret = ortmem__prefetch_failed(gov, idx, slot_gen(w));
+			if (ret)
+				return ret;
 			ret = ortmem__promote(gov, idx, w);
 			if (ret != -EAGAIN) {
 				if (ret)
 					return ret;
+				promoted = true;
 				break;
 			}
 			w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -213,6 +226,9 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 			      atomic_fetch_add_explicit(&gov->tick, 1,
 							memory_order_relaxed),
 			      memory_order_relaxed);
+	if (__builtin_expect(atomic_load_explicit(&gov->pf,
+						  memory_order_relaxed) != NULL, 0))
+		ortmem__prefetch_note_pin(gov, s, waited, promoted);
 	if (ptrp)
 		*ptrp = gov_slot_ptr(gov, s);
 	return 0;

@@ -72,6 +72,19 @@ struct gov_slot {
 	_Atomic uint8_t tier;
 	_Atomic uint64_t bh;
 	_Atomic uint64_t last_use;
+	/* File-backed allocations: their source (struct gov_fsrc *), else 0;
+	 * fixed while live.  Such a slot not on its home tier holds no
+	 * bytes and no charge: tier says disk, the bytes are in the file. */
+	_Atomic uint64_t src;
+	/* Prefetch state (enum gov_pf_state, lib/gov_prefetch.c). */
+	_Atomic uint8_t pf;
+};
+
+enum gov_pf_state {
+	PF_NONE = 0,
+	PF_INFLIGHT = 1,	/* a prefetch owns the slot (state MOVING) */
+	PF_READY = 2,		/* brought in by a prefetch, not pinned since */
+	PF_FAILED = 3,		/* the prefetch failed; the next pin says why */
 };
 
 struct gov_tier {
@@ -171,6 +184,9 @@ struct ortmem_gov {
 	pthread_mutex_t slot_lock;
 	uint32_t nfree;
 	uint32_t *free_idx;
+
+	/* Asynchronous promotion, made at the first prefetch (gov->lock). */
+	struct gov_prefetch *_Atomic pf;
 };
 
 /* binding.c */
@@ -253,6 +269,40 @@ int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
 		    uint64_t size);
 int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
 int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
+
+/* gov_file.c: file-backed allocations */
+/* Holds no bytes: a file-backed allocation not on its home tier. */
+static inline bool ortmem__file_absent(struct gov_slot *s)
+{
+	return atomic_load_explicit(&s->src, memory_order_relaxed) &&
+	       atomic_load_explicit(&s->tier, memory_order_relaxed) !=
+		       atomic_load_explicit(&s->home, memory_order_relaxed);
+}
+/* Allocate on @home and fill from the file; *@nbhp the new allocation. */
+int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
+		      uint64_t *nbhp);
+/* Demotion of a file-backed allocation: drop the copy (gov->lock held). */
+int ortmem__file_drop_locked(struct ortmem_gov *gov, uint32_t idx);
+/* The slot is being freed: forget its source. */
+void ortmem__file_forget(struct gov_slot *s);
+
+/* gov_move.c: bring slot @idx (ours, MOVING, @home charged) home. */
+int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
+
+/* gov_prefetch.c */
+/* Slot @idx was seen MOVING at @w: if a prefetch owns it, wait until it
+ * is done and return true. */
+bool ortmem__prefetch_wait(struct ortmem_gov *gov, uint32_t idx, uint64_t w);
+/* Slot @idx, DEMOTED: the error of its failed prefetch, once, else 0. */
+int ortmem__prefetch_failed(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
+/* A pin took slot @idx: count a hit, a wait or a synchronous promotion. */
+void ortmem__prefetch_note_pin(struct ortmem_gov *gov, struct gov_slot *s,
+			       bool waited, bool promoted);
+/* Reclaim for a prefetch spares what prefetches brought in. */
+extern __thread bool ortmem__reclaim_spare_ready;
+void ortmem__prefetch_fini(struct ortmem_gov *gov);
+void ortmem__prefetch_stats(struct ortmem_gov *gov,
+			    struct ortmem_prefetch_stats *ps);
 
 /* backend.c */
 int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,

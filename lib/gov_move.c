@@ -76,6 +76,19 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 	size = atomic_load(&s->size);
 	bh = atomic_load(&s->bh);
 	id = handle_make(gen, gov->tag, idx);
+	if (atomic_load(&s->src)) {
+		/* File-backed: the file keeps the bytes, drop the copy. */
+		if (ortmem__file_absent(s)) {
+			atomic_store(&s->word, w);
+			return ortmem__err_plain(-EBUSY,
+				"cannot demote slot %u: it is file-backed and already only in its file",
+				idx);
+		}
+		ortmem__file_drop_locked(gov, idx);
+		atomic_store_explicit(&s->word, slot_word(gen, 0, SLOT_DEMOTED),
+				      memory_order_release);
+		return 0;
+	}
 	to = demote_target(gov, from, atomic_load(&s->role), size);
 	if (to < 0) {
 		atomic_store(&s->word, w);
@@ -96,6 +109,36 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 	return 0;
 }
 
+int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	uint32_t gen = slot_gen(atomic_load(&s->word));
+	uint64_t size = atomic_load(&s->size), nbh = 0;
+	uint64_t bh = atomic_load(&s->bh);
+	int from = atomic_load(&s->tier), ret;
+
+	if (atomic_load(&s->src)) {
+		ret = ortmem__file_fill(gov, idx, home, &nbh);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&gov->lock);
+	} else {
+		pthread_mutex_lock(&gov->lock);
+		ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
+		if (ret) {
+			pthread_mutex_unlock(&gov->lock);
+			return ret;
+		}
+		move_free_source(gov, idx, from, bh, size,
+				 handle_make(gen, gov->tag, idx));
+	}
+	atomic_fetch_add(&gov->tiers[home].promoted, size);
+	atomic_store(&s->tier, (uint8_t)home);
+	atomic_store(&s->bh, nbh);
+	pthread_mutex_unlock(&gov->lock);
+	return 0;
+}
+
 /*
  * Promote slot @idx, seen in state DEMOTED with no pins at @w, to its home
  * tier and leave it pinned once.  -EAGAIN when @w changed under us.
@@ -104,32 +147,21 @@ int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t w)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	uint32_t gen = slot_gen(w);
-	uint64_t size, bh, nbh = 0;
-	int home, from, ret;
+	int home, ret;
 
 	if (!atomic_compare_exchange_strong(&s->word, &w,
 					    slot_word(gen, 0, SLOT_MOVING)))
 		return -EAGAIN;
 	home = atomic_load(&s->home);
-	from = atomic_load(&s->tier);
-	size = atomic_load(&s->size);
-	bh = atomic_load(&s->bh);
-	ret = ortmem__gov_charge(gov, home, atomic_load(&s->role), size);
+	ret = ortmem__gov_charge(gov, home, atomic_load(&s->role),
+				 atomic_load(&s->size));
 	if (ret)
 		goto err_restore;
-	pthread_mutex_lock(&gov->lock);
-	ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
+	ret = ortmem__move_in(gov, idx, home);
 	if (ret) {
-		pthread_mutex_unlock(&gov->lock);
-		ortmem__tier_uncharge(gov, home, size);
+		ortmem__tier_uncharge(gov, home, atomic_load(&s->size));
 		goto err_restore;
 	}
-	move_free_source(gov, idx, from, bh, size,
-			 handle_make(gen, gov->tag, idx));
-	atomic_fetch_add(&gov->tiers[home].promoted, size);
-	atomic_store(&s->tier, (uint8_t)home);
-	atomic_store(&s->bh, nbh);
-	pthread_mutex_unlock(&gov->lock);
 	atomic_store_explicit(&s->word, slot_word(gen, 1, SLOT_LIVE),
 			      memory_order_release);
 	return 0;
