@@ -44,6 +44,7 @@ struct ortmem_wfile {
 	struct ortmem__sengine eng;
 	uint32_t features;
 	atomic_uint_fast64_t reads;
+	atomic_uint_fast64_t bytes;	/* verified and handed back */
 	char path[256];
 	char csum_path[256];
 };
@@ -465,7 +466,7 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 		return ret;
 	}
 	atomic_fetch_add(&wf->reads, 1);
-	atomic_fetch_add(&wf->eng.count.bytes_read, len);
+	atomic_fetch_add(&wf->bytes, len);
 	return 0;
 }
 
@@ -483,7 +484,7 @@ ORTMEM_API int ortmem_wfile_get_stats(struct ortmem_wfile *wf,
 	v.direct = wf->file.direct;
 	v.uring = !!(wf->features & ORTMEM_SPILL_HAVE_URING);
 	v.reads = atomic_load(&wf->reads);
-	v.bytes_read = atomic_load(&wf->eng.count.bytes_read);
+	v.bytes_read = atomic_load(&wf->bytes);
 	v.io_errors = atomic_load(&wf->eng.count.io_errors);
 	v.checksum_errors = atomic_load(&wf->eng.count.checksum_errors);
 	memcpy((char *)st + sizeof(st->sz), (char *)&v + sizeof(v.sz),
