@@ -149,6 +149,9 @@ struct ortmem__sreq {
 	/* No tail, no trailer: len and foff are multiples of the alignment
 	 * and the caller verifies the bytes (file-backed weights). */
 	bool raw;
+	/* Raw reads: called when the bytes are in; 0 or -errno. */
+	int (*verify_raw)(struct ortmem__sreq *r);
+	void *verify_arg;
 	struct ortmem__sreq *next_verify;
 	uint32_t tail_slot;	/* UINT32_MAX none */
 	uint32_t pending;

@@ -219,7 +219,10 @@ static void req_finish(struct ortmem__lane *l, struct ortmem__sengine *e,
 		       struct ortmem__sreq *r)
 {
 	if (r->raw) {
-		/* The caller checks raw reads against its own checksums. */
+		/* The caller checks raw reads against its own checksums, here
+		 * while the lane's other reads are still in flight. */
+		if (!r->err && r->verify_raw)
+			r->err = r->verify_raw(r);
 		req_account(e, r);
 		return;
 	}

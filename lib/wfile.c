@@ -366,46 +366,9 @@ static int wf_read_end(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 	return 0;
 }
 
-/* Read [foff, foff + len) of the file, block-aligned, into @dst. */
-static int wf_read_raw(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
-		       uint64_t len)
-{
-	uint64_t body = len & ~(uint64_t)(wf->file.align - 1);
-	struct ortmem__sreq r = { 0 };
-	struct ortmem__lane *l;
-
-	if (foff & (wf->file.align - 1))
-		/* Blocks smaller than the direct I/O unit: no O_DIRECT. */
-		return wf_read_end(wf, foff, dst, len);
-	if (foff + len == wf->size && body < len) {
-		int ret = wf_read_end(wf, foff + body, dst + body, len - body);
-
-		if (ret)
-			return ret;
-	} else {
-		body = len;
-	}
-	if (!body)
-		return 0;
-	r.raw = true;
-	r.buf = dst;
-	r.len = body;
-	r.foff = foff;
-	r.tail_slot = UINT32_MAX;
-	l = wf_lane_lock(wf);
-	ortmem__lane_run(l, &wf->eng, &r, 1);
-	pthread_mutex_unlock(&l->lock);
-	if (!r.err)
-		return 0;
-	return wf_err(r.err, len,
-		"reading weights file %s, bytes [%" PRIu64 ", %" PRIu64 "), failed at offset %" PRIu64 " after %" PRIu64 " bytes: %s",
-		wf->path, foff, foff + len, r.err_off, r.moved,
-		r.err_what ? r.err_what : "the read failed");
-}
-
 /* Check the blocks of [foff, foff + len), which @buf holds. */
 static int wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
-		     uint64_t len)
+		     uint64_t len, bool count)
 {
 	uint64_t done = 0;
 
@@ -416,7 +379,8 @@ static int wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
 		uint32_t crc = (uint32_t)ortmem__csum(buf + done, n);
 
 		if (crc != wf->crc[b]) {
-			atomic_fetch_add(&wf->eng.count.checksum_errors, 1);
+			if (count)
+				atomic_fetch_add(&wf->eng.count.checksum_errors, 1);
 			return wf_err(-ORTMEM_E_CHECKSUM, n,
 				"weights file %s: bytes [%" PRIu64 ", %" PRIu64 ") (block %" PRIu64 " of %" PRIu64 ") do not match the checksum list %s (CRC32C %08x, listed %08x); the file is damaged: recreate it",
 				wf->path, foff + done, foff + done + n, b,
@@ -425,6 +389,84 @@ static int wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
 		done += n;
 	}
 	return 0;
+}
+
+/* A raw request's bytes are in: verify them while the lane reads on. */
+static int wf_verify_req(struct ortmem__sreq *r)
+{
+	struct ortmem_wfile *wf = r->verify_arg;
+	int ret = wf_verify(wf, r->foff, r->buf, r->len, false);
+
+	return ret;
+}
+
+/*
+ * Read whole blocks [foff, foff + len) into @dst and verify them: one raw
+ * request per chunk, so each is checked as it lands while the rest are in
+ * flight; the partial direct-I/O unit at the end of the file by pread.
+ */
+static int wf_read_blocks(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
+			  uint64_t len)
+{
+	uint64_t body = len & ~(uint64_t)(wf->file.align - 1), step, i, n;
+
+	/* [foff, foff + body) goes direct; [foff + body, foff + len), if
+	 * anything, is whole blocks read with pread. */
+	struct ortmem__sreq *reqs;
+	struct ortmem__lane *l;
+	int ret = 0;
+
+	if (foff & (wf->file.align - 1))
+		/* Blocks smaller than the direct I/O unit: no O_DIRECT. */
+		body = 0;
+	else if (foff + len != wf->size || body == len)
+		body = len;
+	else	/* the file's last block, not direct-I/O aligned, by pread */
+		body = (len - 1) / wf->block * wf->block;
+	if (body < len) {
+		ret = wf_read_end(wf, foff + body, dst + body, len - body);
+		if (!ret)
+			ret = wf_verify(wf, foff + body, dst + body, len - body, true);
+		if (ret || !body)
+			return ret;
+	}
+	/* Requests of whole blocks, about a chunk each. */
+	step = wf->eng.chunk > wf->block ? wf->eng.chunk / wf->block * wf->block :
+	       wf->block;
+	n = (body + step - 1) / step;
+	reqs = calloc(n, sizeof(*reqs));
+	if (!reqs)
+		return wf_err(-ENOMEM, len, "out of memory for %" PRIu64 " read requests", n);
+	for (i = 0; i < n; i++) {
+		reqs[i].raw = true;
+		reqs[i].verify_raw = wf_verify_req;
+		reqs[i].verify_arg = wf;
+		reqs[i].buf = dst + i * step;
+		reqs[i].foff = foff + i * step;
+		reqs[i].len = body - i * step < step ? body - i * step : step;
+		reqs[i].tail_slot = UINT32_MAX;
+	}
+	l = wf_lane_lock(wf);
+	ortmem__lane_run(l, &wf->eng, reqs, (unsigned int)n);
+	pthread_mutex_unlock(&l->lock);
+	for (i = 0; i < n && !reqs[i].err; i++)
+		;
+	if (i < n && reqs[i].err == -ORTMEM_E_CHECKSUM) {
+		/* The verifier's detailed error is this thread's already. */
+		ret = -ORTMEM_E_CHECKSUM;
+		if (!ortmem_last_error() || ortmem_last_error()->code != ret)
+			ret = wf_err(ret, reqs[i].len,
+				"weights file %s: bytes [%" PRIu64 ", %" PRIu64 ") do not match the checksum list %s",
+				wf->path, reqs[i].foff, reqs[i].foff + reqs[i].len,
+				wf->csum_path);
+	} else if (i < n) {
+		ret = wf_err(reqs[i].err, len,
+			"reading weights file %s, bytes [%" PRIu64 ", %" PRIu64 "), failed at offset %" PRIu64 ": %s",
+			wf->path, foff, foff + len, reqs[i].err_off,
+			reqs[i].err_what ? reqs[i].err_what : "the read failed");
+	}
+	free(reqs);
+	return ret;
 }
 
 ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
@@ -455,9 +497,7 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 		}
 		dst = tmp;
 	}
-	ret = wf_read_raw(wf, first, dst, end - first);
-	if (!ret)
-		ret = wf_verify(wf, first, dst, end - first);
+	ret = wf_read_blocks(wf, first, dst, end - first);
 	if (!ret && tmp)
 		memcpy(buf, tmp + (off - first), len);
 	free(tmp);

@@ -31,6 +31,8 @@
 
 #include <ortmem/ortmem.h>
 
+#include <cblas.h>
+
 #include "run/model.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -60,6 +62,7 @@ struct opts {
 	uint32_t passes;
 	uint32_t prefetch_depth;
 	uint64_t inject_nth;
+	uint32_t threads;
 	int json;
 	int progress;
 	struct model_cfg cfg;
@@ -258,7 +261,7 @@ static int source_open(struct source *s, uint64_t arena, struct result *r)
 		return -errno;
 	if (!strcmp(m, "ram")) {
 		/* Read and verified once, before the timed passes. */
-		s->all = malloc(size);
+		s->all = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
 		if (!s->all)
 			return -ENOMEM;
 		int ret = ortmem_wfile_read(s->wf, 0, s->all, size);
@@ -333,6 +336,7 @@ static int layer_get(struct source *s, uint32_t l, uint32_t pass,
 	int ret;
 
 	if (!strcmp(m, "ortmem")) {
+		/* Mostly home or in flight already (see layer_put). */
 		prefetch_ahead(s, l, pass);
 		ret = ortmem_gov_pin(s->gov, s->h[l], 0, &p);
 		*wp = p;
@@ -349,10 +353,16 @@ static int layer_get(struct source *s, uint32_t l, uint32_t pass,
 	return 0;
 }
 
-static void layer_put(struct source *s, uint32_t l)
+/* Done with layer @l: its place goes to the layers after it at once, so
+ * the disk never waits for the next pin. */
+static void layer_put(struct source *s, uint32_t l, uint32_t pass)
 {
-	if (s->gov)
-		ortmem_gov_unpin(s->gov, s->h[l]);
+	if (!s->gov)
+		return;
+	ortmem_gov_unpin(s->gov, s->h[l]);
+	if (l + 1 < s->o->cfg.layers || pass + 1 < s->o->passes)
+		prefetch_ahead(s, (l + 1) % s->o->cfg.layers,
+			       l + 1 < s->o->cfg.layers ? pass : pass + 1);
 }
 
 static int fail(const char *what, int ret)
@@ -390,7 +400,7 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 			return fail("reading the weights", ret);
 		model_layer(&o->cfg, o->batch, w, act_ptr(a, arena, a->x[l]),
 			    act_ptr(a, arena, a->h[l]), act_ptr(a, arena, a->x[l + 1]));
-		layer_put(s, l);
+		layer_put(s, l, pass);
 	}
 	progress(o, pass, l);
 	return 0;
@@ -543,8 +553,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ortmem-run create [--layers N] [--hidden H] [--ffn F] [--seed S] FILE\n"
 		"       ortmem-run [run] [--mode ortmem|ram|mmap|pread] [--budget SIZE]\n"
-		"                  [--batch B] [--passes N] [--prefetch N] [--json]\n"
-		"                  [--progress|--no-progress] FILE\n"
+		"                  [--batch B] [--passes N] [--prefetch N] [--threads N]\n"
+		"                  [--json]"
+		" [--progress|--no-progress] FILE\n"
 		"SIZE takes K, M, G suffixes (powers of 1024).  See ortmem-run(1).\n");
 }
 
@@ -597,6 +608,7 @@ static int parse(int argc, char **argv, struct opts *o, int *create)
 		NUM("--batch", 4096, o->batch)
 		NUM("--passes", 1000, o->passes)
 		NUM("--prefetch", 64, o->prefetch_depth)
+		NUM("--threads", 256, o->threads)
 		NUM("--inject-read-fault", UINT32_MAX, o->inject_nth)
 		if (!strcmp(a, "--budget")) {
 			if (!val || parse_u64(a, val, 1ull << 50, &o->budget))
@@ -635,7 +647,7 @@ static int parse(int argc, char **argv, struct opts *o, int *create)
 int main(int argc, char **argv)
 {
 	struct opts o = {
-		.mode = "ortmem", .batch = 16, .passes = 1, .prefetch_depth = 8,
+		.mode = "ortmem", .batch = 16, .threads = 1, .passes = 1, .prefetch_depth = 8,
 		.progress = isatty(STDERR_FILENO),
 		.cfg = { .layers = 18, .hidden = 2048, .ffn = 8192, .seed = 1 },
 	};
@@ -648,5 +660,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	if (create)
 		return model_create(&o.cfg, o.path, &interrupted);
+	/* One BLAS thread by default: the other core moves and verifies the
+	 * next layers (every mode computes alike, so the comparison holds). */
+	openblas_set_num_threads((int)o.threads);
 	return do_run(&o);
 }
