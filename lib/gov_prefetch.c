@@ -142,9 +142,14 @@ static void *pf_worker(void *arg)
 /* The governor's prefetch state, made and its worker started once. */
 static int pf_get(struct ortmem_gov *gov, struct gov_prefetch **pfp)
 {
-	struct gov_prefetch *pf = NULL;
+	struct gov_prefetch *pf = atomic_load(&gov->pf);
 	int ret;
 
+	/* Made once, freed only by close: no lock once it is there. */
+	if (pf) {
+		*pfp = pf;
+		return 0;
+	}
 	pthread_mutex_lock(&gov->lock);
 	pf = atomic_load(&gov->pf);
 	if (pf)

@@ -469,12 +469,35 @@ static int wf_read_blocks(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 	return ret;
 }
 
+/* The one block holding [off, off + len): read aside, verify, copy. */
+static int wf_read_aside(struct ortmem_wfile *wf, uint64_t off, uint8_t *buf,
+			 uint64_t len)
+{
+	uint64_t first = off / wf->block * wf->block;
+	uint64_t end = first + wf->block < wf->size ? first + wf->block : wf->size;
+	uint8_t *tmp;
+	int ret;
+
+	if (posix_memalign((void **)&tmp, 4096, wf->block))
+		return wf_err(-ENOMEM, wf->block,
+			"out of memory for a %u-byte block buffer", wf->block);
+	ret = wf_read_blocks(wf, first, tmp, end - first);
+	if (!ret)
+		memcpy(buf, tmp + (off - first), len);
+	free(tmp);
+	return ret;
+}
+
+/*
+ * Whole blocks go straight into @buf; a block only partly in the range
+ * (at its head or its tail) is read aside, since it must be verified whole.
+ */
 ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 				 void *buf, uint64_t len)
 {
-	uint64_t first, end;
-	uint8_t *tmp = NULL, *dst;
-	int ret;
+	uint64_t lo, hi, B;
+	uint8_t *dst = buf;
+	int ret = 0;
 
 	if (!wf || !buf)
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, len, "%s is NULL",
@@ -483,24 +506,22 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, len,
 			"range [%" PRIu64 ", +%" PRIu64 ") is empty or passes the end of weights file %s (%" PRIu64 " bytes)",
 			off, len, wf->path, wf->size);
-	first = off / wf->block * wf->block;
-	end = (off + len + wf->block - 1) / wf->block * wf->block;
-	if (end > wf->size)
-		end = wf->size;
-	dst = buf;
-	if (first != off || end != off + len) {
-		/* Not whole blocks: read the blocks aside, then copy. */
-		if (posix_memalign((void **)&tmp, 4096, end - first)) {
-			memset(buf, 0, len);
-			return wf_err(-ENOMEM, end - first,
-				"out of memory for a %" PRIu64 "-byte read buffer", end - first);
-		}
-		dst = tmp;
+	B = wf->block;
+	/* [lo, hi): the whole blocks inside the range (the file's short last
+	 * block counts as whole when the range reaches the end). */
+	lo = (off + B - 1) / B * B;
+	hi = off + len == wf->size ? wf->size : (off + len) / B * B;
+	if (lo > hi) {
+		/* Inside one block. */
+		ret = wf_read_aside(wf, off, dst, len);
+	} else {
+		if (off < lo)
+			ret = wf_read_aside(wf, off, dst, lo - off);
+		if (!ret && lo < hi)
+			ret = wf_read_blocks(wf, lo, dst + (lo - off), hi - lo);
+		if (!ret && hi < off + len)
+			ret = wf_read_aside(wf, hi, dst + (hi - off), off + len - hi);
 	}
-	ret = wf_read_blocks(wf, first, dst, end - first);
-	if (!ret && tmp)
-		memcpy(buf, tmp + (off - first), len);
-	free(tmp);
 	if (ret) {
 		memset(buf, 0, len);
 		return ret;

@@ -75,6 +75,8 @@ struct result {
 	uint64_t disk_bytes;	/* bytes read from the file in the passes */
 	uint64_t out_hash;
 	uint64_t host_peak;
+	uint64_t host_promoted;	/* disk -> host, by the governor */
+	uint64_t host_dropped;	/* host copies dropped, never written */
 	uint64_t arena;
 	struct ortmem_prefetch_stats pf;
 	int have_gov;
@@ -216,7 +218,9 @@ static int read_all(int fd, uint8_t *dst, uint64_t off, uint64_t len)
 static int gov_setup(struct source *s, uint64_t arena)
 {
 	const struct model_cfg *c = &s->o->cfg;
-	ORTMEM_OPTS(ortmem_gov_opts, go, .limit = { 0, s->o->budget, 0 });
+	/* A handle a layer and one for the arena: reclaim scans no more. */
+	ORTMEM_OPTS(ortmem_gov_opts, go, .limit = { 0, s->o->budget, 0 },
+		    .max_handles = c->layers + 8);
 	uint32_t l;
 	int ret;
 
@@ -428,10 +432,10 @@ static void report(const struct opts *o, const struct result *r,
 		for (p = 0; p < o->passes; p++)
 			printf("%s%.6f", p ? "," : "", r->pass_s[p]);
 		printf("],\"load_s\":%.6f,\"disk_bytes\":%" PRIu64 ",\"file_bytes_verified\":%" PRIu64 ","
-		       "\"host_peak_bytes\":%" PRIu64 ",\"prefetch\":{\"issued\":%" PRIu64 ",\"hits\":%" PRIu64
+		       "\"host_peak_bytes\":%" PRIu64 ",\"host_promoted_bytes\":%" PRIu64 ",\"host_dropped_bytes\":%" PRIu64 ",\"prefetch\":{\"issued\":%" PRIu64 ",\"hits\":%" PRIu64
 		       ",\"waits\":%" PRIu64 ",\"wait_s\":%.6f,\"misses\":%" PRIu64 ",\"failed\":%" PRIu64 "},"
 		       "\"output\":\"%016" PRIx64 "\"}\n", r->load_s, r->disk_bytes, ws.bytes_read,
-		       r->host_peak, r->pf.issued, r->pf.hits, r->pf.waits, r->pf.wait_ns / 1e9,
+		       r->host_peak, r->host_promoted, r->host_dropped, r->pf.issued, r->pf.hits, r->pf.waits, r->pf.wait_ns / 1e9,
 		       r->pf.misses, r->pf.failed, r->out_hash);
 		return;
 	}
@@ -528,6 +532,8 @@ static int do_run(struct opts *o)
 		ortmem_wfile_get_stats(s.wf, &ws);
 		r.pf = st.prefetch;
 		r.host_peak = st.tier[ORTMEM_TIER_HOST].peak;
+		r.host_promoted = st.tier[ORTMEM_TIER_HOST].promoted_bytes;
+		r.host_dropped = st.tier[ORTMEM_TIER_HOST].demoted_bytes;
 		r.disk_bytes = ws.bytes_read;
 	}
 	report(o, &r, &s);

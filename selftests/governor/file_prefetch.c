@@ -114,7 +114,8 @@ FIXTURE_TEARDOWN(wf)
 TEST_F(wf, any_range_reads_back_exact)
 {
 	static const uint64_t r[][2] = {
-		{ 0, 1 }, { 0, 64 * KIB }, { 4096, 4096 }, { 1, 3 * MIB },
+		{ 0, 1 }, { 0, 64 * KIB }, { 4096, 4096 }, { 64 * KIB - 10, 20 },
+		{ 64 * KIB - 10, 64 * KIB + 20 }, { 1, 3 * MIB },
 		{ 64 * KIB, 2 * MIB }, { FILE_BYTES - 1, 1 },
 		{ FILE_BYTES - 70000, 70000 }, { 0, FILE_BYTES },
 	};
