@@ -34,7 +34,7 @@ trap 'exit 130' INT TERM
 model="$dir/model.bin"
 "$tool" create --layers "$layers" --hidden "$hidden" --ffn "$ffn" "$model"
 bytes=$(stat -c %s "$model")
-budget=$((bytes / 8))
+budget=${RUN_BENCH_BUDGET:-$((bytes / 8))}
 
 pass() { # mode -> seconds of the pass
 	"$tool" --json --no-progress --mode "$1" --budget "$budget" "$model" |
