@@ -73,12 +73,16 @@ ORTMEM_API int ortmem_wfile_open(const char *path,
 				 struct ortmem_wfile **wfp);
 
 /**
- * ortmem_wfile_close() - Close a weights file; NULL is ignored.
+ * ortmem_wfile_close() - Close a weights file.
+ * @wf: the handle; NULL is ignored.
  */
 ORTMEM_API void ortmem_wfile_close(struct ortmem_wfile *wf);
 
 /**
- * ortmem_wfile_size() - Size of the weights file in bytes (0 for NULL).
+ * ortmem_wfile_size() - Size of the weights file.
+ * @wf: the handle.
+ *
+ * Return: its size in bytes, 0 for NULL.
  */
 ORTMEM_API uint64_t ortmem_wfile_size(const struct ortmem_wfile *wf);
 
@@ -132,6 +136,8 @@ struct ortmem_wfile_stats {
 
 /**
  * ortmem_wfile_get_stats() - Read a handle's figures.
+ * @wf: the handle.
+ * @st: filled up to @st->sz (an older, smaller struct gets what it has).
  *
  * Return: 0, or -EINVAL when @wf or @st is NULL or @st->sz is too small.
  */
@@ -140,10 +146,11 @@ ORTMEM_API int ortmem_wfile_get_stats(struct ortmem_wfile *wf,
 
 /**
  * ortmem_wfile_inject_fault() - Make a chosen read I/O fail (for testing).
- *
- * As ortmem_spill_inject_fault(): @nth counts the handle's I/Os from this
- * call, @fault is a negative errno, ORTMEM_SPILL_FAULT_SHORT or
- * ORTMEM_SPILL_FAULT_STALL; @nth 0 removes it.
+ * @wf: the handle.
+ * @nth: the I/O to hit, counted from 1 over the handle's I/Os after this
+ *       call; 0 removes any fault.
+ * @fault: a negative errno, ORTMEM_SPILL_FAULT_SHORT or
+ *         ORTMEM_SPILL_FAULT_STALL, as for ortmem_spill_inject_fault().
  *
  * Return: 0, or -EINVAL for NULL @wf or an unknown @fault.
  */
