@@ -31,7 +31,7 @@ pick_dir() {
 		case $(stat -f -c %T "$d" 2>/dev/null) in
 		tmpfs|ramfs) continue ;;
 		esac
-		avail=$(df -Pk "$d" | awk 'NR == 2 { print $4 * 1024 }')
+		avail=$(($(df -Pk "$d" | awk 'NR == 2 { print $4 }') * 1024))
 		if [ "$avail" -lt $((weights + weights / 8)) ]; then
 			echo "demo: $d has $avail bytes free, the model needs $weights; trying elsewhere" >&2
 			continue
@@ -69,27 +69,28 @@ import json, sys
 o = json.load(open(sys.argv[1]))
 r = json.load(open(sys.argv[2]))
 MiB = 1 << 20
-def m(b): return "%.1f MiB" % (b / MiB) if b < 10 * 1024 * MiB else "%.2f GiB" % (b / 1024 / MiB)
+def m(b): return "%.1f MiB" % (b / MiB) if b < 1024 * MiB else "%.2f GiB" % (b / 1024 / MiB)
 pf = o["prefetch"]
 pins = pf["hits"] + pf["waits"] + pf["misses"]
 best = min(o["pass_s"])
 print()
 print("model              %d layers of %d x %d fp32, batch %d: %s of weights"
       % (o["layers"], o["hidden"], o["ffn"], o["batch"], m(o["weights_bytes"])))
-print("%-18s %-26s %s" % ("", "ortmem", r["mode"]))
-print("%-18s %-26s %s" % ("host budget", "%s (1/%d of the weights)"
+W = "%-18s %-34s %s"
+print(W % ("", "ortmem", r["mode"]))
+print(W % ("host budget", "%s (1/%d of the weights)"
       % (m(o["budget_bytes"]), round(o["weights_bytes"] / o["budget_bytes"])), "none"))
-print("%-18s %-26s %s" % ("host peak", m(o["host_peak_bytes"]),
+print(W % ("host peak", m(o["host_peak_bytes"]),
       m(r["weights_bytes"]) + " (all of it)" if r["mode"] == "ram" else "one layer"))
-print("%-18s %-26s %s" % ("disk -> host", m(o["host_promoted_bytes"]) + " (%d passes)" % o["passes"],
+print(W % ("disk -> host", m(o["host_promoted_bytes"]) + " (%d passes)" % o["passes"],
       m(r["disk_bytes"] or r["file_bytes_verified"])))
-print("%-18s %-26s %s" % ("host -> disk", "0 (%s dropped)" % m(o["host_dropped_bytes"]), "0"))
-print("%-18s %-26s %s" % ("time per pass", "%.2f s (best of %d)" % (best, o["passes"]),
+print(W % ("host -> disk", "0 (%s dropped)" % m(o["host_dropped_bytes"]), "0"))
+print(W % ("time per pass", "%.2f s (best of %d)" % (best, o["passes"]),
       "%.2f s" % min(r["pass_s"]) + (" + %.1f s load" % r["load_s"] if r["load_s"] else "")))
 print("%-18s %s" % ("disk bandwidth", "%.0f MiB/s effective" % (o["host_promoted_bytes"] / MiB / sum(o["pass_s"]))))
 print("%-18s %s" % ("prefetch", "%d of %d pins found their layer home (hit rate %.0f%%), %d waited %.2f s in all, %d synchronous"
       % (pf["hits"], pins, 100.0 * pf["hits"] / pins if pins else 0, pf["waits"], pf["wait_s"], pf["misses"])))
-print("%-18s %-26s %s" % ("output", o["output"], r["output"]))
+print(W % ("output", o["output"], r["output"]))
 print("identical: %s" % ("yes" if o["output"] == r["output"] else "no"))
 sys.exit(0 if o["output"] == r["output"] else 1)
 PY
