@@ -123,7 +123,7 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_fsrc *src, int home,
 }
 
 int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
-		      uint64_t *nbhp)
+		      bool reuse, uint64_t *nbhp)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	struct gov_tier *t = &gov->tiers[home];
@@ -137,14 +137,17 @@ int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
 		return ortmem__err_invalid(home, size,
 			"the %s tier has no backend that can take file-backed bytes (it needs alloc, and ptr or write)",
 			ortmem_tier_name(home));
-	pthread_mutex_lock(&gov->lock);
-	ortmem_error_clear();
-	ret = t->ops.alloc(t->ctx, size, nbhp);
-	if (ret)
-		ret = ortmem__backend_hook_failed(t, home, ret, size, "alloc");
-	pthread_mutex_unlock(&gov->lock);
-	if (ret)
-		return ret;
+	/* @reuse: *@nbhp was handed over by ortmem__file_recycle_locked(). */
+	if (!reuse) {
+		pthread_mutex_lock(&gov->lock);
+		ortmem_error_clear();
+		ret = t->ops.alloc(t->ctx, size, nbhp);
+		if (ret)
+			ret = ortmem__backend_hook_failed(t, home, ret, size, "alloc");
+		pthread_mutex_unlock(&gov->lock);
+		if (ret)
+			return ret;
+	}
 	ret = file_copy_in(gov, slot_src(s), home, *nbhp, size);
 	if (!ret)
 		return 0;
@@ -177,4 +180,52 @@ int ortmem__file_drop_locked(struct ortmem_gov *gov, uint32_t idx)
 	atomic_store(&s->bh, 0);
 	atomic_store(&s->tier, (uint8_t)ORTMEM_TIER_DISK);
 	return 0;
+}
+
+/*
+ * Make room for file-backed slot @idx on @home without freeing anything:
+ * the least recently pinned unpinned file-backed copy of the same size on
+ * @home (not one a prefetch brought in and no pin used yet) goes back to
+ * its file, and its buffer, with its charge, is handed over in *@bhp.
+ * Same tier, same size: the budget does not move, and the backend is
+ * spared a free and an alloc (for pinned host memory, unmapping, mapping
+ * and zeroing the pages) per layer streamed.  False when there is none.
+ */
+bool ortmem__file_recycle_locked(struct ortmem_gov *gov, uint32_t idx,
+				 int home, uint64_t *bhp)
+{
+	uint64_t size = atomic_load(&gov->slots[idx].size), best = UINT64_MAX, w;
+	struct gov_slot *v;
+	uint32_t i, pick = UINT32_MAX;
+
+	for (i = 0; i < gov->nslots; i++) {
+		struct gov_slot *c = &gov->slots[i];
+
+		w = atomic_load_explicit(&c->word, memory_order_acquire);
+		if (i == idx || slot_state(w) != SLOT_LIVE || slot_pins(w) ||
+		    (w & SLOT_PENDING) || !atomic_load(&c->src) ||
+		    atomic_load(&c->tier) != home || atomic_load(&c->size) != size ||
+		    atomic_load(&c->pf) == PF_READY)
+			continue;
+		if (atomic_load(&c->last_use) < best) {
+			best = atomic_load(&c->last_use);
+			pick = i;
+		}
+	}
+	if (pick == UINT32_MAX)
+		return false;
+	v = &gov->slots[pick];
+	w = atomic_load(&v->word);
+	if (slot_state(w) != SLOT_LIVE || slot_pins(w) || (w & SLOT_PENDING) ||
+	    !atomic_compare_exchange_strong(&v->word, &w,
+					    slot_word(slot_gen(w), 0, SLOT_MOVING)))
+		return false;	/* pinned meanwhile: the caller reclaims */
+	*bhp = atomic_load(&v->bh);
+	atomic_fetch_add(&gov->tiers[home].demoted, size);
+	atomic_store(&v->pf, PF_NONE);
+	atomic_store(&v->bh, 0);
+	atomic_store(&v->tier, (uint8_t)ORTMEM_TIER_DISK);
+	atomic_store_explicit(&v->word, slot_word(slot_gen(w), 0, SLOT_DEMOTED),
+			      memory_order_release);
+	return true;
 }

@@ -320,11 +320,15 @@ static inline void ortmem__file_forget(struct gov_slot *s)
 	atomic_store(&s->pf, PF_NONE);
 	free(src);
 }
-/* Allocate on @home and fill from the file; *@nbhp the new allocation. */
+/* Allocate on @home (or, with @reuse, take *@nbhp) and fill it from the
+ * file; *@nbhp the allocation.  On failure the allocation is freed. */
 int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
-		      uint64_t *nbhp);
+		      bool reuse, uint64_t *nbhp);
 /* Demotion of a file-backed allocation: drop the copy (gov->lock held). */
 int ortmem__file_drop_locked(struct ortmem_gov *gov, uint32_t idx);
+/* Hand slot @idx the buffer (and charge) of a same-size unused copy. */
+bool ortmem__file_recycle_locked(struct ortmem_gov *gov, uint32_t idx,
+				 int home, uint64_t *bhp);
 
 /* gov_move.c: demotion, and the move back home. */
 int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);

@@ -124,7 +124,7 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 
 	if (atomic_load(&s->src)) {
 		/* File-backed: read from the file, no lock while it reads. */
-		ret = ortmem__file_fill(gov, idx, home, &nbh);
+		ret = ortmem__file_fill(gov, idx, home, false, &nbh);
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&gov->lock);

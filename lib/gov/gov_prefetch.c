@@ -24,6 +24,8 @@ struct pf_job {
 	uint32_t idx;
 	uint32_t gen;
 	int home;
+	bool reuse;		/* reuse_bh: a buffer recycled on home */
+	uint64_t reuse_bh;
 	struct pf_job *next;
 };
 
@@ -94,6 +96,23 @@ static void pf_publish(struct gov_prefetch *pf, struct gov_slot *s,
 	pthread_mutex_unlock(&pf->lock);
 }
 
+/* The move in, into the buffer pf_start() recycled for it. */
+static int pf_fill_recycled(struct ortmem_gov *gov, struct pf_job *j)
+{
+	struct gov_slot *s = &gov->slots[j->idx];
+	uint64_t nbh = j->reuse_bh;
+	int ret = ortmem__file_fill(gov, j->idx, j->home, true, &nbh);
+
+	if (ret)
+		return ret;	/* file_fill freed the buffer */
+	pthread_mutex_lock(&gov->lock);
+	atomic_fetch_add(&gov->tiers[j->home].promoted, atomic_load(&s->size));
+	atomic_store(&s->tier, (uint8_t)j->home);
+	atomic_store(&s->bh, nbh);
+	pthread_mutex_unlock(&gov->lock);
+	return 0;
+}
+
 static void pf_run_job(struct ortmem_gov *gov, struct gov_prefetch *pf,
 		       struct pf_job *j)
 {
@@ -102,7 +121,10 @@ static void pf_run_job(struct ortmem_gov *gov, struct gov_prefetch *pf,
 	int ret;
 
 	ortmem_error_clear();
-	ret = ortmem__move_in(gov, j->idx, j->home);
+	if (j->reuse)
+		ret = pf_fill_recycled(gov, j);
+	else
+		ret = ortmem__move_in(gov, j->idx, j->home);
 	if (!ret) {
 		pf_publish(pf, s, PF_READY, slot_word(j->gen, 0, SLOT_LIVE), true);
 		return;
@@ -255,7 +277,21 @@ static int pf_start(struct ortmem_gov *gov, struct gov_prefetch *pf,
 	/* Ours from here: a pin waits for us rather than refusing. */
 	atomic_store(&s->pf, PF_INFLIGHT);
 	home = atomic_load(&s->home);
-	ret = pf_charge(gov, home, atomic_load(&s->role), atomic_load(&s->size));
+	ret = 0;
+	if (!ortmem__tier_try_charge(gov, home, atomic_load(&s->size))) {
+		bool recycled = false;
+
+		if (atomic_load(&s->src)) {
+			pthread_mutex_lock(&gov->lock);
+			recycled = ortmem__file_recycle_locked(gov, idx, home,
+							       &j->reuse_bh);
+			pthread_mutex_unlock(&gov->lock);
+		}
+		j->reuse = recycled;
+		if (!recycled)
+			ret = pf_charge(gov, home, atomic_load(&s->role),
+					atomic_load(&s->size));
+	}
 	if (ret) {
 		pf_publish(pf, s, PF_NONE, slot_word(gen, 0, SLOT_DEMOTED), false);
 		free(j);
@@ -331,7 +367,8 @@ bool ortmem__prefetch_wait(struct ortmem_gov *gov, uint32_t idx, uint64_t w)
 	pthread_mutex_lock(&pf->lock);
 	if (atomic_load(&s->pf) != PF_INFLIGHT) {
 		pthread_mutex_unlock(&pf->lock);
-		/* Done meanwhile: look again, unless another mover has it. */
+		/* Done meanwhile (no wait to count): look again, unless
+		 * another mover has it. */
 		return atomic_load(&s->word) != w;
 	}
 	while (atomic_load(&s->word) == w)

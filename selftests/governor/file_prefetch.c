@@ -250,6 +250,7 @@ static void three_items(FIXTURE_DATA(wf) *self, struct ortmem_handle *h)
 TEST_F(wf, prefetch_stays_in_budget_and_pins_wait_or_hit)
 {
 	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct ortmem_alloc_info info;
 	struct ortmem_handle h[3];
 	unsigned char *p;
 	int i;
@@ -266,8 +267,13 @@ TEST_F(wf, prefetch_stays_in_budget_and_pins_wait_or_hit)
 		EXPECT_EQ(0, memcmp(p, self->want + (uint64_t)i * ITEM, ITEM));
 		ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h[i]));
 	}
-	/* Used now, so the third may take the least recently used place. */
+	/* Used now, so the third may take the least recently used place:
+	 * the first one's buffer, handed over with its charge. */
 	EXPECT_EQ(1, ortmem_gov_prefetch(self->gov, &h[2], 1, 0));
+	ASSERT_EQ(0, ortmem_gov_query(self->gov, h[0], &info));
+	EXPECT_EQ(ORTMEM_TIER_DISK, info.tier);
+	ASSERT_EQ(0, ortmem_gov_query(self->gov, h[1], &info));
+	EXPECT_EQ(ORTMEM_TIER_HOST, info.tier);
 	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h[2], 0, (void **)&p));
 	EXPECT_EQ(0, memcmp(p, self->want + 2 * ITEM, ITEM));
 	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h[2]));
@@ -279,6 +285,8 @@ TEST_F(wf, prefetch_stays_in_budget_and_pins_wait_or_hit)
 	EXPECT_EQ(1u, st.prefetch.refused);
 	EXPECT_EQ(0u, st.prefetch.inflight);
 	EXPECT_LE(st.tier[ORTMEM_TIER_HOST].peak, 2 * ITEM + ITEM / 2);
+	EXPECT_EQ(2 * ITEM, st.tier[ORTMEM_TIER_HOST].used);
+	EXPECT_EQ(ITEM, st.tier[ORTMEM_TIER_HOST].demoted_bytes);
 	/* Home already: nothing to do, counted as done. */
 	EXPECT_EQ(1, ortmem_gov_prefetch(self->gov, &h[2], 1, 0));
 	EXPECT_EQ(-EINVAL, ortmem_gov_prefetch(self->gov, h, 0, 0));
