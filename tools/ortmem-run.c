@@ -418,7 +418,7 @@ static void report(const struct opts *o, const struct result *r,
 	double best = r->pass_s[0], sum = 0;
 	uint32_t p;
 
-	ortmem_wfile_get_stats(s->wf, &ws);
+	ortmem_wfile_stats(s->wf, &ws);
 	for (p = 0; p < o->passes; p++) {
 		sum += r->pass_s[p];
 		if (r->pass_s[p] < best)
@@ -529,7 +529,7 @@ static int do_run(struct opts *o)
 		ORTMEM_OPTS(ortmem_wfile_stats, ws);
 
 		ortmem_gov_stats(s.gov, &st);
-		ortmem_wfile_get_stats(s.wf, &ws);
+		ortmem_wfile_stats(s.wf, &ws);
 		r.pf = st.prefetch;
 		r.host_peak = st.tier[ORTMEM_TIER_HOST].peak;
 		r.host_promoted = st.tier[ORTMEM_TIER_HOST].promoted_bytes;

@@ -52,6 +52,7 @@ struct ortmem_wfile_opts {
 	/* Largest single I/O, a power of two; default 1 MiB. */
 	uint32_t chunk_bytes;
 };
+#define ortmem_wfile_opts__last_field chunk_bytes
 
 /**
  * ortmem_wfile_open() - Open a weights file and load its checksum list.
@@ -135,13 +136,13 @@ struct ortmem_wfile_stats {
 };
 
 /**
- * ortmem_wfile_get_stats() - Read a handle's figures.
+ * ortmem_wfile_stats() - Read a handle's figures.
  * @wf: the handle.
  * @st: filled up to @st->sz (an older, smaller struct gets what it has).
  *
  * Return: 0, or -EINVAL when @wf or @st is NULL or @st->sz is too small.
  */
-ORTMEM_API int ortmem_wfile_get_stats(struct ortmem_wfile *wf,
+ORTMEM_API int ortmem_wfile_stats(struct ortmem_wfile *wf,
 				      struct ortmem_wfile_stats *st);
 
 /**

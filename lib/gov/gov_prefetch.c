@@ -251,7 +251,7 @@ static int pf_start(struct ortmem_gov *gov, struct gov_prefetch *pf,
 	struct pf_job *j;
 	int home, ret;
 
-	if (gen != (uint32_t)(h.id >> 32))
+	if (gen != handle_gen(h.id))
 		return ortmem__slot_refuse(gov, h, w, "prefetch");
 	if (atomic_load(&s->kind) != SLOT_KIND_ALLOC)
 		return ortmem__err_invalid(-1, atomic_load(&s->size),

@@ -256,7 +256,7 @@ ORTMEM_API int ortmem_wfile_open(const char *path,
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, 0, "%s is NULL",
 					   path ? "wfp" : "path");
 	*wfp = NULL;
-	ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_wfile_opts");
+	ret = ORTMEM_OPTS_VALID(opts, ortmem_wfile_opts);
 	if (!ret)
 		ret = wf_opts_check(opts);
 	if (ret)
@@ -531,14 +531,14 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 	return 0;
 }
 
-ORTMEM_API int ortmem_wfile_get_stats(struct ortmem_wfile *wf,
+ORTMEM_API int ortmem_wfile_stats(struct ortmem_wfile *wf,
 				      struct ortmem_wfile_stats *st)
 {
 	struct ortmem_wfile_stats v = { 0 };
 
 	if (!wf || !st || st->sz < sizeof(st->sz))
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, 0,
-			"ortmem_wfile_get_stats needs a handle and a stats struct with sz set");
+			"ortmem_wfile_stats needs a handle and a stats struct with sz set");
 	v.size = wf->size;
 	v.block_bytes = wf->block;
 	v.align = wf->file.align;

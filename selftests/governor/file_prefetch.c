@@ -132,7 +132,7 @@ TEST_F(wf, any_range_reads_back_exact)
 	EXPECT_EQ(-EINVAL, ortmem_wfile_read(self->wf, FILE_BYTES, buf, 1));
 	EXPECT_EQ(-EINVAL, ortmem_wfile_read(self->wf, 1, buf, FILE_BYTES));
 	EXPECT_EQ(-EINVAL, ortmem_wfile_read(self->wf, 0, buf, 0));
-	ASSERT_EQ(0, ortmem_wfile_get_stats(self->wf, &st));
+	ASSERT_EQ(0, ortmem_wfile_stats(self->wf, &st));
 	EXPECT_EQ((uint64_t)FILE_BYTES, st.size);
 	EXPECT_EQ(64 * KIB, st.block_bytes);
 	EXPECT_EQ(sizeof(r) / sizeof(r[0]), st.reads);
