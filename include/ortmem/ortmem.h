@@ -14,5 +14,6 @@
 #include <ortmem/governor.h>
 #include <ortmem/host.h>
 #include <ortmem/wfile.h>
+#include <ortmem/device.h>
 
 #endif /* ORTMEM_ORTMEM_H */

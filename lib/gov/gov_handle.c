@@ -164,10 +164,11 @@ static void *gov_slot_ptr(struct ortmem_gov *gov, struct gov_slot *s)
 	struct gov_tier *t;
 
 	if (atomic_load_explicit(&s->kind, memory_order_relaxed) !=
-	    SLOT_KIND_ALLOC)
-		return NULL;
+	    SLOT_KIND_ALLOC || ortmem__file_absent(s))
+		return NULL;	/* a lease, or bytes only in their file */
 	t = &gov->tiers[atomic_load_explicit(&s->tier, memory_order_relaxed)];
-	if (!(ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER))
+	/* A CPU address with HOST_POINTER; a device tier's is a GPU one. */
+	if (!t->has_backend || !t->ops.ptr)
 		return NULL;
 	return t->ops.ptr(t->ctx, atomic_load_explicit(&s->bh,
 						       memory_order_relaxed));
