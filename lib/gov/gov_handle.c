@@ -164,8 +164,8 @@ static void *gov_slot_ptr(struct ortmem_gov *gov, struct gov_slot *s)
 	struct gov_tier *t;
 
 	if (atomic_load_explicit(&s->kind, memory_order_relaxed) !=
-	    SLOT_KIND_ALLOC)
-		return NULL;
+	    SLOT_KIND_ALLOC || ortmem__file_absent(s))
+		return NULL;	/* a lease, or bytes only in their file */
 	t = &gov->tiers[atomic_load_explicit(&s->tier, memory_order_relaxed)];
 	/* A CPU address with HOST_POINTER; a device tier's is a GPU one. */
 	if (!t->has_backend || !t->ops.ptr)
@@ -178,12 +178,21 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp)
 {
 	struct gov_slot *s = &gov->slots[idx];
+	bool waited = false, promoted = false;
 	int ret;
 
 	for (;;) {
 		if (!slot_is_ours(w, h))
 			return ortmem__slot_refuse(gov, h, w, "pin");
 		if (!slot_is_live(w)) {
+			if (slot_state(w) == SLOT_MOVING &&
+			    ortmem__prefetch_wait(gov, idx, w)) {
+				/* A prefetch had it in flight: now it is done. */
+				waited = true;
+				w = atomic_load_explicit(&s->word,
+							 memory_order_acquire);
+				continue;
+			}
 			if (slot_state(w) == SLOT_MOVING)
 				return gov_refuse_busy(h, w, "pin");
 			return ortmem__slot_refuse(gov, h, w, "pin");
@@ -204,10 +213,14 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		    !(flags & ORTMEM_PIN_NO_PROMOTE)) {
 			if (slot_pins(w))
 				return gov_refuse_busy(h, w, "promote");
+			ret = ortmem__prefetch_failed(gov, idx, slot_gen(w));
+			if (ret)
+				return ret;
 			ret = ortmem__promote(gov, idx, w);
 			if (ret != -EAGAIN) {
 				if (ret)
 					return ret;
+				promoted = true;
 				break;
 			}
 			w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -222,6 +235,9 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 			      atomic_fetch_add_explicit(&gov->tick, 1,
 							memory_order_relaxed),
 			      memory_order_relaxed);
+	if (__builtin_expect(atomic_load_explicit(&gov->pf,
+						  memory_order_relaxed) != NULL, 0))
+		ortmem__prefetch_note_pin(gov, s, waited, promoted);
 	if (ptrp)
 		*ptrp = gov_slot_ptr(gov, s);
 	return 0;

@@ -98,6 +98,19 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 	size = atomic_load(&s->size);
 	bh = atomic_load(&s->bh);
 	id = handle_make(gen, gov->tag, idx);
+	if (atomic_load(&s->src)) {
+		/* File-backed: the file keeps the bytes, drop the copy. */
+		if (ortmem__file_absent(s)) {
+			atomic_store(&s->word, w);
+			return ortmem__err_plain(-EBUSY,
+				"cannot demote slot %u: it is file-backed and already only in its file",
+				idx);
+		}
+		ortmem__file_drop_locked(gov, idx);
+		atomic_store_explicit(&s->word, slot_word(gen, 0, SLOT_DEMOTED),
+				      memory_order_release);
+		return 0;
+	}
 	if (atomic_load(&s->in_place)) {
 		atomic_store(&s->word, w);
 		return ortmem__err_plain(-EALREADY,
@@ -143,26 +156,34 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 	uint64_t bh = atomic_load(&s->bh);
 	int from = atomic_load(&s->tier), ret;
 
-	pthread_mutex_lock(&gov->lock);
-	if (atomic_load(&s->in_place)) {
-		/* Demoted in place: the backend brings it back, same bh. */
-		struct gov_tier *t = &gov->tiers[from];
+	if (atomic_load(&s->src)) {
+		/* File-backed: read from the file, no lock while it reads. */
+		ret = ortmem__file_fill(gov, idx, home, false, &nbh);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&gov->lock);
+	} else {
+		pthread_mutex_lock(&gov->lock);
+		if (atomic_load(&s->in_place)) {
+			/* Demoted in place: the backend brings it back, same bh. */
+			struct gov_tier *t = &gov->tiers[from];
 
-		ret = t->ops.promote(t->ctx, bh, size);
-		if (!ret) {
-			atomic_store(&s->in_place, 0);
-			atomic_fetch_add(&gov->tiers[home].promoted, size);
+			ret = t->ops.promote(t->ctx, bh, size);
+			if (!ret) {
+				atomic_store(&s->in_place, 0);
+				atomic_fetch_add(&gov->tiers[home].promoted, size);
+			}
+			pthread_mutex_unlock(&gov->lock);
+			return ret;
 		}
-		pthread_mutex_unlock(&gov->lock);
-		return ret;
+		ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
+		if (ret) {
+			pthread_mutex_unlock(&gov->lock);
+			return ret;
+		}
+		move_free_source(gov, idx, from, bh, size,
+				 handle_make(gen, gov->tag, idx));
 	}
-	ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
-	if (ret) {
-		pthread_mutex_unlock(&gov->lock);
-		return ret;
-	}
-	move_free_source(gov, idx, from, bh, size,
-			 handle_make(gen, gov->tag, idx));
 	atomic_fetch_add(&gov->tiers[home].promoted, size);
 	atomic_store(&s->tier, (uint8_t)home);
 	atomic_store(&s->bh, nbh);
