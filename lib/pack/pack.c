@@ -147,11 +147,9 @@ static int pk_portfolio(struct packer *pk)
 	int o;
 
 	pk_crowd(pk, crowd);
-	for (o = 0; o < PK_ORDERINGS; o++) {
-		/* The first ordering always runs; the rest while time lasts. */
-		if (o && (pk->best_h <= pk->lb ||
-			  ortmem__now_ns() >= pk->opts.deadline_ns))
-			break;
+	/* The first plan is made: these run while time lasts, and a
+	 * placement stops half way when the deadline passes. */
+	for (o = 0; o < PK_ORDERINGS && !ortmem__pk_out_of_time(pk); o++) {
 		pk_order_by(pk, o, crowd, k1, k2, tmp);
 		ortmem__pk_keep_if_best(pk, ortmem__pk_place_from(pk, 0));
 		pk->iters++;
@@ -161,6 +159,11 @@ static int pk_portfolio(struct packer *pk)
 
 /* How many items pack exactly in the time budget (see pack_bnb.c). */
 #define PK_BNB_MAX_N 64
+/*
+ * Most conflicting pairs the lists may hold (256 MiB of them); a graph
+ * with more keeps its first plan.
+ */
+#define PK_MAX_PAIRS (1u << 25)
 /* Up to how many items the decision search runs (its nodes cost O(n)). */
 #define PK_DECIDE_MAX_N 20000
 
@@ -183,21 +186,27 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 	/* The bound in the packer's arrays: a big instance pays for every
 	 * fresh page, so the scratch is shared by the phases. */
 	pk.lb = pk_lb_in(it, n, pk.order, pk.rank, pk.best_order, pk.t64[0], pk.t64[1]);
+	ret = ortmem__pk_first_plan(&pk);
+	if (ret || pk.pairs > PK_MAX_PAIRS ||
+	    (ortmem__pk_out_of_time(&pk) && !opts->compact_only))
+		goto done;
+	/* Everything else improves on the first plan while time lasts. */
 	ret = ortmem__pk_build_conflicts(&pk);
-	if (ret == -E2BIG) {
-		ret = ortmem__pk_place_sweep(&pk);
-		pk.iters = 1;
-	} else if (!ret) {
-		ret = pk_portfolio(&pk);
-		if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N &&
-		    !opts->compact_only)
-			res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
-		if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
-		    !res->optimal && n <= PK_DECIDE_MAX_N)
-			res->optimal = ortmem__pk_decide(&pk), pk.placed = false;
-		if (!ret && pk.best_h > pk.lb && !res->optimal)
-			ortmem__pk_local_search(&pk);
+	if (ret == -ETIME) {
+		ret = 0;
+		goto done;
 	}
+	if (!ret)
+		ret = pk_portfolio(&pk);
+	if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N &&
+	    !opts->compact_only)
+		res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
+	if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
+	    !res->optimal && n <= PK_DECIDE_MAX_N)
+		res->optimal = ortmem__pk_decide(&pk), pk.placed = false;
+	if (!ret && pk.best_h > pk.lb && !res->optimal)
+		ortmem__pk_local_search(&pk);
+done:
 	if (ret)
 		goto out;
 	if (n)

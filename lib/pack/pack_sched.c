@@ -298,6 +298,7 @@ bool ortmem__pk_decide(struct packer *pk)
 	struct ps_shared sh;
 	struct ps proto = { .pk = pk, .sh = &sh }, s;
 	uint32_t i, threads = pk->opts.threads;
+	uint64_t work;
 	bool ok;
 
 	for (i = 0; i < pk->n; i++) {
@@ -316,6 +317,15 @@ bool ortmem__pk_decide(struct packer *pk)
 		ps_compact_only(&proto);
 		return proto.proven >= pk->best_h;
 	}
+	/*
+	 * A dive costs about (sections + 2 cells + items) x items ns, a
+	 * skyline about its cells: sized by the first plan, before any is
+	 * built, so that a dense graph does not spend its budget on them.
+	 */
+	work = (pk->nsec + 2 * pk->cells + proto.m) * proto.m;
+	if (pk->cells > UINT32_MAX / 4 ||
+	    ortmem__now_ns() + 4 * work >= pk->opts.deadline_ns)
+		return false;
 	atomic_init(&sh.best, pk->best_h);
 	atomic_init(&sh.proven, proto.proven);
 	proto.best = pk->best_h;
