@@ -247,7 +247,8 @@ static void ps_run(struct ps *s, uint32_t threads)
 	/* Helpers take no signal: the caller's handlers run where it expects. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (t = 0; hp && t < nh; t++) {
+	/* Each helper's copy costs a skyline: none starts past the deadline. */
+	for (t = 0; hp && t < nh && ortmem__now_ns() < pk->opts.deadline_ns; t++) {
 		uint64_t seed = pk->rng ^ (0x9e3779b97f4a7c15ull * (t + 1));
 
 		if (ortmem__pk_clone(&hp[t].pk, pk, seed))
