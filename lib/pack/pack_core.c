@@ -17,7 +17,7 @@ bool ortmem__pk_deadline_passed(struct packer *pk)
 {
 	if (pk->timed_out)
 		return true;
-	if (pk->work < PK_CLOCK_WORK)
+	if (pk->work < PK_CLOCK_WORK || pk->deadline_off)
 		return false;
 	pk->work = 0;
 	pk->timed_out = ortmem__now_ns() >= pk->opts.deadline_ns;
@@ -27,10 +27,10 @@ bool ortmem__pk_deadline_passed(struct packer *pk)
 /* ---- conflict lists ---- */
 
 /*
- * Conflict lists by a start-time sweep (O(n + pairs)): -ETIME when the
- * deadline passed first.
+ * Conflict lists by a start-time sweep (O(n + pairs)): -ETIME when
+ * @timed and the deadline passed first.
  */
-int ortmem__pk_build_conflicts(struct packer *pk)
+int ortmem__pk_build_conflicts(struct packer *pk, bool timed)
 {
 	/* Scratch: the packer's arrays, written over later anyway. */
 	uint32_t n = pk->n, *ids = pk->order, *tmp = pk->rank;
@@ -54,7 +54,7 @@ int ortmem__pk_build_conflicts(struct packer *pk)
 			if (!ortmem__pk_live(x))
 				continue;
 			pk->work += nact + 1;
-			if (ortmem__pk_deadline_passed(pk)) {
+			if (timed && ortmem__pk_deadline_passed(pk)) {
 				ret = -ETIME;
 				goto out;
 			}

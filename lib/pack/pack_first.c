@@ -14,11 +14,6 @@
  * This is the same packing as best fit in start order over the conflict
  * lists (ortmem__pk_place_from() with that order), which is why the order
  * is kept as the best order for the searches that start from it.
- *
- * The same sweep counts what the later phases would cost, so that the
- * driver can skip one that cannot finish in the budget before paying for
- * it: the conflicting pairs (the conflict lists' size), and the sections
- * of time and the item-section cells (the skyline's size).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -208,16 +203,14 @@ static void ff_give(struct ft_free *f, uint64_t a, uint64_t b)
 
 /*
  * Best fit in order of start (ties by id), into pk->off and pk->order,
- * kept as the best packing; and the sizes of the later phases into
- * pk->pairs, pk->cells and pk->nsec.
+ * kept as the best packing.
  */
 int ortmem__pk_first_plan(struct packer *pk)
 {
 	uint32_t n = pk->n, *st = pk->order, *en = pk->best_order, *tmp = pk->rank;
-	uint32_t k = 0, a = 0, b = 0, i, nact = 0;
-	uint64_t *lo = pk->t64[0], *hi = pk->t64[1], last = 0;
+	uint32_t k = 0, a = 0, b = 0, i;
+	uint64_t *lo = pk->t64[0], *hi = pk->t64[1], last;
 	struct ft_free f = { .pool.rng = 0x2545f4914f6cdd1dull };
-	bool any = false;
 
 	/* Two free ranges at most per live item, each in both treaps. */
 	f.pool.nd = malloc(sizeof(*f.pool.nd) * (4 * (size_t)n + 2));
@@ -227,7 +220,6 @@ int ortmem__pk_first_plan(struct packer *pk)
 		free(f.pool.free_ids);
 		return -ENOMEM;
 	}
-	pk->pairs = pk->cells = pk->nsec = 0;
 	for (i = 0; i < n; i++) {
 		lo[i] = pk->it[i].lo;
 		hi[i] = pk->it[i].hi;
@@ -239,33 +231,13 @@ int ortmem__pk_first_plan(struct packer *pk)
 	ortmem__pk_sort_by(en, k, hi, tmp);
 	while (a < k) {
 		/* Ends first at equal times: lifetimes are half-open. */
-		bool end = hi[en[b]] <= lo[st[a]];
-		uint64_t t = end ? hi[en[b]] : lo[st[a]];
-
-		if (any && t != last) {
-			pk->cells += nact;
-			pk->nsec++;
-		}
-		any = true;
-		last = t;
-		if (end) {
+		if (hi[en[b]] <= lo[st[a]]) {
 			i = en[b++];
 			ff_give(&f, pk->off[i], pk->off[i] + pk->it[i].size);
-			nact--;
 			continue;
 		}
 		i = st[a++];
-		pk->pairs += nact++;
 		pk->off[i] = ff_take(&f, pk->it[i].size);
-	}
-	/* The rest only end: the last sections. */
-	for (; b < k; b++) {
-		if (hi[en[b]] != last) {
-			pk->cells += nact;
-			pk->nsec++;
-			last = hi[en[b]];
-		}
-		nact--;
 	}
 	free(f.pool.nd);
 	free(f.pool.free_ids);

@@ -60,6 +60,7 @@ struct packer {
 	 * deadline passed (a placement stopped half way) */
 	uint64_t work;
 	bool timed_out;
+	bool deadline_off;	/* the first plan is being made: no deadline */
 };
 
 /* The packer's deterministic generator (xorshift64*), seeded by opts. */
@@ -89,15 +90,18 @@ uint32_t ortmem__pk_section_times(uint64_t *t, uint32_t nt);
 uint32_t ortmem__pk_section_of(const uint64_t *t, uint32_t n, uint64_t v);
 
 /*
- * pack_first.c: the first plan, best fit in order of start by a sweep,
- * O(n log n); counts pk->pairs, pk->cells and pk->nsec.
+ * pack_first.c: the first plan of a dense instance, best fit in order of
+ * start by a sweep, O(n log n), looking at no pair.
  */
 int ortmem__pk_first_plan(struct packer *pk);
 /* pack_core.c: the floor every search calls. */
 int ortmem__pk_alloc(struct packer *pk);
 void ortmem__pk_free(struct packer *pk);
-/* Conflict lists by a start-time sweep; -E2BIG when there are too many. */
-int ortmem__pk_build_conflicts(struct packer *pk);
+/*
+ * Conflict lists by a start-time sweep, O(n + pairs); -ETIME when @timed
+ * and the deadline passed first (nothing is kept).
+ */
+int ortmem__pk_build_conflicts(struct packer *pk, bool timed);
 /*
  * Best fit in pk->order from position @from; the height, or UINT64_MAX
  * when the deadline passed half way (pk->timed_out is set).
