@@ -32,9 +32,10 @@ bool ortmem__pk_deadline_passed(struct packer *pk)
  */
 int ortmem__pk_build_conflicts(struct packer *pk, bool timed)
 {
-	/* Scratch: the packer's arrays, written over later anyway. */
+	/* Scratch: the packer's arrays, written over later anyway; never
+	 * the best packing, which may already hold the first plan. */
 	uint32_t n = pk->n, *ids = pk->order, *tmp = pk->rank;
-	uint32_t *act = pk->best_order, *deg = pk->t32[1];
+	uint32_t *act = pk->t32[0], *deg = pk->t32[1];
 	uint32_t nact = 0, i, j, k;
 	uint64_t *key = pk->t64[0], total = 0;
 	int ret = -ENOMEM;

@@ -350,9 +350,11 @@ TEST(first_plan_sweep_is_best_fit_in_start_order)
 		ASSERT_NE(NULL, order);
 		memcpy(want, pk.best_off, sizeof(*want) * n);
 		memcpy(order, pk.best_order, sizeof(*order) * n);
-		/* The order it kept, placed again over the conflict lists (whose
-		 * build takes the packer's arrays as scratch). */
+		/* The order it kept, placed again over the conflict lists,
+		 * whose build leaves the best packing alone. */
 		ASSERT_EQ(0, ortmem__pk_build_conflicts(&pk, false));
+		EXPECT_EQ(0, memcmp(order, pk.best_order, sizeof(*order) * n));
+		EXPECT_EQ(0, memcmp(want, pk.best_off, sizeof(*want) * n));
 		memcpy(pk.order, order, sizeof(*pk.order) * n);
 		EXPECT_EQ(pk.best_h, ortmem__pk_place_from(&pk, 0));
 		for (i = 0; i < n; i++)
