@@ -77,7 +77,9 @@ struct ortmem_backend_ops {
 	 * free of the rest, which is called with the residual size.
 	 */
 	int (*free)(void *ctx, uint64_t bh, uint64_t size, uint64_t *freedp);
-	/* CPU address of @bh; required with ORTMEM_BACKEND_CAP_HOST_POINTER. */
+	/* Address of @bh, as ortmem_gov_pin() returns it: a CPU address
+	 * with ORTMEM_BACKEND_CAP_HOST_POINTER (then required), else the
+	 * tier's own (the device tier's: the GPU address). */
 	void *(*ptr)(void *ctx, uint64_t bh);
 	/* Create an allocation holding @len bytes copied from @src. */
 	int (*store)(void *ctx, const void *src, uint64_t len, uint64_t *bhp);
@@ -90,6 +92,9 @@ struct ortmem_backend_ops {
 	/* Called by ortmem_gov_close() after the last free. */
 	void (*close)(void *ctx);
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_backend_ops__last_field close
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.
@@ -133,6 +138,9 @@ struct ortmem_gov_opts {
 	uint32_t max_handles;
 	uint32_t flags;		/* none defined; must be 0 */
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_gov_opts__last_field flags
 
 /* ortmem_gov_alloc() flags. */
 /* The allocation may be demoted to a lower tier to make room. */

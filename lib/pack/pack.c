@@ -3,7 +3,7 @@
  * The packer's driver, its top: the lower bound, a portfolio of greedy
  * orderings placed by best fit (pack_core.c), then the searches that
  * improve on it: exact branch and bound for small instances (pack_bnb.c),
- * the race of probes of the height (pack_sched.c) and local search
+ * the race of probes of the height (pack_race.c) and local search
  * (pack_search.c).  ortmem__pack() is what the planner calls (pack.h).
  */
 #include <errno.h>
@@ -85,18 +85,6 @@ uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
 
 /* ---- the portfolio ---- */
 
-/* Most crowded lifetime first, then by size: the two greedy orders that
- * do best on model graphs (Pisarchyk and Lee, 2020); a big graph may have
- * time for no other. */
-enum pk_ordering {
-	PK_BY_BREADTH,		/* most crowded lifetime first, then largest */
-	PK_BY_SIZE,		/* largest first, then longest */
-	PK_BY_AREA,		/* size x duration */
-	PK_BY_DURATION,		/* longest first, then largest */
-	PK_BY_START,		/* earliest first: a sweep in time */
-	PK_ORDERINGS
-};
-
 /* Sort keys, compared as (k1 desc, k2 desc, id asc). */
 static void pk_keys(const struct packer *pk, enum pk_ordering o, uint32_t i,
 		    const uint64_t *crowd, uint64_t *k1, uint64_t *k2)
@@ -171,7 +159,7 @@ static int pk_portfolio(struct packer *pk)
 	/* Without a first plan yet (best_h UINT64_MAX), the first ordering
 	 * is it and runs whatever the time; then these run while time
 	 * lasts, and a placement stops half way when the deadline passes. */
-	for (o = 0; o < PK_ORDERINGS; o++) {
+	for (o = 0; o < PK_PORTFOLIO; o++) {
 		if (pk->best_h == UINT64_MAX) {
 			pk->deadline_off = true;
 		} else if (ortmem__pk_out_of_time(pk)) {
@@ -192,8 +180,8 @@ static int pk_portfolio(struct packer *pk)
  * with more keeps its first plan.
  */
 #define PK_MAX_PAIRS (1u << 25)
-/* Up to how many items the decision search runs (its nodes cost O(n)). */
-#define PK_DECIDE_MAX_N 20000
+/* Up to how many items the race of probes runs (its nodes cost O(n)). */
+#define PK_RACE_MAX_N 20000
 
 /*
  * The first plan, which every call makes whatever its budget: it must be
@@ -262,8 +250,8 @@ portfolio:
 	    !opts->compact_only)
 		res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
 	if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
-	    !res->optimal && n <= PK_DECIDE_MAX_N)
-		res->optimal = ortmem__pk_decide(&pk), pk.placed = false;
+	    !res->optimal && n <= PK_RACE_MAX_N)
+		res->optimal = ortmem__pk_race(&pk), pk.placed = false;
 	if (!ret && pk.best_h > pk.lb && !res->optimal)
 		ortmem__pk_local_search(&pk);
 done:
