@@ -197,6 +197,14 @@ static int64_t opset_of(const struct builder *b, const char *domain)
 static int build_graph(struct builder *b, const Onnx__GraphProto *gp,
 		       int32_t parent, int32_t owner, int depth);
 
+/* A node by its name, or its first output when it has none. */
+static const char *nlabel(const Onnx__NodeProto *p)
+{
+	if (p->name && *p->name)
+		return p->name;
+	return p->n_output && p->output[0][0] ? p->output[0] : "(unnamed)";
+}
+
 /* Outer values the node's bodies read, each once. */
 static int collect_implicit(struct md_model *m, uint32_t nid)
 {
@@ -258,7 +266,7 @@ static int build_node(struct builder *b, uint32_t graph, uint32_t nid,
 			if (id < 0)
 				return md_err(m, -ENOENT,
 					"node '%s' (%s) reads '%s', which no node, graph input or initializer defines",
-					p->name ? p->name : "", p->op_type ? p->op_type : "?", p->input[k]);
+					nlabel(p), p->op_type ? p->op_type : "?", p->input[k]);
 			m->values[id].n_readers++;
 		}
 		m->nodes[nid].in[k] = id;
@@ -375,7 +383,7 @@ static int sort_graph(struct md_model *m, uint32_t graph, uint32_t first,
 			;
 		ret = md_err(m, -ELOOP,
 			"the graph has a cycle through node '%s' (%s); ONNX graphs must be acyclic",
-			m->nodes[first + i].p->name ? m->nodes[first + i].p->name : "",
+			nlabel(m->nodes[first + i].p),
 			m->nodes[first + i].p->op_type ? m->nodes[first + i].p->op_type : "?");
 		goto out;
 	}

@@ -63,11 +63,17 @@ static double xs(double step, uint32_t n)
 
 static void axis_steps(FILE *f, uint32_t n, double y)
 {
-	uint32_t tick = 1, s;
+	static const uint32_t mant[3] = { 1, 2, 5 };
+	uint64_t tick = 1, pow10 = 1;
+	uint32_t k = 0, s;
 
-	while (n / tick > 10)
-		tick *= tick % 3 == 1 ? 2 : tick % 2 ? 2 : 5, tick = tick;
-	for (s = 0; s <= n; s += tick)
+	/* Ticks of 1, 2 or 5 times a power of ten, about ten of them. */
+	while (n / tick > 10) {
+		if (++k % 3 == 0)
+			pow10 *= 10;
+		tick = mant[k % 3] * pow10;
+	}
+	for (s = 0; s <= n; s += (uint32_t)tick)
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" text-anchor=\"middle\">%u</text>\n",
 			xs(s, n), y + 14, s);
 }
@@ -137,7 +143,7 @@ static void panel(FILE *f, const struct md_model *m, const struct pm_result *r,
 			snprintf(name, sizeof(name), "%s", m->values[r->pval_value[p]].name);
 		else
 			snprintf(name, sizeof(name), "body peak of node %d", r->pval_node[p]);
-		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>",
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" class=\"buf\"><title>",
 			x0, top + sy * (double)off, x1 - x0 < 1 ? 1 : x1 - x0, h < 0.5 ? 0.5 : h,
 			tier_fill[tier]);
 		xml_text(f, name);
@@ -172,7 +178,7 @@ int out_svg(FILE *f, const struct md_model *m, const struct pm_result *r,
 		W, height, W, height);
 	fprintf(f, "<style>text{font-family:sans-serif;font-size:13px}.ax{font-size:11px;fill:#444}"
 		".h{font-weight:bold}.frame{fill:none;stroke:#bbb}.live{fill:none;stroke:#222;stroke-width:1.2}"
-		".lb{stroke:#d62728;stroke-dasharray:6 4;stroke-width:1.5}rect:hover{stroke:#000;stroke-width:1}</style>\n");
+		".buf{stroke:#fff;stroke-width:0.4}.lb{stroke:#d62728;stroke-dasharray:6 4;stroke-width:1.5}rect:hover{stroke:#000;stroke-width:1}</style>\n");
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n<text x=\"%.1f\" y=\"22\" class=\"h\">", LEFT);
 	xml_text(f, title);
 	human(b1, sizeof(b1), (double)r->st.lower_bound);

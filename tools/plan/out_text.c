@@ -118,10 +118,12 @@ void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 	fprintf(f, "naive    %16" PRIu64 "\nweights  %16" PRIu64 "\nmoved    %16" PRIu64
 		" (prefetch %" PRIu64 ", spill %" PRIu64 ")\n",
 		r->naive_bytes, r->weights_bytes, moved, r->st.prefetch_bytes, r->st.spill_bytes);
-	if (!r->st.optimal && r->st.lower_bound)
-		fprintf(f, "the arena is %.2f%% over the lower bound (%" PRIu64 " bytes)\n",
+	if (r->st.arena[0] + r->st.arena[1] + r->st.arena[2] != r->st.lower_bound)
+		fprintf(f, "the arenas are %.2f%% over the lower bound (%" PRIu64 " bytes)%s\n",
 			(r->st.arena_over_lb - 1.0) * 100.0,
-			r->st.arena[0] + r->st.arena[1] + r->st.arena[2] - r->st.lower_bound);
+			r->st.arena[0] + r->st.arena[1] + r->st.arena[2] - r->st.lower_bound,
+			r->st.arena[0] == r->st.tier_lower_bound[0] ?
+			"; each tier's arena is at its own bound, the budgets split the buffers" : "");
 }
 
 static void json_buffers(FILE *f, const struct md_model *m, const struct pm_result *r)
