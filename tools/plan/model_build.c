@@ -505,7 +505,8 @@ static int build_graph(struct builder *b, const Onnx__GraphProto *gp,
 		return md_err(m, ret, "out of memory");
 	for (j = 0; j < gp->n_node; j++) {
 		const Onnx__NodeProto *p = gp->node[j];
-		struct md_node *n = &m->nodes[m->n_nodes];
+		uint32_t nid = m->n_nodes;
+		struct md_node *n = &m->nodes[nid];
 
 		if (!p->op_type || !*p->op_type)
 			return md_err(m, -EINVAL, "node %zu ('%s') has no op_type", j,
@@ -517,17 +518,18 @@ static int build_graph(struct builder *b, const Onnx__GraphProto *gp,
 		if (!n->out)
 			return md_err(m, -ENOMEM, "out of memory");
 		n->n_out = (uint32_t)p->n_output;
+		memset(n->out, 0xff, sizeof(int32_t) * n->n_out);
+		m->n_nodes++;	/* counted now, so md_free() frees it on error */
 		for (k = 0; k < p->n_output; k++) {
 			int id = -1;
 
 			if (p->output[k][0]) {
-				id = new_value(b, gi, p->output[k], MD_NODE, (int32_t)m->n_nodes);
+				id = new_value(b, gi, p->output[k], MD_NODE, (int32_t)nid);
 				if (id < 0)
 					return id;
 			}
-			m->nodes[m->n_nodes].out[k] = id;
+			m->nodes[nid].out[k] = id;
 		}
-		m->n_nodes++;
 	}
 	for (k = 0; k < gp->n_node; k++) {
 		ret = build_node(b, gi, first + k, depth);
