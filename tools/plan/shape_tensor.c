@@ -757,7 +757,7 @@ static int op_reduce(struct sctx *c)
 			dims[r++] = 1;
 	set_shape(o, 0, r, dims);
 	/* The product or sum of a known rank-1 integer (shape arithmetic). */
-	if (x->rank == 1 && x->has_data && !md_elem_is_float(x->elem) && !kd &&
+	if (x->rank == 1 && x->has_data && !md_elem_is_float(x->elem) && (mask & 1) &&
 	    (!strcmp(c->n->p->op_type, "ReduceProd") || !strcmp(c->n->p->op_type, "ReduceSum"))) {
 		int64_t v = !strcmp(c->n->p->op_type, "ReduceProd");
 
@@ -811,6 +811,21 @@ static int op_depth_space(struct sctx *c)
 	return 0;
 }
 
+/* RandomNormal, RandomUniform: shape and dtype from attributes. */
+static int op_random(struct sctx *c)
+{
+	size_t n;
+	const int64_t *shape = attr_ints(c, "shape", &n);
+
+	if (n > MD_MAX_RANK)
+		return bad(c, "shape has too many axes");
+	for (size_t k = 0; k < n; k++)
+		if (shape[k] < 0)
+			return bad(c, "a negative dimension in shape");
+	set_shape(sout(c, 0), (int32_t)attr_i(c, "dtype", T_FLOAT), shape ? (int32_t)n : -1, shape);
+	return 0;
+}
+
 /* Output size depends on the data: type known, shape unknown. */
 static int data_dependent(struct sctx *c)
 {
@@ -842,6 +857,7 @@ const struct shape_op shape_ops_tensor[] = {
 	{ "ArgMax", op_reduce }, { "ArgMin", op_reduce },
 	{ "TopK", op_topk },
 	{ "DepthToSpace", op_depth_space }, { "SpaceToDepth", op_depth_space },
+	{ "RandomNormal", op_random }, { "RandomUniform", op_random },
 	{ "NonZero", data_dependent }, { "Unique", data_dependent },
 	{ "Compress", data_dependent }, { "NonMaxSuppression", data_dependent },
 	{ NULL, NULL }
