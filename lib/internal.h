@@ -1,9 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/internal.h - helpers shared inside libortmem; never installed.
+ * lib/internal.h - the core of libortmem, which every folder below lib/ may
+ * use; never installed.  The core calls into no folder (the layer map:
+ * Documentation/lib/layers.rst).
  *
  * Internal symbols are named ortmem__* and stay hidden (-fvisibility=hidden);
  * only what lib/libortmem.map lists is exported.
+ *
+ * The files, lowest floor first (each calls only those above it here):
+ *
+ *   util.c          small utilities: the clock
+ *   version.c       ortmem_version() and its string
+ *   error.c         the error vocabulary, the thread-local detailed error
+ *   error_format.c  a detailed error and its causes as one sentence
+ *   log.c           logging through the caller's callback
  */
 #ifndef ORTMEM_LIB_INTERNAL_H
 #define ORTMEM_LIB_INTERNAL_H
@@ -20,6 +30,11 @@
 #ifndef __printf
 #define __printf(a, b) __attribute__((format(printf, a, b)))
 #endif
+
+/* ---- utilities (lib/util.c) ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t ortmem__now_ns(void);
 
 /* ---- logging (lib/log.c) ---- */
 

@@ -6,7 +6,7 @@
  */
 #include <stdio.h>
 
-#include "gov_internal.h"
+#include "gov/gov_internal.h"
 #include "../harness.h"
 #include "testbackend.h"
 

@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan/plan_internal.h"
 #include "../harness.h"
 
 static uint64_t rnd(uint64_t *s)
@@ -82,13 +82,13 @@ TEST_TIMEOUT(tiny_instances_match_brute_force, 120)
 			perm[i] = i;
 		}
 		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
-		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
+		ASSERT_EQ(0, ortmem__plan_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
 		ASSERT_EQ(brute(it, n, perm, 0, boff), r.height);
 		EXPECT_TRUE(r.optimal);
 	}
 }
 
-/* The compact search alone (plan_compact.c), height by height from the
+/* The compact search alone (pack_compact.c), height by height from the
  * bound: each infeasibility it proves and each packing it finds is checked
  * against brute force, so its pruning rules are too. */
 TEST_TIMEOUT(compact_search_matches_brute_force, 120)
@@ -114,7 +114,7 @@ TEST_TIMEOUT(compact_search_matches_brute_force, 120)
 			perm[i] = i;
 		}
 		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
-		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
+		ASSERT_EQ(0, ortmem__plan_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
 		ASSERT_EQ(brute(it, n, perm, 0, boff), r.height);
 		EXPECT_TRUE(r.optimal);
 	}
@@ -126,14 +126,14 @@ TEST(validator_finds_planted_overlaps)
 	uint64_t off[3] = { 0, 10, 0 };
 	uint32_t a = 0, b = 0;
 
-	EXPECT_EQ(0, ortmem__pk_check_disjoint(it, off, 3, NULL, NULL));
+	EXPECT_EQ(0, ortmem__plan_check_disjoint(it, off, 3, NULL, NULL));
 	off[1] = 9;
-	EXPECT_EQ(-EFAULT, ortmem__pk_check_disjoint(it, off, 3, &a, &b));
+	EXPECT_EQ(-EFAULT, ortmem__plan_check_disjoint(it, off, 3, &a, &b));
 	EXPECT_EQ(1, a);
 	EXPECT_EQ(0, b);
 	off[1] = 10;
 	off[2] = 15;	/* [6,9) starts as [3,6) ends: half-open, no clash */
-	EXPECT_EQ(0, ortmem__pk_check_disjoint(it, off, 3, NULL, NULL));
+	EXPECT_EQ(0, ortmem__plan_check_disjoint(it, off, 3, NULL, NULL));
 }
 
 TEST_TIMEOUT(random_instances_stay_disjoint, 60)
@@ -278,7 +278,7 @@ static void pack_cut_rectangles(struct __test_metadata *const _metadata,
 		ASSERT_LT(64, n);	/* past the exact search: the race runs */
 		ASSERT_EQ(h, ortmem__pk_lower_bound(it, (uint32_t)n));
 		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
-		ASSERT_EQ(0, ortmem__pk_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
+		ASSERT_EQ(0, ortmem__plan_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
 		EXPECT_EQ(h, r.lb);
 		EXPECT_LE(h, r.height);
 		EXPECT_LE(r.height, h + h / 20);
@@ -314,7 +314,7 @@ TEST(decision_search_is_reproducible)
 	ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off2, &r2));
 	EXPECT_EQ(r1.height, r2.height);
 	EXPECT_EQ(0, memcmp(off1, off2, sizeof(off1[0]) * (size_t)n));
-	EXPECT_EQ(0, ortmem__pk_check_disjoint(it, off1, (uint32_t)n, NULL, NULL));
+	EXPECT_EQ(0, ortmem__plan_check_disjoint(it, off1, (uint32_t)n, NULL, NULL));
 }
 
 TEST_HARNESS_MAIN

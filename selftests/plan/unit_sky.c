@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The incremental skyline (lib/plan_sky.c) against a recomputation from
+ * The incremental skyline (lib/pack/pack_sky.c) against a recomputation from
  * scratch after every step of random walks: places, raises and undos.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan_internal.h"
+#include "pack/pack_internal.h"
 #include "../harness.h"
 
 #define N 24

@@ -7,7 +7,7 @@
  */
 #include <sys/mount.h>
 
-#include "spill_internal.h"
+#include "spill/spill_internal.h"
 #include "../harness.h"
 #include "common.h"
 

@@ -4,7 +4,7 @@
  * out-of-range frees, and a long random run of allocations and frees
  * checked against an independent bitmap of the space.
  */
-#include "spill_internal.h"
+#include "spill/spill_internal.h"
 #include "../harness.h"
 
 #define UNITS 4096

@@ -4,7 +4,7 @@
  * stall at every step of a demotion or a promotion keeps the data in its
  * source, leaks no extent, and is reported with tier, bytes and cause.
  */
-#include "spill_internal.h"
+#include "spill/spill_internal.h"
 #include "../harness.h"
 #include "common.h"
 

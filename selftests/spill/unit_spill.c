@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
-#include "spill_internal.h"
+#include "spill/spill_internal.h"
 #include "../harness.h"
 #include "common.h"
 

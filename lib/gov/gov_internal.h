@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/gov/gov_internal.h - the governor's interface inside lib/gov/; never
+ * installed.  The backends (backend_*.c) are plugins: they include only the
+ * public <ortmem/governor.h>.
+ *
+ * The files, lowest floor first (each calls only those above it here):
+ *
+ *   gov_tier.c      tier accounting: charge, uncharge, peak, checks
+ *   gov_tctx.c      the per-thread context: TLS, slot cache, credit blocks
+ *   gov_credit.c    per-thread budget credit; reports "no fast fit"
+ *   gov_binding.c   the handle table: slots, generations, lookup
+ *   gov_backend.c   backend registration, capabilities, moving bytes
+ *   gov_deferred.c  deferred release and quarantine
+ *   gov_move.c      demotion to a lower tier, the move back home
+ *   gov_reclaim.c   the full charge: drain, poll, callbacks, demotion;
+ *                   promotion on pin
+ *   gov_handle.c    release, pin, unpin, query, demote of one handle
+ *   gov_stats.c     statistics
+ *   gov.c           open, close, limits, reserve, alloc (the public top)
+ *   backend_heap.c, backend_host.c, backend_spill.c: the built-in backends
+ *
+ * Locking (outermost first): ortmem__thr_lock (global, per-thread blocks)
+ * -> gov->lock (slow paths, backends, queues) -> gov->thr_lock (thread list,
+ * credit drains) -> gov->slot_lock (global free-slot stack).
+ * The fast paths take none of them.
+ */
+#ifndef ORTMEM_LIB_GOV_INTERNAL_H
+#define ORTMEM_LIB_GOV_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <ortmem/governor.h>
+
+#include "internal.h"
+
+#define GOV_CACHELINE 64
+#define GOV_MAX_HANDLES (1u << 24)
+#define GOV_DEFAULT_HANDLES 65536u
+/* Sizes beyond this cannot be summed without overflow checks. */
+#define GOV_MAX_SIZE (1ull << 62)
+
+/* ---- slot word: generation(32) | pins(24) | state(8) ---- */
+enum gov_state {
+	SLOT_FREE = 0,
+	SLOT_LIVE = 1,		/* resident on its home tier */
+	SLOT_DEMOTED = 2,	/* live, on a lower tier */
+	SLOT_MOVING = 3,	/* owned by a slow path (move, alloc, free) */
+	SLOT_RELEASING = 4,	/* deferred release queued */
+	SLOT_QUARANTINED = 5,
+	SLOT_RETIRED = 6,	/* generation ran out; never reused */
+};
+#define SLOT_PENDING 0x80u	/* release when the last pin goes */
+#define SLOT_STATE_MASK 0x7fu
+#define SLOT_PINS_SHIFT 8
+#define SLOT_PINS_MAX ((1u << 24) - 1)
+#define SLOT_GEN_MAX UINT32_MAX
+
+static inline uint32_t slot_gen(uint64_t w) { return (uint32_t)(w >> 32); }
+static inline uint32_t slot_pins(uint64_t w)
+{
+	return (uint32_t)(w >> SLOT_PINS_SHIFT) & SLOT_PINS_MAX;
+}
+static inline unsigned int slot_state(uint64_t w) { return w & SLOT_STATE_MASK; }
+static inline uint64_t slot_word(uint32_t gen, uint32_t pins, unsigned int st)
+{
+	return (uint64_t)gen << 32 | (uint64_t)pins << SLOT_PINS_SHIFT | st;
+}
+
+/* ---- handle id: generation(32) | tag(8) | index(24) ---- */
+static inline uint64_t handle_make(uint32_t gen, uint8_t tag, uint32_t idx)
+{
+	return (uint64_t)gen << 32 | (uint64_t)tag << 24 | idx;
+}
+
+#define SLOT_KIND_LEASE 0u
+#define SLOT_KIND_ALLOC 1u
+
+struct gov_slot {
+	_Atomic uint64_t word;
+	/* Fixed while live (written before the word publishes the slot). */
+	_Atomic uint64_t size;
+	_Atomic uint32_t role;
+	_Atomic uint8_t kind;
+	_Atomic uint8_t movable;
+	_Atomic uint8_t home;
+	/* Changed only by the slot's owner in state MOVING. */
+	_Atomic uint8_t tier;
+	_Atomic uint64_t bh;
+	_Atomic uint64_t last_use;
+};
+
+struct gov_tier {
+	_Atomic uint64_t used;
+	_Atomic uint64_t usable;	/* limit less driver reserve */
+	_Atomic uint64_t peak;
+	_Atomic uint64_t batch;		/* credit a thread takes at once */
+	_Atomic uint32_t exact;		/* charges about to refuse */
+	_Atomic uint64_t limit;
+	_Atomic uint64_t demoted;
+	_Atomic uint64_t promoted;
+	_Atomic uint64_t reclaim_calls;
+	_Atomic uint64_t refusals;
+	_Atomic uint64_t quarantined;
+	_Atomic uint64_t deferred;
+	/* Backend: set before use, read-only after (ortmem_gov_set_backend). */
+	struct ortmem_backend_ops ops;
+	void *ctx;
+	bool has_backend;
+	char name[32];
+} __attribute__((aligned(GOV_CACHELINE)));
+
+#define GOV_MAG 64
+#define GOV_MAG_BATCH 32
+/* The most credit one thread takes from a tier at once. */
+#define GOV_CREDIT_BATCH_MAX (4ull << 20)
+
+/* A thread's credit word while its owner is charging the tier for it. */
+#define GOV_CREDIT_REFILLING (1ull << 63)
+
+/*
+ * Per-thread, per-governor state: a cache of free slots and, per tier, a
+ * credit: bytes charged to the tier that no lease holds yet, which the
+ * thread's reserves take from and its releases give back to without
+ * touching the tier's shared counter (lib/gov/gov_credit.c).
+ */
+struct gov_thread {
+	/* Owner: takes and gives with CAS; drainers take it all. */
+	_Atomic uint64_t credit[ORTMEM_TIER_COUNT];
+	/* Bytes the thread released: freed - taken more credit, which the
+	 * owner or a drainer claims by advancing taken with a CAS. */
+	_Atomic uint64_t freed[ORTMEM_TIER_COUNT];	/* owner writes */
+	_Atomic uint64_t taken[ORTMEM_TIER_COUNT];
+	struct ortmem_gov *gov;		/* NULL once the governor closed */
+	struct gov_thread *gov_next;	/* gov->threads list */
+	struct gov_thread *thr_next;	/* this thread's list */
+	uint32_t nmag;
+	uint32_t mag[GOV_MAG];
+} __attribute__((aligned(GOV_CACHELINE)));
+
+struct gov_reclaim {
+	int id;
+	int tier;
+	int priority;
+	ortmem_reclaim_fn fn;
+	void *arg;
+	char name[32];
+	struct gov_reclaim *next;
+};
+
+struct gov_deferred {
+	uint32_t idx;
+	uint64_t id;			/* the handle released */
+	int (*ready)(void *arg);	/* NULL: wait for backend busy() */
+	void *arg;
+	struct gov_deferred *next;
+};
+
+struct gov_quarantine {
+	struct ortmem_quarantine_entry e;
+	int32_t slot;			/* -1: the slot lives on */
+	uint64_t bh;
+	int (*ready)(void *arg);
+	void *arg;
+	struct gov_quarantine *next;
+};
+
+struct ortmem_gov {
+	struct gov_tier tiers[ORTMEM_TIER_COUNT];
+	uint64_t serial;
+	uint8_t tag;
+	uint32_t nslots;
+	struct gov_slot *slots;
+	_Atomic uint64_t tick;
+	_Atomic uint64_t retired;
+	_Atomic uint64_t driver_reserve;
+
+	pthread_mutex_t lock;
+	struct gov_reclaim *reclaims;
+	int next_reclaim_id;
+	struct gov_deferred *deferred, **deferred_tail;
+	struct gov_quarantine *quarantine;
+
+	pthread_mutex_t thr_lock;
+	struct gov_thread *threads;
+
+	pthread_mutex_t slot_lock;
+	uint32_t nfree;
+	uint32_t *free_idx;
+};
+
+/*
+ * The files' interfaces, lowest floor first; a file calls only the ones
+ * above it in this list (Documentation/lib/layers.rst).
+ */
+
+/* gov_tier.c: tier accounting. */
+void ortmem__tier_update_usable(struct ortmem_gov *gov, int tier);
+int ortmem__check_tier(int tier, uint64_t size);
+/* Charge without noting the peak; *@nowp: the tier's bytes after it. */
+bool ortmem__tier_charge(struct ortmem_gov *gov, int tier, uint64_t size,
+			 uint64_t *nowp);
+bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__tier_uncharge(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__note_peak(struct ortmem_gov *gov, int tier, uint64_t now);
+
+/* gov_tctx.c: the per-thread context. */
+struct gov_thread *ortmem__gov_thread(struct ortmem_gov *gov);
+/* Claim the bytes @gt released and nobody claimed yet. */
+uint64_t ortmem__tctx_claim_freed(struct gov_thread *gt, int tier);
+/* Take all of @gt's credit back to the tiers; under gov->thr_lock. */
+void ortmem__tctx_return_credit_locked(struct ortmem_gov *gov,
+				       struct gov_thread *gt);
+void ortmem__tctx_fini(struct ortmem_gov *gov);
+
+/* gov_credit.c: per-thread budget credit. */
+bool ortmem__credit_refill(struct ortmem_gov *gov, struct gov_thread *gt,
+			   int tier, uint64_t size);
+void ortmem__credit(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__credit_drain(struct ortmem_gov *gov);
+
+/*
+ * Take @size bytes of @tier from the thread's credit (the fast path).
+ * False: no fast fit; the caller escalates with ortmem__gov_charge().
+ */
+static inline bool ortmem__credit_take(struct ortmem_gov *gov,
+				       struct gov_thread *gt, int tier,
+				       uint64_t size)
+{
+	struct gov_tier *t = &gov->tiers[tier];
+	uint64_t c = atomic_load_explicit(&gt->credit[tier],
+					  memory_order_relaxed);
+	uint64_t now;
+
+	if (__builtin_expect(c < size || !atomic_compare_exchange_strong_explicit(
+			&gt->credit[tier], &c, c - size, memory_order_relaxed,
+			memory_order_relaxed), 0))
+		return ortmem__credit_refill(gov, gt, tier, size);
+	/* Leased now, as far as this thread knows: others' credit counts. */
+	now = atomic_load_explicit(&t->used, memory_order_relaxed);
+	c = c - size + atomic_load_explicit(&gt->freed[tier], memory_order_relaxed) -
+	    atomic_load_explicit(&gt->taken[tier], memory_order_relaxed);
+	if (__builtin_expect(now > c && now - c > atomic_load_explicit(
+				&t->peak, memory_order_relaxed), 0))
+		ortmem__note_peak(gov, tier, now - c);
+	return true;
+}
+
+/* gov_binding.c: the handle table. */
+int ortmem__binding_init(struct ortmem_gov *gov, uint32_t n);
+void ortmem__binding_fini(struct ortmem_gov *gov);
+void ortmem__slot_put(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
+int ortmem__slot_lookup(struct ortmem_gov *gov, struct ortmem_handle h,
+			uint32_t *idxp, uint64_t *wordp);
+int ortmem__slot_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
+			uint64_t word, const char *what);
+int ortmem__slot_get(struct ortmem_gov *gov, struct gov_thread *gt,
+		     uint32_t *idxp);
+/* Test hook: set the generation of a free slot. */
+int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx,
+			    uint32_t gen);
+
+/* gov_backend.c: the backends' registration and hooks. */
+int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
+				uint64_t size, const char *hook);
+uint32_t ortmem__backend_caps(const struct gov_tier *t);
+bool ortmem__backend_can_source(const struct gov_tier *t);
+bool ortmem__backend_can_sink(const struct gov_tier *t);
+int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
+			 int to, uint64_t size, uint64_t *newbhp);
+int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
+			 uint64_t size, uint64_t *freedp);
+
+/* gov_deferred.c: deferred release and quarantine. */
+int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
+				   uint64_t id);
+int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
+				  uint64_t id);
+void ortmem__slot_free_locked(struct ortmem_gov *gov, uint32_t idx);
+void ortmem__quarantine_add(struct ortmem_gov *gov, int32_t slot, uint64_t id,
+			    int tier, int owner, uint64_t size,
+			    uint64_t residual, uint64_t bh, int code);
+int ortmem__deferred_queue(struct ortmem_gov *gov, uint32_t idx, uint64_t id,
+			   int (*ready)(void *arg), void *arg);
+int ortmem__poll_locked(struct ortmem_gov *gov);
+void ortmem__deferred_fini(struct ortmem_gov *gov);
+
+/* gov_move.c: demotion, and the move back home. */
+int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
+int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
+
+/* gov_reclaim.c: making room, and promotion that may need it. */
+int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
+		       uint64_t size);
+int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
+		    uint64_t size);
+int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
+
+/* gov_handle.c: operations on one binding. */
+/* Release slot @idx, whose word we hold at @w (pins 0, no one else can
+ * change it but pinners, whose CAS then fails). */
+int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
+			 uint64_t id);
+/*
+ * Release, pin and unpin @h, whose slot @idx was seen at word @w (which may
+ * be stale by now: the operation re-reads it and refuses with
+ * -ORTMEM_E_STALE_HANDLE once the slot holds another generation).  The
+ * public calls are ortmem__slot_lookup() followed by these; unit tests call
+ * them with an old @w to replay a lost race deterministically.
+ */
+int ortmem__release_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		       uint32_t idx, uint64_t w, uint32_t flags);
+int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp);
+int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
+		     uint32_t idx, uint64_t w);
+
+#endif /* ORTMEM_LIB_GOV_INTERNAL_H */

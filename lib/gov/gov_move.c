@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Demotion (device -> host -> disk) and the move back to the home tier,
+ * through the backends.  Promotion, which first charges the home tier and
+ * so may need room made, is in gov_reclaim.c.  The mover owns the slot (state MOVING) for the
+ * whole move, so nobody pins or releases bytes in flight; the budget moves
+ * with the bytes, and a source that cannot be freed afterwards is
+ * quarantined with the backend as residual owner.
+ */
+#include <errno.h>
+#include <inttypes.h>
+
+#include "gov_internal.h"
+
+/* Free the source of a finished move; quarantine what stays behind. */
+static void move_free_source(struct ortmem_gov *gov, uint32_t idx, int from,
+			     uint64_t bh, uint64_t size, uint64_t id)
+{
+	uint64_t freed = 0;
+	int ret;
+
+	(void)idx;
+	ret = ortmem__backend_free(gov, from, bh, size, &freed);
+	ortmem__tier_uncharge(gov, from, freed);
+	if (ret)
+		ortmem__quarantine_add(gov, -1, id, from, ORTMEM_OWNER_BACKEND,
+				       size, size - freed, bh, ret);
+}
+
+/* Charge the first lower tier that can take the bytes; -errno if none. */
+static int demote_target(struct ortmem_gov *gov, int from, uint32_t role,
+			 uint64_t size)
+{
+	bool any = false;
+	int to;
+
+	for (to = from + 1; to < ORTMEM_TIER_COUNT; to++) {
+		struct gov_tier *t = &gov->tiers[to];
+
+		if (!ortmem__backend_can_sink(t))
+			continue;
+		any = true;
+		if (ortmem__tier_try_charge(gov, to, size))
+			return to;
+		ortmem__credit_drain(gov);
+		if (ortmem__tier_try_charge(gov, to, size))
+			return to;
+		ortmem__err_tier_exhausted(to, role, size, atomic_load(&t->used),
+					   atomic_load(&t->usable));
+	}
+	if (any)
+		return -ORTMEM_E_TIER_EXHAUSTED;
+	return ortmem__err_plain(-EOPNOTSUPP,
+		"no tier below %s has a backend that can take demoted data; set a host or disk backend with store, or alloc with ptr or write",
+		ortmem_tier_name(from));
+}
+
+/* Demote slot @idx if it still holds generation @gen. */
+int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	uint64_t w = atomic_load(&s->word), size, bh, nbh = 0, id;
+	int from, to, ret;
+
+	if (slot_gen(w) != gen)
+		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
+			"cannot demote handle %#" PRIx64 ": it was released and its slot %u reused (generation %u, now %u)",
+			handle_make(gen, gov->tag, idx), idx, gen, slot_gen(w));
+	if ((slot_state(w) != SLOT_LIVE && slot_state(w) != SLOT_DEMOTED) ||
+	    slot_pins(w) || (w & SLOT_PENDING) ||
+	    !atomic_compare_exchange_strong(&s->word, &w,
+					    slot_word(gen, 0, SLOT_MOVING)))
+		return ortmem__err_plain(-EBUSY,
+			"cannot demote slot %u: it is pinned (%u pins), moving or being released",
+			idx, slot_pins(w));
+	from = atomic_load(&s->tier);
+	size = atomic_load(&s->size);
+	bh = atomic_load(&s->bh);
+	id = handle_make(gen, gov->tag, idx);
+	to = demote_target(gov, from, atomic_load(&s->role), size);
+	if (to < 0) {
+		atomic_store(&s->word, w);
+		return to;
+	}
+	ret = ortmem__backend_move(gov, from, bh, to, size, &nbh);
+	if (ret) {
+		ortmem__tier_uncharge(gov, to, size);
+		atomic_store(&s->word, w);
+		return ret;
+	}
+	move_free_source(gov, idx, from, bh, size, id);
+	atomic_fetch_add(&gov->tiers[from].demoted, size);
+	atomic_store(&s->tier, (uint8_t)to);
+	atomic_store(&s->bh, nbh);
+	atomic_store_explicit(&s->word, slot_word(gen, 0, SLOT_DEMOTED),
+			      memory_order_release);
+	return 0;
+}
+
+/*
+ * Move slot @idx (ours, state MOVING, its home tier already charged) back
+ * to @home: 0, or -errno with the slot's bytes where they were.
+ */
+int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	uint32_t gen = slot_gen(atomic_load(&s->word));
+	uint64_t size = atomic_load(&s->size), nbh = 0;
+	uint64_t bh = atomic_load(&s->bh);
+	int from = atomic_load(&s->tier), ret;
+
+	pthread_mutex_lock(&gov->lock);
+	ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
+	if (ret) {
+		pthread_mutex_unlock(&gov->lock);
+		return ret;
+	}
+	move_free_source(gov, idx, from, bh, size,
+			 handle_make(gen, gov->tag, idx));
+	atomic_fetch_add(&gov->tiers[home].promoted, size);
+	atomic_store(&s->tier, (uint8_t)home);
+	atomic_store(&s->bh, nbh);
+	pthread_mutex_unlock(&gov->lock);
+	return 0;
+}

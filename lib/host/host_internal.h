@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/host/host_internal.h - the host tier inside libortmem: its backends
+ * behind one small vtable, and /dev/ortmem (ioctl wrappers, discovery,
+ * open and handshake).  Never installed.
+ *
+ * The files, lowest floor first (each calls only those above it here):
+ *
+ *   host_sys.c     one wrapper per ioctl and mmap, returning -errno
+ *   host_dev.c     finding /dev/ortmem with libudev, open, handshake
+ *   host_module.c  the backend on the module: one region per buffer
+ *   host_mlock.c   the fallback backend: anonymous mmap + mlock
+ *   host.c         the public API: backend choice, live buffers, checks
+ */
+#ifndef ORTMEM_LIB_HOST_INTERNAL_H
+#define ORTMEM_LIB_HOST_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include <ortmem/host.h>
+#include <uapi/linux/ortmem.h>
+
+/* ---- host_sys.c: one wrapper per command; 0 or -errno, never errno ---- */
+
+int ortmem__sys_get_version(int fd, struct ortmem_version_args *args);
+int ortmem__sys_alloc(int fd, struct ortmem_alloc_args *args);
+int ortmem__sys_free(int fd, uint32_t handle);
+int ortmem__sys_query(int fd, struct ortmem_query_args *args);
+/* mmap of a region: 0 and *addrp, or -errno. */
+int ortmem__sys_map(int fd, uint64_t len, uint64_t offset, void **addrp);
+int ortmem__sys_unmap(void *addr, uint64_t len);
+
+/* ---- host_dev.c ---- */
+
+struct ortmem__dev {
+	int fd;
+	char node[PATH_MAX];		/* e.g. /dev/ortmem */
+	char syspath[PATH_MAX];		/* sysfs folder; "" when unknown */
+	struct ortmem_version_args version;
+};
+
+/*
+ * ortmem__dev_open() - Find /dev/ortmem (libudev, or @node when not NULL,
+ * or $ORTMEM_DEVICE), open it and run the version handshake.
+ *
+ * Return: 0, -ENODEV (no module), -EACCES/-EPERM (node not accessible),
+ * -ORTMEM_E_ABI_MISMATCH, -ENOMEM; the detailed error says which and why.
+ */
+int ortmem__dev_open(const char *node, struct ortmem__dev **devp);
+void ortmem__dev_close(struct ortmem__dev *dev);
+
+/* Read a numeric sysfs attribute of the device: 0 or -errno. */
+int ortmem__dev_attr(const struct ortmem__dev *dev, const char *name,
+		     uint64_t *val);
+
+/* ---- the backends (host_module.c, host_mlock.c) and host.c ---- */
+
+/* One live buffer. */
+struct ortmem__host_buf {
+	void *ptr;
+	uint64_t size;		/* page-rounded */
+	uint32_t handle;	/* module region handle; 0 with mlock */
+};
+
+struct ortmem__host_ops {
+	int backend;
+	/* Fill b->ptr (and b->handle) for b->size bytes; 0 or a detailed error. */
+	int (*alloc)(struct ortmem_host *host, struct ortmem__host_buf *b,
+		     int numa_node);
+	/* Give the buffer back; 0 or -errno (logged, the buffer is gone). */
+	int (*free)(struct ortmem_host *host, struct ortmem__host_buf *b);
+};
+
+struct ortmem_host {
+	pthread_mutex_t lock;
+	const struct ortmem__host_ops *ops;
+	struct ortmem__dev *dev;	/* module backend only */
+	void *bufs;			/* tsearch tree of struct ortmem__host_buf */
+	uint64_t bytes;
+	uint64_t nbufs;
+	long page_size;
+};
+
+extern const struct ortmem__host_ops ortmem__host_module_ops;
+extern const struct ortmem__host_ops ortmem__host_mlock_ops;
+#endif /* ORTMEM_LIB_HOST_INTERNAL_H */

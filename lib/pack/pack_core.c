@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The packer's floor: its arrays (and clones of them for other threads),
+ * the conflict lists, best-fit placement of items in a given order against
+ * the conflicting items already placed, keeping the best packing, and the
+ * budget check.  Every search calls down into this file; it calls only the
+ * sort (pack_sort.c).  The driver that runs the searches is pack.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "pack_internal.h"
+
+/* Above this many conflicting pairs only the start-time sweep runs. */
+#define PK_MAX_CONFLICTS (1u << 25)
+
+/* ---- conflict lists ---- */
+
+/* Conflict lists by a start-time sweep; -E2BIG when there are too many. */
+int ortmem__pk_build_conflicts(struct packer *pk)
+{
+	/* Scratch: the packer's arrays, written over later anyway. */
+	uint32_t n = pk->n, *ids = pk->order, *tmp = pk->rank;
+	uint32_t *act = pk->best_order, *deg = pk->t32[1];
+	uint32_t nact = 0, i, j, k;
+	uint64_t *key = pk->t64[0], total = 0;
+	int ret = -ENOMEM;
+
+	memset(deg, 0, sizeof(*deg) * (n + 1));
+	for (i = 0; i < n; i++) {
+		ids[i] = i;
+		key[i] = pk->it[i].lo;
+	}
+	ortmem__pk_sort_by(ids, n, key, tmp);
+	/* Two passes: count, then fill. */
+	for (int pass = 0; pass < 2; pass++) {
+		nact = 0;
+		for (k = 0; k < n; k++) {
+			const struct pk_item *x = &pk->it[ids[k]];
+
+			if (!ortmem__pk_live(x))
+				continue;
+			for (j = 0; j < nact;) {
+				if (pk->it[act[j]].hi <= x->lo) {
+					act[j] = act[--nact];
+					continue;
+				}
+				if (pass) {
+					pk->conf[deg[act[j]]++] = ids[k];
+					pk->conf[deg[ids[k]]++] = act[j];
+				} else {
+					deg[act[j]]++;
+					deg[ids[k]]++;
+					total += 2;
+				}
+				j++;
+			}
+			act[nact++] = ids[k];
+		}
+		if (!pass) {
+			if (total > PK_MAX_CONFLICTS) {
+				ret = -E2BIG;
+				goto out;
+			}
+			pk->cidx = malloc(sizeof(*pk->cidx) * (n + 1));
+			pk->conf = malloc(sizeof(*pk->conf) * (total ? total : 1));
+			if (!pk->cidx || !pk->conf)
+				goto out;
+			pk->cidx[0] = 0;
+			for (i = 0; i < n; i++)
+				pk->cidx[i + 1] = pk->cidx[i] + deg[i];
+			for (i = 0; i < n; i++)
+				deg[i] = pk->cidx[i];
+		}
+	}
+	pk->have_conf = true;
+	ret = 0;
+out:
+	return ret;
+}
+
+/* ---- placement ---- */
+
+static void pk_sort_gaps(uint64_t (*g)[2], uint32_t d)
+{
+	uint32_t i, j;
+
+	/* Small lists: insertion sort beats qsort's call overhead. */
+	for (i = 1; i < d; i++) {
+		uint64_t a = g[i][0], b = g[i][1];
+
+		for (j = i; j > 0 && g[j - 1][0] > a; j--) {
+			g[j][0] = g[j - 1][0];
+			g[j][1] = g[j - 1][1];
+		}
+		g[j][0] = a;
+		g[j][1] = b;
+	}
+}
+
+static int pk_gap_cmp(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Best fit among the (sorted) occupied ranges @g: the smallest hole that
+ * holds @size, else on top of them all. */
+static uint64_t pk_best_fit(uint64_t (*g)[2], uint32_t d, uint64_t size)
+{
+	uint64_t cur = 0, best = UINT64_MAX, best_len = UINT64_MAX;
+	uint32_t k;
+
+	if (d < 24)
+		pk_sort_gaps(g, d);
+	else
+		qsort(g, d, sizeof(*g), pk_gap_cmp);
+	for (k = 0; k < d; k++) {
+		if (g[k][0] > cur) {
+			uint64_t len = g[k][0] - cur;
+
+			if (len >= size && len < best_len) {
+				best_len = len;
+				best = cur;
+			}
+		}
+		if (g[k][1] > cur)
+			cur = g[k][1];
+	}
+	return best != UINT64_MAX ? best : cur;
+}
+
+/*
+ * Re-place the items at positions [from, n) of pk->order, each at its best
+ * fit against the conflicting items placed before it.  Return the height.
+ */
+uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from)
+{
+	uint64_t h = from ? pk->hpre[from - 1] : 0;
+	uint32_t p, k, d;
+
+	/* Nothing of the suffix is placed yet: a rank left from an earlier
+	 * order would make a later item an obstacle. */
+	for (p = from; p < pk->n; p++)
+		pk->rank[pk->order[p]] = UINT32_MAX;
+	for (p = from; p < pk->n; p++) {
+		uint32_t i = pk->order[p];
+		const struct pk_item *x = &pk->it[i];
+
+		pk->rank[i] = p;
+		if (!ortmem__pk_live(x)) {
+			pk->off[i] = 0;
+			pk->hpre[p] = h;
+			continue;
+		}
+		d = 0;
+		for (k = pk->cidx[i]; k < pk->cidx[i + 1]; k++) {
+			uint32_t j = pk->conf[k];
+
+			if (pk->rank[j] < p) {
+				pk->gap[d][0] = pk->off[j];
+				pk->gap[d][1] = pk->off[j] + pk->it[j].size;
+				d++;
+			}
+		}
+		pk->off[i] = pk_best_fit(pk->gap, d, x->size);
+		if (pk->off[i] + x->size > h)
+			h = pk->off[i] + x->size;
+		pk->hpre[p] = h;
+	}
+	pk->placed = true;
+	return h;
+}
+
+/*
+ * Without conflict lists (too many pairs): sweep by start time, keeping the
+ * live placed items, which are exactly an item's placed conflicts.
+ */
+int ortmem__pk_place_sweep(struct packer *pk)
+{
+	uint32_t n = pk->n, *ids, *tmp, *act, nact = 0, j, k, d;
+	uint64_t *key, h = 0;
+	int ret = -ENOMEM;
+
+	ids = malloc(sizeof(*ids) * n);
+	tmp = malloc(sizeof(*tmp) * n);
+	act = malloc(sizeof(*act) * n);
+	key = calloc(n ? n : 1, sizeof(*key));
+	if (!ids || !tmp || !act || !key)
+		goto out;
+	for (k = 0; k < n; k++) {
+		ids[k] = k;
+		key[k] = pk->it[k].lo;
+	}
+	ortmem__pk_sort_by(ids, n, key, tmp);
+	for (k = 0; k < n; k++) {
+		const struct pk_item *x = &pk->it[ids[k]];
+
+		pk->off[ids[k]] = 0;
+		if (!ortmem__pk_live(x))
+			continue;
+		d = 0;
+		for (j = 0; j < nact;) {
+			if (pk->it[act[j]].hi <= x->lo) {
+				act[j] = act[--nact];
+				continue;
+			}
+			pk->gap[d][0] = pk->off[act[j]];
+			pk->gap[d][1] = pk->off[act[j]] + pk->it[act[j]].size;
+			d++;
+			j++;
+		}
+		pk->off[ids[k]] = pk_best_fit(pk->gap, d, x->size);
+		if (pk->off[ids[k]] + x->size > h)
+			h = pk->off[ids[k]] + x->size;
+		act[nact++] = ids[k];
+	}
+	memcpy(pk->best_off, pk->off, sizeof(*pk->off) * n);
+	pk->best_h = h;
+	ret = 0;
+out:
+	free(ids);
+	free(tmp);
+	free(act);
+	free(key);
+	return ret;
+}
+
+void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)
+{
+	if (h >= pk->best_h)
+		return;
+	pk->best_h = h;
+	memcpy(pk->best_off, pk->off, sizeof(*pk->off) * pk->n);
+	memcpy(pk->best_order, pk->order, sizeof(*pk->order) * pk->n);
+}
+
+void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
+			    uint32_t m)
+{
+	uint64_t top = 0;
+	uint32_t k, p;
+
+	for (k = 0; k < m; k++) {
+		uint32_t i = placed[k];
+
+		if (pk->off[i] + pk->it[i].size > top)
+			top = pk->off[i] + pk->it[i].size;
+	}
+	memcpy(pk->order, placed, sizeof(*pk->order) * m);
+	for (k = 0, p = m; k < pk->n; k++)
+		if (!ortmem__pk_live(&pk->it[k])) {
+			pk->off[k] = 0;
+			pk->order[p++] = k;
+		}
+	ortmem__pk_keep_if_best(pk, top);
+}
+
+bool ortmem__pk_out_of_time(struct packer *pk)
+{
+	if (pk->best_h <= pk->lb)
+		return true;
+	if (pk->opts.max_iter && pk->iters >= pk->opts.max_iter)
+		return true;
+	/* The clock is cheap (vDSO) but not free: look every 16 plans, or at
+	 * each when a plan takes longer than the clock (big instances). */
+	if (((pk->iters & 15) == 0 || pk->n > 4096) &&
+	    ortmem__now_ns() >= pk->opts.deadline_ns)
+		return true;
+	return false;
+}
+
+/* What ortmem__pk_alloc() allocated: a clone's own arrays. */
+static void pk_free_own(struct packer *pk)
+{
+	free(pk->order);
+	free(pk->rank);
+	free(pk->off);
+	free(pk->hpre);
+	free(pk->gap);
+	free(pk->best_order);
+	free(pk->best_off);
+	for (int k = 0; k < 3; k++)
+		free(pk->t64[k]);
+	free(pk->t32[0]);
+	free(pk->t32[1]);
+}
+
+void ortmem__pk_free(struct packer *pk)
+{
+	free(pk->cidx);
+	free(pk->conf);
+	pk_free_own(pk);
+}
+
+int ortmem__pk_alloc(struct packer *pk)
+{
+	uint32_t n = pk->n ? pk->n : 1;
+
+	pk->order = malloc(sizeof(*pk->order) * n);
+	pk->rank = malloc(sizeof(*pk->rank) * n);
+	pk->off = calloc(n, sizeof(*pk->off));
+	pk->hpre = malloc(sizeof(*pk->hpre) * n);
+	pk->gap = malloc(sizeof(*pk->gap) * n);
+	pk->best_order = malloc(sizeof(*pk->best_order) * n);
+	pk->best_off = calloc(n, sizeof(*pk->best_off));
+	for (int k = 0; k < 3; k++)
+		pk->t64[k] = malloc(sizeof(*pk->t64[k]) * n);
+	pk->t32[0] = malloc(sizeof(*pk->t32[0]) * (n + 1ull));
+	pk->t32[1] = malloc(sizeof(*pk->t32[1]) * (n + 1ull));
+	if (!pk->t64[0] || !pk->t64[1] || !pk->t64[2] || !pk->t32[0] || !pk->t32[1])
+		return -ENOMEM;
+	if (!pk->order || !pk->rank || !pk->off || !pk->hpre || !pk->gap ||
+	    !pk->best_order || !pk->best_off)
+		return -ENOMEM;
+	return 0;
+}
+
+int ortmem__pk_clone(struct packer *dst, const struct packer *src, uint64_t seed)
+{
+	*dst = (struct packer){ .n = src->n, .it = src->it, .lb = src->lb,
+		.cidx = src->cidx, .conf = src->conf, .have_conf = src->have_conf,
+		.best_h = src->best_h, .rng = seed ? seed : 1, .opts = src->opts };
+	if (ortmem__pk_alloc(dst)) {
+		pk_free_own(dst);
+		return -ENOMEM;
+	}
+	if (src->n) {
+		memcpy(dst->best_off, src->best_off, sizeof(*dst->best_off) * src->n);
+		memcpy(dst->best_order, src->best_order, sizeof(*dst->best_order) * src->n);
+	}
+	return 0;
+}
+
+void ortmem__pk_clone_take(struct packer *pk, const struct packer *clone)
+{
+	pk->iters += clone->iters;
+	if (clone->best_h >= pk->best_h)
+		return;
+	pk->best_h = clone->best_h;
+	memcpy(pk->best_off, clone->best_off, sizeof(*pk->best_off) * pk->n);
+	memcpy(pk->best_order, clone->best_order, sizeof(*pk->best_order) * pk->n);
+}
+
+void ortmem__pk_clone_free(struct packer *clone)
+{
+	pk_free_own(clone);
+}

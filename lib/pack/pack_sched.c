@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Probes of the height, raced in turns.
+ *
+ * Whether a packing fits under a height H is decided by a search whose
+ * run time, at one H, is heavy-tailed: it may answer in a millisecond or
+ * not in a minute, and no one can tell which beforehand.  A bisection that
+ * gives each probe a fixed share of the budget loses that share on every
+ * probe below the optimum that cannot answer in time.  So three searches
+ * take turns, a slice of nodes each, each resuming where it paused:
+ *
+ *  - the complete compact search (pack_compact.c) at the proven bound,
+ *    which settles many instances outright and can prove the bound
+ *    infeasible (then the bound rises by one grain);
+ *  - heuristic dives (pack_dive.c) at the proven bound, which find a
+ *    packing there on other instances;
+ *  - heuristic dives a step below the best height (never more than half
+ *    way to the bound, which the other two probe): a success doubles the
+ *    step, a probe that gives up after its node budget halves it and
+ *    grows the budget by half, so the probes stay where they can still
+ *    succeed and grow patient where they do not.  This one gets most of
+ *    the turns, and more as the rounds go by (PS_THIN).
+ *
+ * The first packing at the proven bound ends the race: it is optimal.
+ * Budgets and slices are counted in nodes, so that a run under an
+ * iteration limit is reproducible.
+ *
+ * With more than one thread (and no iteration limit), each helper races
+ * the probes below the best on its own copy of the packer, with its own
+ * seed, a smaller first step and a step that grows by half on success
+ * (a spread of policies is steadier than one).  The racers share the best
+ * height and the proven bound, so that each probes below the best any of
+ * them found, and all stop when one proves it.  The best packing of all
+ * is kept.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "pack_internal.h"
+
+/* Turns per round: bound (compact), bound (dives), below the best. */
+enum { PS_COMPACT, PS_LOW, PS_DOWN, PS_ARMS };
+static const uint32_t ps_turns[PS_ARMS] = { 1, 1, 4 };
+/*
+ * The bound's turns thin out: in round r they are played when
+ * r % (1 + r / PS_THIN) == 0, so an instance whose bound is out of reach
+ * soon stops paying for it, and one that reaches it early has done so.
+ */
+#define PS_THIN 32
+/* The first budget of a probe below the best, in nodes per item. */
+#define PS_BUDGET0 32
+/* Most racers (threads) in one search. */
+#define PS_MAX_THREADS 64
+
+struct ps_shared {
+	_Atomic uint64_t best;	/* the lowest height any racer found */
+	_Atomic uint64_t proven;
+};
+
+struct ps {
+	struct packer *pk;
+	struct ps_shared *sh;
+	struct pk_compact *cmp;	/* NULL: this racer leaves the bound alone */
+	struct pk_dives *low, *down;
+	uint32_t m;		/* live items */
+	uint64_t g;		/* every compact height is a multiple */
+	uint64_t proven;	/* no packing fits below */
+	uint64_t best;		/* the lowest height known to any racer */
+	uint64_t slice;		/* nodes per turn */
+	uint64_t target;	/* below the best: height probed, 0: none */
+	uint64_t step;		/* how far below the best to probe */
+	uint64_t budget;	/* nodes a probe below the best gets */
+	uint64_t spent;		/* nodes spent on the target */
+	uint32_t up;		/* the step after a success, in quarters */
+};
+
+struct ps_helper {
+	pthread_t thread;
+	struct packer pk;
+	struct ps s;
+	bool started;
+};
+
+static uint64_t ps_gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+static void ps_atomic_min(_Atomic uint64_t *v, uint64_t x)
+{
+	uint64_t cur = atomic_load(v);
+
+	while (x < cur && !atomic_compare_exchange_weak(v, &cur, x))
+		;
+}
+
+static void ps_atomic_max(_Atomic uint64_t *v, uint64_t x)
+{
+	uint64_t cur = atomic_load(v);
+
+	while (x > cur && !atomic_compare_exchange_weak(v, &cur, x))
+		;
+}
+
+/* Tell the others what this racer found, and learn what they did. */
+static void ps_sync(struct ps *s)
+{
+	ps_atomic_min(&s->sh->best, s->pk->best_h);
+	ps_atomic_max(&s->sh->proven, s->proven);
+	s->best = atomic_load(&s->sh->best);
+	s->proven = atomic_load(&s->sh->proven);
+}
+
+static bool ps_over(const struct ps *s)
+{
+	const struct packer *pk = s->pk;
+
+	return s->proven >= s->best ||
+	       (pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
+	       ortmem__now_ns() >= pk->opts.deadline_ns;
+}
+
+/* Height @h is infeasible: the bound rises past it. */
+static void ps_raise(struct ps *s, uint64_t h)
+{
+	if (h + s->g > s->proven)
+		s->proven = h + s->g;
+}
+
+/* Below the best by the step, not below the proven bound. */
+static void ps_target(struct ps *s)
+{
+	uint64_t half = (s->best - s->proven) / 2 / s->g * s->g;
+
+	if (s->step > half)
+		s->step = half > s->g ? half : s->g;
+	s->target = s->best - s->proven > s->step ? s->best - s->step : s->proven;
+	s->spent = 0;
+}
+
+static void ps_down(struct ps *s)
+{
+	struct packer *pk = s->pk;
+	uint64_t before = pk->iters, turn;
+	int r;
+
+	if (!s->target || s->target >= s->best)
+		ps_target(s);
+	turn = s->budget - s->spent < s->slice ? s->budget - s->spent : s->slice;
+	r = ortmem__pk_dives_run(s->down, s->target, turn, pk->opts.deadline_ns);
+	s->spent += pk->iters - before;
+	if (r < 0 && s->spent < s->budget)
+		return;
+	if (r == 0)
+		ps_raise(s, s->target);
+	if (r == 1) {
+		/* on the grid, as every height is */
+		s->step = (s->step * s->up / 4 + s->g - 1) / s->g * s->g;
+	} else {
+		if (s->step > s->g)
+			s->step = (s->step / 2 + s->g - 1) / s->g * s->g;
+		s->budget += s->budget / 2;
+	}
+	s->target = 0;
+}
+
+static void ps_turn(struct ps *s, int arm)
+{
+	uint64_t deadline = s->pk->opts.deadline_ns;
+	int r = -1;
+
+	switch (arm) {
+	case PS_COMPACT:
+		if (s->cmp)
+			r = ortmem__pk_compact_run(s->cmp, s->proven, s->slice, deadline);
+		break;
+	case PS_LOW:
+		if (s->cmp)
+			r = ortmem__pk_dives_run(s->low, s->proven, s->slice, deadline);
+		break;
+	default:
+		ps_down(s);
+		break;
+	}
+	if (r == 0)
+		ps_raise(s, s->proven);
+	ps_sync(s);
+}
+
+static void ps_race(struct ps *s)
+{
+	ps_sync(s);
+	for (uint32_t round = 0; !ps_over(s); round++)
+		for (int arm = 0; arm < PS_ARMS && !ps_over(s); arm++) {
+			if (arm != PS_DOWN && round % (1 + round / PS_THIN))
+				continue;
+			for (uint32_t t = 0; t < ps_turns[arm] && !ps_over(s); t++)
+				ps_turn(s, arm);
+		}
+}
+
+static void *ps_helper_main(void *arg)
+{
+	ps_race(arg);
+	return NULL;
+}
+
+/* Set up racer @s on packer @pk; false when out of memory. */
+static bool ps_init(struct ps *s, struct packer *pk, const struct ps *proto,
+		    bool bound)
+{
+	*s = *proto;
+	s->pk = pk;
+	s->low = s->down = NULL;
+	s->cmp = bound ? ortmem__pk_compact_new(pk) : NULL;
+	s->down = ortmem__pk_dives_new(pk);
+	if (bound)
+		s->low = ortmem__pk_dives_new(pk);
+	return s->down && (!bound || (s->cmp && s->low));
+}
+
+static void ps_fini(struct ps *s)
+{
+	ortmem__pk_compact_free(s->cmp);
+	ortmem__pk_dives_free(s->low);
+	ortmem__pk_dives_free(s->down);
+}
+
+/* Start the helpers (as many as can start), race, and keep the best. */
+static void ps_run(struct ps *s, uint32_t threads)
+{
+	struct packer *pk = s->pk;
+	struct ps_helper *hp = NULL;
+	uint32_t t, nh = threads > 1 ? threads - 1 : 0;
+	sigset_t all, old;
+
+	if (nh)
+		hp = calloc(nh, sizeof(*hp));
+	/* Helpers take no signal: the caller's handlers run where it expects. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (t = 0; hp && t < nh; t++) {
+		uint64_t seed = pk->rng ^ (0x9e3779b97f4a7c15ull * (t + 1));
+
+		if (ortmem__pk_clone(&hp[t].pk, pk, seed))
+			break;
+		hp[t].started = ps_init(&hp[t].s, &hp[t].pk, s, false);
+		/* Another first step, and a step that grows more slowly: the
+		 * racers spread over the heights. */
+		hp[t].s.step = s->step >> (t + 1) > s->g ? s->step >> (t + 1) : s->g;
+		hp[t].s.up = 6;
+		hp[t].started = hp[t].started &&
+				!pthread_create(&hp[t].thread, NULL, ps_helper_main, &hp[t].s);
+		if (!hp[t].started) {
+			ps_fini(&hp[t].s);
+			ortmem__pk_clone_free(&hp[t].pk);
+			break;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	nh = hp ? t : 0;
+	ps_race(s);
+	for (t = 0; t < nh; t++) {
+		pthread_join(hp[t].thread, NULL);
+		ortmem__pk_clone_take(pk, &hp[t].pk);
+		ps_fini(&hp[t].s);
+		ortmem__pk_clone_free(&hp[t].pk);
+	}
+	free(hp);
+	ps_sync(s);
+}
+
+/* Tests: every height from the bound up, the compact search alone; the
+ * portfolio's packing is dropped, so that only this search counts. */
+static void ps_compact_only(struct ps *s)
+{
+	struct packer *pk = s->pk;
+
+	pk->best_h = UINT64_MAX;
+	while (!ortmem__pk_compact(pk, s->proven, pk->opts.deadline_ns, 0))
+		s->proven += s->g;
+}
+
+/*
+ * Race the probes until the best height is proven optimal or the budget
+ * is spent; return true when it is proven.
+ */
+bool ortmem__pk_decide(struct packer *pk)
+{
+	struct ps_shared sh;
+	struct ps proto = { .pk = pk, .sh = &sh }, s;
+	uint32_t i, threads = pk->opts.threads;
+	bool ok;
+
+	for (i = 0; i < pk->n; i++) {
+		if (!ortmem__pk_live(&pk->it[i]))
+			continue;
+		proto.g = ps_gcd(proto.g, pk->it[i].size);
+		proto.m++;
+	}
+	if (!proto.m)
+		return false;
+	/* Every compact height is a sum of sizes: a multiple of g. */
+	proto.proven = (pk->lb + proto.g - 1) / proto.g * proto.g;
+	if (proto.proven >= pk->best_h)
+		return true;
+	if (pk->opts.compact_only) {
+		ps_compact_only(&proto);
+		return proto.proven >= pk->best_h;
+	}
+	atomic_init(&sh.best, pk->best_h);
+	atomic_init(&sh.proven, proto.proven);
+	proto.best = pk->best_h;
+	proto.slice = 4 * (uint64_t)proto.m > 1024 ? 4 * (uint64_t)proto.m : 1024;
+	proto.budget = PS_BUDGET0 * (uint64_t)proto.m;
+	proto.up = 8;
+	proto.step = (pk->best_h - proto.proven) / 2 / proto.g * proto.g;
+	if (proto.step < proto.g)
+		proto.step = proto.g;
+	ok = ps_init(&s, pk, &proto, true);
+	/* A dive costs about ortmem__pk_dives_work() ns: when that is over a
+	 * quarter of the budget, leave the time to the local search. */
+	if (ok && !pk->opts.max_iter &&
+	    ortmem__now_ns() + 4 * ortmem__pk_dives_work(s.down) >= pk->opts.deadline_ns)
+		ok = false;
+	/* Helpers make a run depend on timing: none under an iteration limit. */
+	if (pk->opts.max_iter || threads < 1)
+		threads = 1;
+	if (threads > PS_MAX_THREADS)
+		threads = PS_MAX_THREADS;
+	if (ok)
+		ps_run(&s, threads);
+	ps_fini(&s);
+	return ok && s.proven >= pk->best_h;
+}

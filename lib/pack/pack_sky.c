@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The skyline of a partial packing, kept incrementally for the searches
+ * that place items at their bases (pack_compact.c, pack_dive.c).
+ *
+ * Time is cut into sections at every start and end.  An unplaced item's
+ * base is the lowest offset it may take: the highest top of the placed
+ * items it conflicts with, or higher where a search has said so (a raise).
+ * A section's floor is the highest top placed in it, raised to the lowest
+ * base of its unplaced members: nothing can go lower there any more.
+ *
+ * Placing an item raises the bases of its unplaced conflicts (along the
+ * packer's conflict lists) and the floors of the sections those live in;
+ * a raise lifts the bases of one section's members.  Only the sections
+ * touched are looked at again, so a step costs O(conflicts + the members
+ * of the sections touched), not O(items x sections).  Every change is
+ * logged, and undone back to a mark, last first.
+ *
+ * Each section lists its members with the unplaced ones first: placing
+ * swaps the item past them, and undoing (LIFO) only moves the count back.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "pack_internal.h"
+
+/* The spans, the member lists and the bytes per section. */
+static int sky_sections(struct pk_sky *k, uint64_t *t)
+{
+	const struct packer *pk = k->pk;
+	uint32_t i, j, nt = 0, s, u, tot = 0;
+
+	for (j = 0; j < k->m; j++) {
+		t[nt++] = pk->it[k->ids[j]].lo;
+		t[nt++] = pk->it[k->ids[j]].hi;
+	}
+	s = ortmem__pk_section_times(t, nt);
+	k->nsec = s ? s - 1 : 0;
+	k->floor = calloc(k->nsec + 1, sizeof(*k->floor));
+	k->rem = calloc(k->nsec + 1, sizeof(*k->rem));
+	k->rem0 = calloc(k->nsec + 1, sizeof(*k->rem0));
+	k->stamp = calloc(k->nsec + 1, sizeof(*k->stamp));
+	k->seen = calloc(k->nsec + 1, sizeof(*k->seen));
+	k->nat = calloc(k->nsec + 1, sizeof(*k->nat));
+	k->ntop = calloc(k->nsec + 1, sizeof(*k->ntop));
+	k->touched = calloc(k->nsec + 1, sizeof(*k->touched));
+	k->sidx = calloc(k->nsec + 2, sizeof(*k->sidx));
+	k->scnt = calloc(k->nsec + 1, sizeof(*k->scnt));
+	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->seen || !k->nat || !k->ntop || !k->touched ||
+	    !k->sidx || !k->scnt)
+		return -ENOMEM;
+	for (j = 0; j < k->m; j++) {
+		i = k->ids[j];
+		k->slo[i] = ortmem__pk_section_of(t, s, pk->it[i].lo);
+		k->shi[i] = ortmem__pk_section_of(t, s, pk->it[i].hi);
+		tot += k->shi[i] - k->slo[i];
+		for (u = k->slo[i]; u < k->shi[i]; u++) {
+			k->rem0[u] += pk->it[i].size;
+			k->sidx[u + 2]++;
+		}
+	}
+	k->smem = malloc(sizeof(*k->smem) * (tot ? tot : 1));
+	k->spos = malloc(sizeof(*k->spos) * (tot ? tot : 1));
+	if (!k->smem || !k->spos)
+		return -ENOMEM;
+	for (u = 0; u < k->nsec; u++)
+		k->sidx[u + 2] += k->sidx[u + 1];
+	for (j = 0, tot = 0; j < k->m; j++) {
+		i = k->ids[j];
+		k->ioff[i] = tot;
+		tot += k->shi[i] - k->slo[i];
+		for (u = k->slo[i]; u < k->shi[i]; u++) {
+			k->spos[k->ioff[i] + u - k->slo[i]] = k->sidx[u + 1];
+			k->smem[k->sidx[u + 1]++] = i;
+		}
+	}
+	return 0;
+}
+
+int ortmem__sky_init(struct pk_sky *k, struct packer *pk)
+{
+	uint32_t n = pk->n ? pk->n : 1, i;
+	uint64_t *t;
+	int ret;
+
+	memset(k, 0, sizeof(*k));
+	k->pk = pk;
+	k->ids = malloc(sizeof(*k->ids) * n);
+	k->slo = calloc(n, sizeof(*k->slo));
+	k->shi = calloc(n, sizeof(*k->shi));
+	k->ioff = calloc(n, sizeof(*k->ioff));
+	k->base = calloc(n, sizeof(*k->base));
+	k->off = calloc(n, sizeof(*k->off));
+	k->placed = calloc(n, sizeof(*k->placed));
+	t = malloc(sizeof(*t) * 2 * (size_t)n);
+	if (!k->ids || !k->slo || !k->shi || !k->ioff || !k->base ||
+	    !k->off || !k->placed || !t) {
+		free(t);
+		return -ENOMEM;
+	}
+	for (i = 0; i < pk->n; i++)
+		if (ortmem__pk_live(&pk->it[i]))
+			k->ids[k->m++] = i;
+	ret = sky_sections(k, t);
+	free(t);
+	if (ret)
+		return ret;
+	/* Grows when a path logs more (rarely). */
+	k->cap_undo = 4 * ((size_t)k->m + k->nsec) + 16;
+	k->undo = malloc(sizeof(*k->undo) * k->cap_undo);
+	return k->undo ? 0 : -ENOMEM;
+}
+
+void ortmem__sky_fini(struct pk_sky *k)
+{
+	free(k->ids);
+	free(k->slo);
+	free(k->shi);
+	free(k->ioff);
+	free(k->base);
+	free(k->off);
+	free(k->placed);
+	free(k->floor);
+	free(k->rem);
+	free(k->rem0);
+	free(k->stamp);
+	free(k->seen);
+	free(k->nat);
+	free(k->ntop);
+	free(k->touched);
+	free(k->sidx);
+	free(k->scnt);
+	free(k->smem);
+	free(k->spos);
+	free(k->undo);
+	memset(k, 0, sizeof(*k));
+}
+
+void ortmem__sky_reset(struct pk_sky *k, uint64_t h)
+{
+	uint32_t j;
+
+	k->h = h;
+	memset(k->floor, 0, sizeof(*k->floor) * (k->nsec + 1));
+	memcpy(k->rem, k->rem0, sizeof(*k->rem) * (k->nsec + 1));
+	for (j = 0; j < k->nsec; j++)
+		k->nat[j] = k->scnt[j] = k->sidx[j + 1] - k->sidx[j];
+	for (j = 0; j < k->m; j++) {
+		k->placed[k->ids[j]] = false;
+		k->base[k->ids[j]] = 0;
+	}
+	k->nundo = 0;
+	/* Dead from the start: a section's bytes, or an item, over @h. */
+	k->dead = false;
+	for (j = 0; j < k->nsec; j++)
+		k->dead |= k->rem0[j] > h;
+	for (j = 0; j < k->m; j++)
+		k->dead |= k->pk->it[k->ids[j]].size > h;
+}
+
+/* Log a value before it changes; false when the log cannot grow. */
+static bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind, uint64_t old)
+{
+	if (k->nundo == k->cap_undo) {
+		struct pk_sky_undo *u = realloc(k->undo, sizeof(*u) * 2 * k->cap_undo);
+
+		if (!u)
+			return false;
+		k->undo = u;
+		k->cap_undo *= 2;
+	}
+	k->undo[k->nundo++] = (struct pk_sky_undo){ idx, kind, old };
+	return true;
+}
+
+/* Move item @i past the unplaced members of section @s. */
+static void sky_unlist(struct pk_sky *k, uint32_t i, uint32_t s)
+{
+	uint32_t *pi = &k->spos[k->ioff[i] + s - k->slo[i]];
+	uint32_t last = k->sidx[s] + --k->scnt[s], j = k->smem[last];
+
+	k->spos[k->ioff[j] + s - k->slo[j]] = *pi;
+	k->smem[*pi] = j;
+	k->smem[last] = i;
+	*pi = last;
+}
+
+/*
+ * Raise item @j's base to @v; false when out of memory.  A section's floor
+ * is the lowest base of its members (the tops placed there are below
+ * them), so it can only move where @j held that lowest base.
+ */
+static bool sky_lift(struct pk_sky *k, uint32_t j, uint64_t v, uint32_t *nt)
+{
+	uint64_t old = k->base[j];
+	uint32_t s;
+
+	if (!sky_log(k, j, PK_SKY_BASE, old))
+		return false;
+	k->base[j] = v;
+	if (v + k->pk->it[j].size > k->h)
+		k->dead = true;
+	for (s = k->slo[j]; s < k->shi[j]; s++) {
+		if (s >= k->own_lo && s < k->own_hi) {
+			/* one more member at the new floor */
+			if (k->seen[s] != k->now) {
+				k->seen[s] = k->now;
+				k->ntop[s] = 0;
+			}
+			k->ntop[s]++;
+		} else if (k->floor[s] != old || k->stamp[s] == k->now) {
+			continue;
+		} else if (k->nat[s] > 1) {
+			if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+				return false;
+			k->nat[s]--;	/* others still hold the floor */
+		} else {
+			k->stamp[s] = k->now;
+			k->touched[(*nt)++] = s;
+		}
+	}
+	return true;
+}
+
+/* Raise the floors of the @nt touched sections to their lowest base, and
+ * see whether their unplaced bytes still fit above. */
+static bool sky_settle(struct pk_sky *k, uint32_t nt)
+{
+	while (nt) {
+		uint32_t s = k->touched[--nt], j, at = 0;
+		uint64_t low = UINT64_MAX;
+
+		for (j = k->sidx[s]; j < k->sidx[s] + k->scnt[s]; j++) {
+			uint64_t b = k->base[k->smem[j]];
+
+			if (b < low) {
+				low = b;
+				at = 0;
+			}
+			at += b == low;
+		}
+		if (low != UINT64_MAX && low > k->floor[s]) {
+			if (!sky_log(k, s, PK_SKY_FLOOR, k->floor[s]))
+				return false;
+			k->floor[s] = low;
+		}
+		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+			return false;
+		k->nat[s] = at;
+		if (k->rem[s] && k->floor[s] + k->rem[s] > k->h)
+			k->dead = true;
+	}
+	return true;
+}
+
+int ortmem__sky_place(struct pk_sky *k, uint32_t i)
+{
+	const struct packer *pk = k->pk;
+	uint64_t size = pk->it[i].size, top = k->base[i] + size;
+	uint32_t s, c, nt = 0;
+	int hat = 0;
+
+	k->off[i] = k->base[i];
+	k->placed[i] = true;
+	k->dead = top > k->h;
+	k->now++;
+	for (s = k->slo[i]; s < k->shi[i]; s++) {
+		if (!sky_log(k, s, PK_SKY_FLOOR, k->floor[s]))
+			return -ENOMEM;
+		k->floor[s] = top;
+		k->rem[s] -= size;
+		sky_unlist(k, i, s);
+	}
+	/* Its sections' members all conflict with @i and rise to @top at
+	 * least: where one is lifted to exactly @top, that is the floor, else
+	 * the section is settled below. */
+	k->own_lo = k->slo[i];
+	k->own_hi = k->shi[i];
+	for (c = pk->cidx[i]; c < pk->cidx[i + 1]; c++) {
+		uint32_t j = pk->conf[c];
+
+		if (k->placed[j])
+			continue;
+		hat = 1;
+		if (k->base[j] < top && !sky_lift(k, j, top, &nt))
+			return -ENOMEM;
+	}
+	for (s = k->own_lo; s < k->own_hi; s++) {
+		if (k->seen[s] != k->now) {
+			k->stamp[s] = k->now;
+			k->touched[nt++] = s;
+			continue;
+		}
+		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+			return -ENOMEM;
+		/* at least these; one more held it already: then a rescan */
+		k->nat[s] = k->ntop[s];
+		if (k->rem[s] && top + k->rem[s] > k->h)
+			k->dead = true;
+	}
+	k->own_lo = k->own_hi = 0;
+	if (!sky_settle(k, nt))
+		return -ENOMEM;
+	return hat;
+}
+
+int ortmem__sky_raise(struct pk_sky *k, uint32_t s, uint64_t v)
+{
+	uint32_t j, nt = 0;
+
+	k->dead = false;
+	k->now++;
+	for (j = k->sidx[s]; j < k->sidx[s] + k->scnt[s]; j++) {
+		uint32_t x = k->smem[j];
+
+		if (k->base[x] < v && !sky_lift(k, x, v, &nt))
+			return -ENOMEM;
+	}
+	return sky_settle(k, nt) ? 0 : -ENOMEM;
+}
+
+void ortmem__sky_undo(struct pk_sky *k, uint32_t mark)
+{
+	while (k->nundo > mark) {
+		const struct pk_sky_undo *u = &k->undo[--k->nundo];
+
+		if (u->kind == PK_SKY_FLOOR)
+			k->floor[u->idx] = u->old;
+		else if (u->kind == PK_SKY_NAT)
+			k->nat[u->idx] = (uint32_t)u->old;
+		else
+			k->base[u->idx] = u->old;
+	}
+}
+
+void ortmem__sky_unplace(struct pk_sky *k, uint32_t i, uint32_t mark)
+{
+	uint64_t size = k->pk->it[i].size;
+	uint32_t s;
+
+	ortmem__sky_undo(k, mark);
+	/* LIFO: @i is still just past the unplaced members. */
+	for (s = k->slo[i]; s < k->shi[i]; s++) {
+		k->rem[s] += size;
+		k->scnt[s]++;
+	}
+	k->placed[i] = false;
+}
+
+/* Keep the packing of the items on @v's stack, all placed. */
+static void sky_keep(const struct pk_diver *v)
+{
+	const struct pk_sky *k = v->sky;
+	struct packer *pk = k->pk;
+	uint32_t j;
+
+	for (j = 0; j < k->m; j++)
+		pk->off[v->stack[j]] = k->off[v->stack[j]];
+	ortmem__pk_keep_placed(pk, v->stack, k->m);
+}
+
+int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
+			 uint64_t deadline)
+{
+	struct packer *pk = v->sky->pk;
+	uint64_t start = pk->iters;
+
+	if (h != v->h) {
+		v->h = h;
+		v->restart = 0;
+		v->in_dive = false;
+	}
+	while (pk->iters - start < budget) {
+		enum pk_dive r;
+
+		if (!v->in_dive) {
+			v->begin(v->search, v->restart++, h);
+			v->in_dive = true;
+		}
+		r = v->dive(v->search, budget - (pk->iters - start), deadline);
+		if (r == PK_DIVE_PAUSE)
+			return -1;
+		v->in_dive = false;
+		if (r == PK_DIVE_FOUND) {
+			sky_keep(v);
+			return 1;
+		}
+		if (r == PK_DIVE_INFEASIBLE)
+			return 0;
+		if (ortmem__now_ns() >= deadline ||
+		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
+			break;
+	}
+	return -1;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/plan/plan_internal.h - the planner's private structures, shared by
+ * the files of lib/plan/; never installed.  The planner packs offsets
+ * through the packer's narrow interface, lib/pack/pack.h.
+ *
+ * The files, lowest floor first (each calls only those above it here):
+ *
+ *   plan_graph.c     the graph: values, nodes, views, hints, options
+ *   plan_live.c      sizes, liveness, views folded, in-place hints
+ *   plan_validate.c  the independent validator
+ *   plan_place.c     tier placement and offsets under the budgets
+ *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
+ */
+#ifndef ORTMEM_LIB_PLAN_INTERNAL_H
+#define ORTMEM_LIB_PLAN_INTERNAL_H
+
+#include <ortmem/plan.h>
+
+#include "internal.h"
+#include "pack/pack.h"
+
+/* ---- the graph (plan_graph.c) ---- */
+
+struct pl_value {
+	uint64_t size;		/* as given; ORTMEM_PLAN_SIZE_SYMBOLIC */
+	uint64_t rsize;		/* resolved at solve */
+	uint32_t flags;
+	int32_t view_of;	/* source value, or -1 */
+	int32_t def;		/* producing node, or -1 (graph input) */
+	/* computed at solve */
+	int32_t root;		/* buffer owner (itself when not a view) */
+	int32_t last;		/* last step reading it, or -1 */
+	int32_t buf;		/* buffer index, or -1 */
+	int32_t inplace_of;	/* value whose buffer it took, or -1 */
+};
+
+struct pl_node {
+	uint32_t in;		/* index of its first input in plan->edges */
+	uint32_t n_in;
+	uint32_t out;
+	uint32_t n_out;
+};
+
+struct pl_hint {
+	uint32_t node;
+	uint32_t out;
+	uint32_t in;
+};
+
+struct pl_buf {
+	uint64_t size;		/* bytes, unaligned */
+	uint32_t lo;		/* live over steps [lo, hi) */
+	uint32_t hi;
+	uint32_t owner;		/* root value */
+	uint32_t uses;		/* node reads and writes */
+	int tier;
+	uint64_t off;
+};
+
+struct ortmem_plan {
+	struct ortmem_plan_opts o;	/* normalized: defaults filled */
+	struct pl_value *vals;
+	uint32_t n_vals, cap_vals;
+	struct pl_node *nodes;
+	uint32_t n_nodes, cap_nodes;
+	uint32_t *edges;
+	uint32_t n_edges, cap_edges;
+	struct pl_hint *hints;
+	uint32_t n_hints, cap_hints;
+	ortmem_plan_size_fn size_fn;
+	void *size_user;
+	/* results */
+	bool solved;
+	struct pl_buf *bufs;
+	uint32_t n_bufs;
+	uint32_t *deferred;
+	uint32_t n_deferred;
+	/* steps each buffer is read or written at, CSR over buffers */
+	uint32_t *touch_idx;
+	uint32_t *touch_step;
+	uint64_t *touch_off;	/* device staging offset when off-device */
+	uint64_t *prefetch;	/* [step * ORTMEM_TIER_COUNT + tier] */
+	uint64_t *spill;
+	struct ortmem_plan_stats st;
+};
+
+int ortmem__plan_opts(struct ortmem_plan_opts *o,
+		      const struct ortmem_plan_opts *in);
+void ortmem__plan_reset(struct ortmem_plan *plan);
+int ortmem__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* plan_validate.c: no two items overlap in time and address. */
+int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
+				uint32_t n, uint32_t *a, uint32_t *b);
+/* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
+int ortmem__plan_liveness(struct ortmem_plan *plan);
+/* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
+int ortmem__plan_place(struct ortmem_plan *plan);
+
+#endif /* ORTMEM_LIB_PLAN_INTERNAL_H */

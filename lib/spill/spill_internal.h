@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/spill/spill_internal.h - the spill engine's parts, shared by lib/spill/
+ * and the unit tests; never installed.
+ *
+ * The files, lowest floor first (each calls only those above it here):
+ *
+ *   spill_extent.c  extent allocator (sorted free list, coalescing)
+ *   spill_file.c    the O_TMPFILE file: alignment probe, growth
+ *   spill_csum.c    checksums and the extent trailer
+ *   spill_ring.c    lanes: io_uring setup, probing, registration
+ *   spill_io.c      the transfer engine: segments, short I/O, retries
+ *   spill.c         public calls, extent table, locking
+ */
+#ifndef ORTMEM_LIB_SPILL_INTERNAL_H
+#define ORTMEM_LIB_SPILL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <liburing.h>
+
+#include <ortmem/spill.h>
+#include "internal.h"
+
+/* ---- extent allocator (spill_extent.c) ---- */
+
+struct ortmem__range {
+	uint64_t off;
+	uint64_t len;
+};
+
+/*
+ * Free space of [0, size), as ranges sorted by offset, never adjacent (they
+ * are merged on free).  Not thread-safe: the spill lock covers it.
+ */
+struct ortmem__ealloc {
+	struct ortmem__range *free;
+	size_t nfree;
+	size_t cap;
+	uint64_t size;
+	uint64_t used;
+};
+
+void ortmem__ealloc_init(struct ortmem__ealloc *a);
+void ortmem__ealloc_fini(struct ortmem__ealloc *a);
+/* First fit; -ENOSPC when no free range holds @len, -ENOMEM. */
+int ortmem__ealloc_get(struct ortmem__ealloc *a, uint64_t len, uint64_t *offp);
+/* -EINVAL when [off, off+len) is not wholly allocated (double free). */
+int ortmem__ealloc_put(struct ortmem__ealloc *a, uint64_t off, uint64_t len);
+/* Add [size, new_size) as free space; -EINVAL when it would shrink. */
+int ortmem__ealloc_grow(struct ortmem__ealloc *a, uint64_t new_size);
+uint64_t ortmem__ealloc_largest(const struct ortmem__ealloc *a);
+/* Free bytes at the end of the space (what growing can extend). */
+uint64_t ortmem__ealloc_tail_free(const struct ortmem__ealloc *a);
+
+/* ---- the spill file (spill_file.c) ---- */
+
+struct ortmem__sfile {
+	int fd;
+	bool direct;
+	bool dioalign;		/* alignment came from statx */
+	uint32_t align;		/* file offset alignment and extent unit */
+	uint32_t mem_align;	/* memory alignment for direct I/O */
+	char dir[256];
+};
+
+int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered);
+void ortmem__sfile_close(struct ortmem__sfile *f);
+/* Reserve [from, to) with fallocate. */
+int ortmem__sfile_reserve(struct ortmem__sfile *f, uint64_t from, uint64_t to);
+
+/* ---- checksums and trailer (spill_csum.c) ---- */
+
+#define ORTMEM__TRAILER_SIZE 40u
+#define ORTMEM__TRAILER_MAGIC 0x314c495053524f00ull /* "\0ORSPIL1" */
+
+uint64_t ortmem__csum(const void *buf, size_t len);
+/* The trailer ends the extent: magic, id, file offset, length, checksum. */
+void ortmem__trailer_pack(void *dst, uint64_t id, uint64_t off, uint64_t len,
+			  uint64_t csum);
+/* 0 when the trailer matches all four, else a short reason in @why. */
+int ortmem__trailer_check(const void *src, uint64_t id, uint64_t off,
+			  uint64_t len, uint64_t csum, const char **why);
+
+/* ---- lanes and transfers (spill_ring.c, spill_io.c) ---- */
+
+struct ortmem__sreq;
+
+/* One I/O in flight. */
+struct ortmem__seg {
+	struct ortmem__sreq *req;
+	uint8_t *mem;		/* where the bytes go or come from */
+	uint64_t foff;		/* file offset of mem[0] */
+	uint64_t body_off;	/* offset in the caller's buffer (bounce) */
+	uint32_t len;		/* bytes left */
+	uint32_t total;		/* bytes at submission */
+	int16_t buf_index;	/* registered buffer, or -1 */
+	int16_t bounce;		/* bounce slot, or -1 */
+	bool is_tail;
+	bool fixed_ok;
+	uint16_t stalls;	/* completions that moved nothing */
+	uint32_t retries;
+	int fault;		/* injected result, 0 none */
+	int res;		/* result, for the synchronous engine */
+	uint32_t next_free;
+};
+
+struct ortmem__lane {
+	pthread_mutex_t lock;
+	struct io_uring ring;
+	bool have_ring;
+	bool regfile;
+	bool regbuf;
+	uint8_t *mem;		/* bounce slots then tail slots, one mapping */
+	size_t mem_len;
+	uint32_t nbounce;
+	uint32_t tail_size;	/* two alignment units */
+	uint32_t *bounce_free;	/* stack of free bounce slots */
+	uint32_t nbounce_free;
+	uint32_t *tail_free;	/* stack of free tail slots (queue_depth) */
+	uint32_t ntail_free;
+	struct ortmem__seg *segs;	/* 2 * queue_depth: bodies and tails */
+	uint32_t seg_free;	/* head of the free list, UINT32_MAX none */
+	uint32_t inflight;	/* segments issued */
+	uint32_t body_inflight;	/* of which bodies, at most queue_depth */
+	struct ortmem__sreq *verify;	/* reads done, awaiting their checksum */
+	uint32_t *done;		/* completed segs (sync engine) */
+	uint32_t ndone;
+};
+
+/* One extent transfer being run by a lane. */
+struct ortmem__sreq {
+	struct ortmem_spill_io *io;
+	bool is_write;
+	uint8_t *buf;
+	uint64_t len;
+	uint64_t id;		/* extent handle, for the trailer and errors */
+	uint64_t foff;		/* extent's file offset */
+	uint64_t body;		/* bytes moved straight from/to buf or bounce */
+	uint64_t sched;		/* body bytes scheduled so far */
+	uint64_t csum;
+	bool direct;		/* buf is aligned for O_DIRECT */
+	bool tail_sched;
+	bool tail_done;
+	bool finished;
+	bool unprepared;	/* failed before any I/O */
+	bool verify_pending;	/* read done, checksum still to check */
+	struct ortmem__sreq *next_verify;
+	uint32_t tail_slot;	/* UINT32_MAX none */
+	uint32_t pending;
+	int err;
+	uint64_t err_off;	/* file offset of the failing I/O */
+	uint64_t moved;		/* bytes transferred so far */
+	const char *err_what;
+};
+
+struct ortmem__sfault {
+	atomic_uint_fast64_t seq;	/* submissions so far */
+	atomic_uint_fast64_t nth;	/* absolute submission to hit, 0 none */
+	atomic_int what;
+};
+
+struct ortmem__scount {
+	atomic_uint_fast64_t bytes_written;
+	atomic_uint_fast64_t bytes_read;
+	atomic_uint_fast64_t short_transfers;
+	atomic_uint_fast64_t retries;
+	atomic_uint_fast64_t io_errors;
+	atomic_uint_fast64_t checksum_errors;
+};
+
+/* What the lanes need to know of their handle. */
+struct ortmem__sengine {
+	struct ortmem__sfile *file;
+	uint32_t queue_depth;
+	uint32_t chunk;
+	uint32_t flags;
+	struct ortmem__sfault fault;
+	struct ortmem__scount count;
+};
+
+int ortmem__lane_init(struct ortmem__lane *l, struct ortmem__sengine *e,
+		      uint32_t *features);
+void ortmem__lane_fini(struct ortmem__lane *l, struct ortmem__sengine *e);
+/* Bytes on disk of an extent of @len bytes: body, tail data and trailer. */
+uint64_t ortmem__extent_disk_len(uint64_t len, uint32_t align);
+/* Run @n prepared requests to completion; each gets err 0 or -errno. */
+void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
+		      struct ortmem__sreq *reqs, unsigned int n);
+
+/* For tests: where an extent lies in which file descriptor. */
+int ortmem__spill_extent_where(struct ortmem_spill *s, uint64_t extent,
+			       int *fdp, uint64_t *offp, uint64_t *disk_lenp);
+
+#endif /* ORTMEM_LIB_SPILL_INTERNAL_H */
