@@ -33,7 +33,8 @@ static void usage(FILE *f)
 		"  --align N           device offsets/sizes rounded to N bytes (default 1: exact sizes)\n"
 		"  --time-budget-ms N  the planner's search time (default %d)\n"
 		"  --json              print JSON instead of a table\n"
-		"  --svg FILE          write the memory timeline as SVG\n",
+		"  --svg FILE          write the memory timeline as SVG\n"
+		"  --shapes            print every value's inferred type and shape, then plan\n",
 		prog, ORTMEM_PLAN_DEFAULT_BUDGET_US / 1000);
 }
 
@@ -92,6 +93,7 @@ struct cli {
 	size_t n_pins;
 	struct pm_opts o;
 	bool json;
+	bool shapes;
 	const char *svg;
 	const char *model;
 };
@@ -109,6 +111,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "time-budget-ms", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "svg", required_argument, NULL, 's' },
+		{ "shapes", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -154,6 +157,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			c->o.plan.time_budget_us = v * 1000;
 			break;
 		case 'j': c->json = true; break;
+		case 'S': c->shapes = true; break;
 		case 's': c->svg = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return 2;
@@ -165,6 +169,32 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	}
 	c->model = argv[optind];
 	return 0;
+}
+
+/* One line a value: graph, name, element type, dims (? unknown). */
+static void print_shapes(const struct md_model *m)
+{
+	uint32_t v;
+	int32_t k;
+
+	for (v = 0; v < m->n_values; v++) {
+		const struct md_value *x = &m->values[v];
+
+		printf("shape g%u %s elem=%d%s ", x->graph, x->name, x->elem,
+		       x->is_const ? " const" : "");
+		if (x->rank < 0) {
+			printf("rank?\n");
+			continue;
+		}
+		putchar('[');
+		for (k = 0; k < x->rank; k++) {
+			if (x->dims[k] < 0)
+				printf("%s?", k ? "," : "");
+			else
+				printf("%s%lld", k ? "," : "", (long long)x->dims[k]);
+		}
+		printf("]%s\n", x->has_data ? " (contents known)" : "");
+	}
 }
 
 static int write_svg(const struct cli *c, const struct md_model *m,
@@ -208,10 +238,14 @@ int main(int argc, char **argv)
 		ret = md_infer(&m, c.pins, c.n_pins);
 	if (ret) {
 		fprintf(stderr, "%s: %s: %s\n", prog, c.model, m.err);
+		if (c.shapes)
+			print_shapes(&m);
 		md_free(&m);
 		md_proto_free(proto);
 		return 1;
 	}
+	if (c.shapes)
+		print_shapes(&m);
 	ret = pm_build(&m, &c.o, &r);
 	if (ret && ret != -ORTMEM_E_PLAN_DEFERRED) {
 		fprintf(stderr, "%s: %s: planning failed: %s\n", prog, c.model, r.err);

@@ -263,5 +263,18 @@ m = model([h.make_node('Relu', ['x'], ['a']), h.make_node('FancyOp', ['a'], ['b'
 rc, js, err = run(m)
 tap(rc == 3 and js['unknown_ops'] == [{'op': 'FancyOp', 'node': 'fancy_1'}] and 'b' in js['deferred'],
     'an unknown op defers the plan, naming the op, the node and its values')
+then_b = h.make_graph([h.make_node('Squeeze', ['x', 'ax0'], ['t'])], 'then', [], [vi('t', F, None)])
+else_b = h.make_graph([h.make_node('Identity', ['x'], ['e'])], 'else', [], [vi('e', F, None)])
+m = model([h.make_node('Shape', ['x'], ['sh']), h.make_node('Gather', ['sh', 'i0'], ['d0']),
+           h.make_node('Equal', ['d0', 'one'], ['isone']),
+           h.make_node('If', ['isone'], ['y'], else_branch=else_b, then_branch=then_b),
+           h.make_node('ReduceSum', ['y', 'ax0'], ['z'], keepdims=0)],
+          [vi('x', F, [1, 6, 5])], [vi('z', F, None)],
+          [init('ax0', np.array([0], np.int64)), init('i0', np.array([0], np.int64)),
+           init('one', np.array([1], np.int64))])
+rc, js, err = run(m, '--no-fold', '--no-views')
+sizes = js and {b['value']: b['size'] for b in js['buffers']}
+tap(rc == 0 and sizes['y'] == 120 and sizes['z'] == 20,
+    'If on a condition known from shapes takes the shapes of the branch it picks (%s)' % sizes)
 print('1..%d' % n)
 sys.exit(1 if failed else 0)

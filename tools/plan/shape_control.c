@@ -50,6 +50,26 @@ static int op_if(struct sctx *c)
 		if (g[k]->n_outputs != c->n->n_out)
 			return bad(c, "a branch has a different number of outputs than the node");
 	}
+	/* A condition known from shape arithmetic picks the branch whose
+	 * shapes count; otherwise the two must agree. */
+	if (sin_(c, 0) && sin_(c, 0)->has_data && sin_(c, 0)->n_data == 1) {
+		const char *want = sin_(c, 0)->idata[0] ? "then_branch" : "else_branch";
+		const struct md_graph *taken = NULL;
+		size_t a;
+
+		/* Bodies are in attribute order: find the branch by its name. */
+		for (a = 0; a < c->n->p->n_attribute; a++)
+			if (c->n->p->attribute[a]->name && !strcmp(c->n->p->attribute[a]->name, want))
+				for (k = 0; k < 2; k++)
+					if (g[k]->p == c->n->p->attribute[a]->g)
+						taken = g[k];
+		if (!taken)
+			return bad(c, "If needs a then_branch and an else_branch");
+
+		for (k = 0; k < c->n->n_out; k++)
+			merge(sout(c, k), &c->m->values[taken->outputs[k]], NULL);
+		return 0;
+	}
 	for (k = 0; k < c->n->n_out; k++)
 		merge(sout(c, k), &c->m->values[g[0]->outputs[k]],
 		      &c->m->values[g[1]->outputs[k]]);

@@ -176,6 +176,44 @@ static int op_split(struct sctx *c)
 	return 0;
 }
 
+/*
+ * Contents of an output that picks input elements axis by axis: output
+ * index i along output axis k reads input axis map[k] at first[k] +
+ * i * step[k].  Slice (map the identity) and Transpose (map the perm).
+ */
+static int pick_data(struct sctx *c, const struct md_value *x, struct md_value *o,
+		     const int *map, const int64_t *first, const int64_t *step)
+{
+	int64_t iv[MD_DATA_MAX], stride[MD_MAX_RANK];
+	double fv[MD_DATA_MAX];
+	uint64_t n, f, xn;
+	int32_t k;
+
+	if (!x->has_data || md_elements(o, &n) || n > MD_DATA_MAX ||
+	    md_elements(x, &xn) || xn != x->n_data)
+		return 0;
+	for (k = x->rank - 1; k >= 0; k--)
+		stride[k] = k == x->rank - 1 ? 1 : stride[k + 1] * x->dims[k + 1];
+	for (f = 0; f < n; f++) {
+		uint64_t rest = f;
+		int64_t src = 0;
+
+		for (k = o->rank - 1; k >= 0; k--) {
+			int64_t i = (int64_t)(rest % (uint64_t)o->dims[k]), at;
+
+			rest /= (uint64_t)o->dims[k];
+			at = first[k] + i * step[k];
+			if (at < 0 || at >= x->dims[map[k]])
+				return 0;
+			src += at * stride[map[k]];
+		}
+		iv[f] = x->idata[src];
+		fv[f] = x->fdata[src];
+	}
+	return md_elem_is_float(x->elem) ? keep(c, o, (uint32_t)n, NULL, fv) :
+	       keep(c, o, (uint32_t)n, iv, NULL);
+}
+
 /* Clamp a Slice bound the way the ONNX document says. */
 static int64_t clamp_bound(int64_t v, int64_t dim, bool neg_step, bool is_end)
 {
@@ -242,22 +280,13 @@ static int op_slice(struct sctx *c)
 		step[a] = s;
 	}
 	set_shape(o, 0, x->rank, dims);
-	if (x->has_data && x->rank == 1 && dims[0] >= 0) {
-		int64_t iv[MD_DATA_MAX];
-		double fv[MD_DATA_MAX];
+	{
+		int map[MD_MAX_RANK];
 
-		for (int64_t j = 0; j < dims[0]; j++) {
-			int64_t src = first[0] + j * step[0];
-
-			if (src < 0 || src >= (int64_t)x->n_data)
-				return 0;
-			iv[j] = x->idata[src];
-			fv[j] = x->fdata[src];
-		}
-		return md_elem_is_float(x->elem) ? keep(c, o, (uint32_t)dims[0], NULL, fv) :
-		       keep(c, o, (uint32_t)dims[0], iv, NULL);
+		for (int32_t j = 0; j < x->rank; j++)
+			map[j] = j;
+		return pick_data(c, x, o, map, first, step);
 	}
-	return 0;
 }
 
 static int op_gather(struct sctx *c)
@@ -349,6 +378,9 @@ static int op_transpose(struct sctx *c)
 		return 0;
 	if (perm && n != (size_t)x->rank)
 		return bad(c, "perm does not match the input's rank");
+	int map[MD_MAX_RANK];
+	int64_t zero[MD_MAX_RANK], one[MD_MAX_RANK];
+
 	for (k = 0; k < (size_t)x->rank; k++) {
 		int64_t p = perm ? perm[k] : x->rank - 1 - (int64_t)k;
 
@@ -356,9 +388,12 @@ static int op_transpose(struct sctx *c)
 			return bad(c, "perm is not a permutation");
 		seen |= 1u << p;
 		dims[k] = x->dims[p];
+		map[k] = (int)p;
+		zero[k] = 0;
+		one[k] = 1;
 	}
 	set_shape(o, 0, x->rank, dims);
-	return 0;
+	return pick_data(c, x, o, map, zero, one);
 }
 
 static int op_pad(struct sctx *c)
