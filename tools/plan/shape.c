@@ -208,10 +208,45 @@ uint64_t bcast_src(const int64_t *odims, int32_t rank, const struct md_value *v,
 	return src;
 }
 
+/*
+ * A list of integers from attribute @attr (older opsets) or from input @in
+ * (newer ones).  Returns 1 and fills @v/@n, 0 when neither is given, -1
+ * when the input is given but its contents are unknown.
+ */
+int int_list(struct sctx *c, const char *attr, uint32_t in, int64_t *v,
+		    size_t *n, size_t max)
+{
+	const int64_t *a = attr ? attr_ints(c, attr, n) : NULL;
+	struct md_value *x = sin_(c, in);
+
+	if (a && *n <= max) {
+		memcpy(v, a, sizeof(*v) * *n);
+		return 1;
+	}
+	if (attr && attr_has(c, attr) && !*n)
+		return 1;	/* an empty list */
+	if (!x)
+		return 0;
+	if (!x->has_data || x->n_data > max)
+		return -1;
+	memcpy(v, x->idata, sizeof(*v) * x->n_data);
+	*n = x->n_data;
+	return 1;
+}
+
+int keep(struct sctx *c, struct md_value *o, uint32_t n, const int64_t *iv,
+		const double *fv)
+{
+	if (md_set_data(o, n, iv, fv))
+		return md_err(c->m, -ENOMEM, "out of memory");
+	return 0;
+}
+
 static shape_fn find_op(const char *op)
 {
 	const struct shape_op *const tabs[] = { shape_ops_elem, shape_ops_nn,
-						shape_ops_tensor, shape_ops_control };
+						shape_ops_tensor, shape_ops_misc,
+						shape_ops_control };
 	size_t t;
 	const struct shape_op *o;
 

@@ -30,6 +30,7 @@ struct shape_op {
 extern const struct shape_op shape_ops_elem[];
 extern const struct shape_op shape_ops_nn[];
 extern const struct shape_op shape_ops_tensor[];
+extern const struct shape_op shape_ops_misc[];
 extern const struct shape_op shape_ops_control[];
 
 /* Input/output @k, or NULL when absent. */
@@ -57,6 +58,13 @@ int norm_axis(int64_t axis, int32_t rank);
 bool bcast_shape(struct md_value *const *in, int n, int32_t *rank,
 		 int64_t *dims);
 int bad(struct sctx *c, const char *what);
+/* Integers from attribute @attr (older opsets) or input @in: 1 found,
+ * 0 neither given, -1 the input's contents unknown. */
+int int_list(struct sctx *c, const char *attr, uint32_t in, int64_t *v,
+	     size_t *n, size_t max);
+/* Keep contents on @o (0, or -ENOMEM with the error set). */
+int keep(struct sctx *c, struct md_value *o, uint32_t n, const int64_t *iv,
+	 const double *fv);
 
 /* Contents: flat index of @v (with @vdims padded to @rank) at out index. */
 uint64_t bcast_src(const int64_t *odims, int32_t rank, const struct md_value *v,

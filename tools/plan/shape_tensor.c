@@ -11,43 +11,8 @@
 
 #include "shape.h"
 
-#define T_BOOL 9
 #define T_INT64 7
 #define T_FLOAT 1
-
-/*
- * A list of integers from attribute @attr (older opsets) or from input @in
- * (newer ones).  Returns 1 and fills @v/@n, 0 when neither is given, -1
- * when the input is given but its contents are unknown.
- */
-static int int_list(struct sctx *c, const char *attr, uint32_t in, int64_t *v,
-		    size_t *n, size_t max)
-{
-	const int64_t *a = attr ? attr_ints(c, attr, n) : NULL;
-	struct md_value *x = sin_(c, in);
-
-	if (a && *n <= max) {
-		memcpy(v, a, sizeof(*v) * *n);
-		return 1;
-	}
-	if (attr && attr_has(c, attr) && !*n)
-		return 1;	/* an empty list */
-	if (!x)
-		return 0;
-	if (!x->has_data || x->n_data > max)
-		return -1;
-	memcpy(v, x->idata, sizeof(*v) * x->n_data);
-	*n = x->n_data;
-	return 1;
-}
-
-static int keep(struct sctx *c, struct md_value *o, uint32_t n, const int64_t *iv,
-		const double *fv)
-{
-	if (md_set_data(o, n, iv, fv))
-		return md_err(c->m, -ENOMEM, "out of memory");
-	return 0;
-}
 
 /* Contents pass through unchanged (the Reshape family, Identity). */
 static int pass_data(struct sctx *c, struct md_value *i, struct md_value *o)
@@ -745,135 +710,6 @@ static int op_range(struct sctx *c)
 		    md_elem_is_float(o->elem) ? fv : NULL);
 }
 
-static int op_reduce(struct sctx *c)
-{
-	struct md_value *x = sin_(c, 0), *o = sout(c, 0);
-	int64_t axes[MD_MAX_RANK], dims[MD_MAX_RANK];
-	size_t na = 0, k;
-	bool kd = attr_i(c, "keepdims", 1) != 0, attr_axes;
-	bool arg = !strncmp(c->n->p->op_type, "Arg", 3);
-	int32_t r = 0, j;
-	uint32_t mask = 0;
-	int have;
-
-	if (!o || !x)
-		return 0;
-	o->elem = arg ? T_INT64 : x->elem;
-	if (x->rank < 0)
-		return 0;
-	attr_axes = arg || c->n->opset < (strcmp(c->n->p->op_type, "ReduceSum") ? 18 : 13);
-	if (arg) {
-		axes[0] = attr_i(c, "axis", 0);
-		na = 1;
-		have = 1;
-	} else {
-		have = int_list(c, attr_axes ? "axes" : NULL, 1, axes, &na, MD_MAX_RANK);
-	}
-	if (have < 0)
-		return 0;
-	if (have == 0 || !na) {
-		if (!attr_axes && attr_i(c, "noop_with_empty_axes", 0)) {
-			copy_type_shape(o, x);
-			return 0;
-		}
-		mask = x->rank ? (1u << x->rank) - 1 : 0;
-	}
-	for (k = 0; k < na; k++) {
-		int a = norm_axis(axes[k], x->rank);
-
-		if (a < 0)
-			return bad(c, "axes out of range");
-		mask |= 1u << a;
-	}
-	for (j = 0; j < x->rank; j++)
-		if (!(mask & (1u << j)))
-			dims[r++] = x->dims[j];
-		else if (kd)
-			dims[r++] = 1;
-	set_shape(o, 0, r, dims);
-	/* The product or sum of a known rank-1 integer (shape arithmetic). */
-	if (x->rank == 1 && x->has_data && !md_elem_is_float(x->elem) && (mask & 1) &&
-	    (!strcmp(c->n->p->op_type, "ReduceProd") || !strcmp(c->n->p->op_type, "ReduceSum"))) {
-		int64_t v = !strcmp(c->n->p->op_type, "ReduceProd");
-
-		for (k = 0; k < x->n_data; k++)
-			v = v ? (int64_t)((uint64_t)v * (uint64_t)x->idata[k]) : 0;
-		if (strcmp(c->n->p->op_type, "ReduceProd"))
-			for (v = 0, k = 0; k < x->n_data; k++)
-				v = (int64_t)((uint64_t)v + (uint64_t)x->idata[k]);
-		return keep(c, o, 1, &v, NULL);
-	}
-	return 0;
-}
-
-static int op_topk(struct sctx *c)
-{
-	struct md_value *x = sin_(c, 0), *kk = sin_(c, 1);
-	int64_t dims[MD_MAX_RANK];
-	int axis;
-
-	if (!x || x->rank < 0)
-		return 0;
-	axis = norm_axis(attr_i(c, "axis", -1), x->rank);
-	if (axis < 0)
-		return bad(c, "axis out of range");
-	memcpy(dims, x->dims, sizeof(dims));
-	dims[axis] = c->n->opset < 10 ? attr_i(c, "k", -1) :
-		     kk && kk->has_data && kk->n_data == 1 ? kk->idata[0] : -1;
-	set_shape(sout(c, 0), x->elem, x->rank, dims);
-	set_shape(sout(c, 1), T_INT64, x->rank, dims);
-	return 0;
-}
-
-static int op_depth_space(struct sctx *c)
-{
-	struct md_value *x = sin_(c, 0), *o = sout(c, 0);
-	int64_t b = attr_i(c, "blocksize", 0), dims[4];
-	bool d2s = !strcmp(c->n->p->op_type, "DepthToSpace");
-
-	if (!o || !x)
-		return 0;
-	o->elem = x->elem;
-	if (x->rank < 0)
-		return 0;
-	if (x->rank != 4 || b < 1 || b > INT32_MAX)
-		return bad(c, "needs a rank-4 input and a positive blocksize");
-	dims[0] = x->dims[0];
-	dims[1] = x->dims[1] < 0 ? -1 : d2s ? x->dims[1] / (b * b) : x->dims[1] * b * b;
-	dims[2] = x->dims[2] < 0 ? -1 : d2s ? x->dims[2] * b : x->dims[2] / b;
-	dims[3] = x->dims[3] < 0 ? -1 : d2s ? x->dims[3] * b : x->dims[3] / b;
-	set_shape(o, 0, 4, dims);
-	return 0;
-}
-
-/* RandomNormal, RandomUniform: shape and dtype from attributes. */
-static int op_random(struct sctx *c)
-{
-	size_t n;
-	const int64_t *shape = attr_ints(c, "shape", &n);
-
-	if (n > MD_MAX_RANK)
-		return bad(c, "shape has too many axes");
-	for (size_t k = 0; k < n; k++)
-		if (shape[k] < 0)
-			return bad(c, "a negative dimension in shape");
-	set_shape(sout(c, 0), (int32_t)attr_i(c, "dtype", T_FLOAT), shape ? (int32_t)n : -1, shape);
-	return 0;
-}
-
-/* Output size depends on the data: type known, shape unknown. */
-static int data_dependent(struct sctx *c)
-{
-	uint32_t k;
-
-	for (k = 0; k < c->n->n_out; k++)
-		if (sout(c, k))
-			sout(c, k)->elem = !strcmp(c->n->p->op_type, "Compress") ||
-					   !strcmp(c->n->p->op_type, "Unique") ?
-					   (k == 0 && sin_(c, 0) ? sin_(c, 0)->elem : T_INT64) : T_INT64;
-	return 0;
-}
-
 const struct shape_op shape_ops_tensor[] = {
 	{ "Shape", op_shape }, { "Size", op_size }, { "Concat", op_concat },
 	{ "Split", op_split }, { "Slice", op_slice }, { "Gather", op_gather },
@@ -884,16 +720,5 @@ const struct shape_op shape_ops_tensor[] = {
 	{ "Identity", op_identity }, { "Expand", op_expand }, { "Tile", op_tile },
 	{ "Constant", op_constant }, { "ConstantOfShape", op_constant_of_shape },
 	{ "Range", op_range },
-	{ "ReduceSum", op_reduce }, { "ReduceMean", op_reduce },
-	{ "ReduceMax", op_reduce }, { "ReduceMin", op_reduce },
-	{ "ReduceProd", op_reduce }, { "ReduceL1", op_reduce },
-	{ "ReduceL2", op_reduce }, { "ReduceLogSum", op_reduce },
-	{ "ReduceLogSumExp", op_reduce }, { "ReduceSumSquare", op_reduce },
-	{ "ArgMax", op_reduce }, { "ArgMin", op_reduce },
-	{ "TopK", op_topk },
-	{ "DepthToSpace", op_depth_space }, { "SpaceToDepth", op_depth_space },
-	{ "RandomNormal", op_random }, { "RandomUniform", op_random },
-	{ "NonZero", data_dependent }, { "Unique", data_dependent },
-	{ "Compress", data_dependent }, { "NonMaxSuppression", data_dependent },
 	{ NULL, NULL }
 };
