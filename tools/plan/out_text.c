@@ -129,13 +129,22 @@ void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 static void json_buffers(FILE *f, const struct md_model *m, const struct pm_result *r)
 {
 	int64_t *lo = calloc(r->n_pvals + 1, sizeof(*lo)), *hi = calloc(r->n_pvals + 1, sizeof(*hi));
+	/* The views of each buffer, as linked lists: one pass, not n^2. */
+	uint32_t *first_view = malloc(sizeof(uint32_t) * (r->n_pvals + 1));
+	uint32_t *next_view = malloc(sizeof(uint32_t) * (r->n_pvals + 1));
 	uint32_t p, q;
 	char buf[600];
 	bool first = true;
 
 	fprintf(f, "  \"buffers\": [");
-	if (!lo || !hi || pm_intervals(m, r, lo, hi))
+	if (!lo || !hi || !first_view || !next_view || pm_intervals(m, r, lo, hi))
 		goto out;
+	memset(first_view, 0xff, sizeof(uint32_t) * (r->n_pvals + 1));
+	for (q = r->n_pvals; q-- > 0;)
+		if (r->pval_root[q] != q && r->pval_value[q] >= 0) {
+			next_view[q] = first_view[r->pval_root[q]];
+			first_view[r->pval_root[q]] = q;
+		}
 	for (p = 0; p < r->n_pvals; p++) {
 		uint64_t off, size = 0;
 		int tier = ortmem_plan_offset(r->plan, p, &off);
@@ -149,9 +158,7 @@ static void json_buffers(FILE *f, const struct md_model *m, const struct pm_resu
 		fprintf(f, ", \"first_step\": %lld, \"last_step\": %lld, \"size\": %" PRIu64
 			", \"tier\": \"%s\", \"offset\": %" PRIu64,
 			(long long)lo[p], (long long)hi[p], size, tier_names[tier % ORTMEM_TIER_COUNT], off);
-		for (q = 0; q < r->n_pvals; q++) {
-			if (q == p || r->pval_root[q] != p || r->pval_value[q] < 0)
-				continue;
+		for (q = first_view[p]; q != UINT32_MAX; q = next_view[q]) {
 			fprintf(f, "%s", views ? ", " : ", \"views\": [");
 			json_str(f, m->values[r->pval_value[q]].name);
 			views = true;
@@ -163,6 +170,8 @@ out:
 	fprintf(f, "\n  ],\n");
 	free(lo);
 	free(hi);
+	free(first_view);
+	free(next_view);
 }
 
 void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)

@@ -195,20 +195,31 @@ static int add_node(struct gb *b, uint32_t nid)
 
 static int collect_deferred(struct gb *b)
 {
-	uint32_t n = (uint32_t)ortmem_plan_deferred(b->plan, NULL, 0), k, v;
+	uint32_t n = (uint32_t)ortmem_plan_deferred(b->plan, NULL, 0), k, v, top = 0;
 	uint32_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	int64_t *value_of;
+	int ret = 0;
 
-	if (!ids)
-		return -ENOMEM;
+	for (v = 0; v < b->m->n_values; v++)
+		if (b->pid[v] >= 0 && (uint32_t)b->pid[v] + 1 > top)
+			top = (uint32_t)b->pid[v] + 1;
+	value_of = malloc(sizeof(*value_of) * (top ? top : 1));
+	if (!ids || !value_of) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(value_of, 0xff, sizeof(*value_of) * top);
+	for (v = 0; v < b->m->n_values; v++)
+		if (b->pid[v] >= 0)
+			value_of[b->pid[v]] = v;
 	ortmem_plan_deferred(b->plan, ids, n);
-	for (k = 0; k < n; k++)
-		for (v = 0; v < b->m->n_values; v++)
-			if (b->pid[v] == (int32_t)ids[k] && add_deferred(b->r, v)) {
-				free(ids);
-				return -ENOMEM;
-			}
+	for (k = 0; k < n && !ret; k++)
+		if (ids[k] < top && value_of[ids[k]] >= 0)
+			ret = add_deferred(b->r, value_of[ids[k]]);
+out:
 	free(ids);
-	return 0;
+	free(value_of);
+	return ret;
 }
 
 static int plan_graph(const struct md_model *m, const struct pm_opts *o,
