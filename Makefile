@@ -4,7 +4,7 @@
 
 include scripts/build.mk
 
-.PHONY: all deps lib tools selftests kmod man check check-host check-vm \
+.PHONY: all deps lib tools selftests kmod man check check-host check-vm kmod-all \
 	bench install clean
 
 all: lib tools selftests man
@@ -24,8 +24,13 @@ selftests: lib
 man:
 	$(Q)$(MAKE) -C Documentation man
 
+# For the running kernel, or KDIR=...; kmod-all: for every installed
+# header set (build/kmod/KVER/ortmem.ko).  See Documentation/admin-guide/.
 kmod:
-	$(Q)$(MAKE) -C kmod
+	$(Q)$(MAKE) -C kmod $(if $(KDIR),KDIR=$(KDIR))
+
+kmod-all:
+	$(Q)$(MAKE) -C kmod all-kernels OUT=$(TOPDIR)/build/kmod
 
 # The whole suite: host groups, then (where kmod/ provides it) the VM group,
 # then one summary line over everything.
@@ -36,7 +41,8 @@ check: deps
 check-host: all
 	$(Q)selftests/run_tests.sh $(O)/selftests
 
-# The kmod group and the library's host-tier tests in a qemu VM (TCG).
+# The kmod group and the library's host-tier tests in a qemu VM (TCG), once
+# per installed kernel (ORTMEM_VM_KERNELS="KVER ..." to choose).
 check-vm: all
 	$(Q)scripts/suites/vm.sh
 

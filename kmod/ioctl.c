@@ -38,11 +38,30 @@ static bool numa_node_valid(s32 node)
 	return node >= 0 && node < nr_node_ids && node_online(node);
 }
 
+/*
+ * Undo a handle and offset range given to an ALLOC that then failed: the
+ * cursors go back too, unless another ALLOC has moved them since, so a
+ * refused call changes nothing.  Called with the xarray lock held.
+ */
+static void alloc_undo(struct ortmem_file *file, u32 handle, u32 next_handle,
+		       struct ortmem_region *region, unsigned long next_pgoff)
+{
+	__xa_erase(&file->regions, handle);
+	if (file->next_handle == handle + 1)
+		file->next_handle = next_handle;
+	if (!region)
+		return;
+	ortmem_offset_remove(file, region);
+	if (file->next_pgoff == region->pgoff + region->nr_pages)
+		file->next_pgoff = next_pgoff;
+}
+
 static long ortmem_alloc(struct ortmem_file *file, void __user *uarg)
 {
 	struct ortmem_region *region;
 	struct ortmem_alloc_args args;
-	u32 handle;
+	unsigned long next_pgoff;
+	u32 handle, next_handle;
 	int ret;
 
 	if (copy_from_user(&args, uarg, sizeof(args)))
@@ -58,25 +77,41 @@ static long ortmem_alloc(struct ortmem_file *file, void __user *uarg)
 	/* Reserve the handle first: a failure after the pages are in costs. */
 	if (ortmem_should_fail(ORTMEM_FAIL_HANDLE))
 		return -ENOMEM;
-	ret = xa_alloc(&file->regions, &handle, NULL,
-		       XA_LIMIT(1, ORTMEM_HANDLE_MAX), GFP_KERNEL_ACCOUNT);
+	xa_lock(&file->regions);
+	next_handle = file->next_handle;
+	next_pgoff = file->next_pgoff;
+	ret = __xa_alloc_cyclic(&file->regions, &handle, NULL,
+				XA_LIMIT(1, ORTMEM_HANDLE_MAX),
+				&file->next_handle, GFP_KERNEL_ACCOUNT);
+	xa_unlock(&file->regions);
 	if (ret == -EBUSY)
 		return -ENOSPC;
-	if (ret)
+	if (ret < 0)
 		return ret;
 
 	region = ortmem_region_create(args.size, args.numa_node, args.flags);
+	xa_lock(&file->regions);
 	if (IS_ERR(region)) {
-		xa_erase(&file->regions, handle);
+		alloc_undo(file, handle, next_handle, NULL, 0);
+		xa_unlock(&file->regions);
 		return PTR_ERR(region);
 	}
 	region->handle = handle;
-	region->pgoff = (pgoff_t)handle << (ORTMEM_MMAP_SHIFT - PAGE_SHIFT);
+	ret = ortmem_offset_insert(file, region);
+	if (ret)
+		alloc_undo(file, handle, next_handle, NULL, 0);
+	xa_unlock(&file->regions);
+	if (ret) {
+		ortmem_region_put(region);
+		return ret;
+	}
 
 	args.handle = handle;
-	args.mmap_offset = (u64)handle << ORTMEM_MMAP_SHIFT;
+	args.mmap_offset = (u64)region->pgoff << PAGE_SHIFT;
 	if (copy_to_user(uarg, &args, sizeof(args))) {
-		xa_erase(&file->regions, handle);
+		xa_lock(&file->regions);
+		alloc_undo(file, handle, next_handle, region, next_pgoff);
+		xa_unlock(&file->regions);
 		ortmem_region_put(region);
 		return -EFAULT;
 	}
@@ -97,8 +132,10 @@ static long ortmem_free(struct ortmem_file *file, void __user *uarg)
 		return -ENOENT;
 	xa_lock(&file->regions);
 	region = xa_load(&file->regions, args.handle);
-	if (region)
+	if (region) {
 		__xa_erase(&file->regions, args.handle);
+		ortmem_offset_remove(file, region);
+	}
 	xa_unlock(&file->regions);
 	if (!region)
 		return -ENOENT;
@@ -125,7 +162,7 @@ static long ortmem_query(struct ortmem_file *file, void __user *uarg)
 	memset(&args, 0, sizeof(args));
 	args.handle = handle;
 	args.size = (u64)region->nr_pages << PAGE_SHIFT;
-	args.mmap_offset = (u64)handle << ORTMEM_MMAP_SHIFT;
+	args.mmap_offset = (u64)region->pgoff << PAGE_SHIFT;
 	args.numa_node = region->numa_node;
 	args.map_count = atomic_read(&region->map_count);
 	ortmem_region_put(region);
@@ -149,26 +186,17 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	struct ortmem_file *file = filp->private_data;
 	void __user *uarg = (void __user *)arg;
 
-	if (cmd == ORTMEM_IOC_GET_VERSION)
-		return ortmem_get_version(uarg);
-
+	/* Every command but GET_VERSION needs the file's own process. */
 	switch (cmd) {
+	case ORTMEM_IOC_GET_VERSION:
+		return ortmem_get_version(uarg);
 	case ORTMEM_IOC_ALLOC:
+		return ortmem_file_owned(file) ? ortmem_alloc(file, uarg) : -EACCES;
 	case ORTMEM_IOC_FREE:
+		return ortmem_file_owned(file) ? ortmem_free(file, uarg) : -EACCES;
 	case ORTMEM_IOC_QUERY:
-		break;
+		return ortmem_file_owned(file) ? ortmem_query(file, uarg) : -EACCES;
 	default:
 		return -ENOTTY;
-	}
-	if (!ortmem_file_owned(file))
-		return -EACCES;
-
-	switch (cmd) {
-	case ORTMEM_IOC_ALLOC:
-		return ortmem_alloc(file, uarg);
-	case ORTMEM_IOC_FREE:
-		return ortmem_free(file, uarg);
-	default:
-		return ortmem_query(file, uarg);
 	}
 }

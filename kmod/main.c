@@ -8,6 +8,7 @@
 #include <linux/module.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "ortmem.h"
@@ -27,7 +28,11 @@ MODULE_PARM_DESC(max_pinned_mb,
  * %ORTMEM_IOC_GET_VERSION and from mmap; it may open /dev/ortmem itself.
  * Mappings are not inherited across fork (VM_DONTCOPY): a child touching a
  * parent's region address gets SIGSEGV instead of sharing pinned pages by
- * surprise.  The last close of the file frees every handle, whoever closes
+ * surprise.  madvise(MADV_DOFORK) clears VM_DONTCOPY, so the fault handler
+ * enforces the rule too: it maps pages only into the address space that
+ * opened the file, and a child that inherited a mapping gets SIGBUS.  For
+ * the same reason mmap after an execve() that kept the descriptor is
+ * refused with -EACCES: the new program has a new address space.  The last close of the file frees every handle, whoever closes
  * it; the pages of a region live on until its last mapping is gone.
  */
 bool ortmem_file_owned(const struct ortmem_file *file)
@@ -39,11 +44,16 @@ static int ortmem_open(struct inode *inode, struct file *filp)
 {
 	struct ortmem_file *file;
 
+	if (!current->mm)
+		return -EPERM;
 	file = kzalloc(sizeof(*file), GFP_KERNEL_ACCOUNT);
 	if (!file)
 		return -ENOMEM;
 	xa_init_flags(&file->regions, XA_FLAGS_ALLOC1);
+	file->offsets = RB_ROOT;
 	file->owner = get_pid(task_tgid(current));
+	file->mm = current->mm;
+	mmgrab(file->mm);
 	filp->private_data = file;
 	return 0;
 }
@@ -55,11 +65,15 @@ static int ortmem_release(struct inode *inode, struct file *filp)
 	unsigned long handle;
 
 	xa_for_each(&file->regions, handle, region) {
-		xa_erase(&file->regions, handle);
+		xa_lock(&file->regions);
+		__xa_erase(&file->regions, handle);
+		ortmem_offset_remove(file, region);
+		xa_unlock(&file->regions);
 		ortmem_region_put(region);
 	}
 	xa_destroy(&file->regions);
 	put_pid(file->owner);
+	mmdrop(file->mm);
 	kfree(file);
 	return 0;
 }
@@ -90,7 +104,6 @@ static int __init ortmem_init(void)
 	BUILD_BUG_ON(sizeof(struct ortmem_alloc_args) != 32);
 	BUILD_BUG_ON(sizeof(struct ortmem_free_args) != 8);
 	BUILD_BUG_ON(sizeof(struct ortmem_query_args) != 32);
-	BUILD_BUG_ON(ORTMEM_MMAP_SHIFT <= PAGE_SHIFT);
 
 	ret = misc_register(&ortmem_misc);
 	if (ret) {

@@ -28,9 +28,13 @@ static void ortmem_vm_close(struct vm_area_struct *vma)
 static vm_fault_t ortmem_vm_fault(struct vm_fault *vmf)
 {
 	struct ortmem_region *region = vmf->vma->vm_private_data;
+	struct ortmem_file *file = vmf->vma->vm_file->private_data;
 	pgoff_t idx = vmf->pgoff - region->pgoff;
 	struct page *page;
 
+	/* A copy made by fork after MADV_DOFORK: never share the pages. */
+	if (vmf->vma->vm_mm != file->mm)
+		return VM_FAULT_SIGBUS;
 	if (vmf->pgoff < region->pgoff || idx >= region->nr_pages)
 		return VM_FAULT_SIGBUS;
 	if (ortmem_should_fail(ORTMEM_FAIL_FAULT))
@@ -52,27 +56,24 @@ static const struct vm_operations_struct ortmem_vm_ops = {
  * @filp: the open file; the caller's process must have opened it.
  * @vma: the new mapping; vm_pgoff selects the region and the offset in it.
  *
- * Return: 0, -EACCES when another process opened @filp, -EINVAL for a
+ * Return: 0, -EACCES when another process opened @filp (or the caller
+ * has exec'ed a new program since), -EINVAL for a
  * private mapping or an offset and length that do not lie in one live
  * region, -EPERM for an executable mapping.
  */
 int ortmem_mmap(struct file *filp, struct vm_area_struct *vma)
 {
-	const unsigned long shift = ORTMEM_MMAP_SHIFT - PAGE_SHIFT;
 	struct ortmem_file *file = filp->private_data;
-	unsigned long handle = vma->vm_pgoff >> shift;
 	struct ortmem_region *region;
 	pgoff_t first;
 
-	if (!ortmem_file_owned(file))
+	if (!ortmem_file_owned(file) || vma->vm_mm != file->mm)
 		return -EACCES;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
 	if (vma->vm_flags & VM_EXEC)
 		return -EPERM;
-	if (!handle || handle > ORTMEM_HANDLE_MAX)
-		return -EINVAL;
-	region = ortmem_region_lookup(file, handle);
+	region = ortmem_offset_lookup(file, vma->vm_pgoff);
 	if (!region)
 		return -EINVAL;
 	first = vma->vm_pgoff - region->pgoff;

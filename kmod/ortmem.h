@@ -12,10 +12,13 @@
 #include <linux/atomic.h>
 #include <linux/kref.h>
 #include <linux/miscdevice.h>
-#include <linux/mm_types.h>
+#include <linux/rbtree.h>
+#include <linux/mm.h>
 #include <linux/xarray.h>
 
 #include <uapi/linux/ortmem.h>
+
+#include "ortmem_conftest.h"
 
 struct user_struct;
 struct pid;
@@ -26,7 +29,8 @@ struct pid;
  * @user: user charged for the pages, or NULL when exempt (CAP_IPC_LOCK).
  * @nr_pages: number of pages in @pages.
  * @pages: the pages, each with one reference of the region's own.
- * @pgoff: first page offset of the region in the device's mmap space.
+ * @pgoff: first page offset of the region in its file's mmap offset space.
+ * @offset_node: in the file's @offsets tree, keyed by @pgoff.
  * @handle: the region's handle in its file.
  * @numa_node: node asked for, or %ORTMEM_NUMA_ANY.
  * @map_count: number of VMAs that map the region.
@@ -37,6 +41,7 @@ struct ortmem_region {
 	unsigned long nr_pages;
 	struct page **pages;
 	pgoff_t pgoff;
+	struct rb_node offset_node;
 	u32 handle;
 	int numa_node;
 	atomic_t map_count;
@@ -44,12 +49,24 @@ struct ortmem_region {
 
 /**
  * struct ortmem_file - State of one open file description of /dev/ortmem.
- * @regions: handle -> &struct ortmem_region, handles 1..%ORTMEM_HANDLE_MAX.
+ * @regions: handle -> &struct ortmem_region, handles 1..%ORTMEM_HANDLE_MAX;
+ *	its lock also guards @offsets and @next_pgoff.
+ * @offsets: the live regions by mmap offset (offsets.c).
+ * @next_pgoff: where the search for the next region's offsets starts.
+ * @next_handle: where the search for the next handle starts (handles are
+ *	given cyclically, so a freed one is not given again soon).
  * @owner: thread group that opened the file; only it may use the file.
+ * @mm: address space of @owner when it opened the file (held by mmgrab(),
+ *	so the pointer is never reused): the only one whose mappings of a
+ *	region are faulted in.
  */
 struct ortmem_file {
 	struct xarray regions;
+	struct rb_root offsets;
+	unsigned long next_pgoff;
+	u32 next_handle;
 	struct pid *owner;
+	struct mm_struct *mm;
 };
 
 /* main.c */
@@ -68,6 +85,12 @@ void ortmem_uncharge(unsigned long nr_pages, struct user_struct *user);
 struct ortmem_region *ortmem_region_create(u64 size, int numa_node, u32 flags);
 void ortmem_region_put(struct ortmem_region *region);
 struct ortmem_region *ortmem_region_lookup(struct ortmem_file *file, u32 handle);
+
+/* offsets.c */
+int ortmem_offset_insert(struct ortmem_file *file, struct ortmem_region *region);
+void ortmem_offset_remove(struct ortmem_file *file, struct ortmem_region *region);
+struct ortmem_region *ortmem_offset_lookup(struct ortmem_file *file,
+					   unsigned long pgoff);
 
 /* ioctl.c */
 long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
@@ -125,6 +148,9 @@ extern const struct attribute_group *ortmem_groups[];
  * @vma: the new VMA.
  * @set: flags to set.
  * @clear: flags to clear.
+ *
+ * Since 6.3 vm_flags may only be changed through vm_flags_mod() and its
+ * friends; ORTMEM_HAVE_VM_FLAGS_MOD comes from kmod/conftest.sh.
  */
 static inline void ortmem_vma_mod_flags(struct vm_area_struct *vma,
 					unsigned long set, unsigned long clear)

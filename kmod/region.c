@@ -31,14 +31,24 @@ static void region_free_pages(struct ortmem_region *region, unsigned long n)
 {
 	unsigned long i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		put_page(region->pages[i]);
+		/* Freeing gigabytes takes a while; let others run. */
+		if (!(i & 511))
+			cond_resched();
+	}
 	atomic_long_sub(n, &ortmem_outstanding_pages);
 }
 
 static int region_alloc_pages(struct ortmem_region *region, u32 flags)
 {
-	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN;
+	/*
+	 * __GFP_RETRY_MAYFAIL: out of pages (or over a memory cgroup's limit)
+	 * the ALLOC fails with -ENOMEM rather than waking the OOM killer,
+	 * which would pick a bystander: these pages are in nobody's RSS.
+	 */
+	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN |
+		    __GFP_RETRY_MAYFAIL;
 	struct page *page;
 	unsigned long i;
 
@@ -102,7 +112,8 @@ struct ortmem_region *ortmem_region_create(u64 size, int numa_node, u32 flags)
 		goto err_free;
 	if (!ortmem_should_fail(ORTMEM_FAIL_PAGE_ARRAY))
 		region->pages = kvmalloc_array(nr_pages, sizeof(*region->pages),
-					       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+					       GFP_KERNEL_ACCOUNT | __GFP_NOWARN |
+					       __GFP_RETRY_MAYFAIL);
 	if (!region->pages) {
 		ret = -ENOMEM;
 		goto err_uncharge;

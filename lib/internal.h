@@ -9,7 +9,7 @@
  *
  * The files, lowest floor first (each calls only those above it here):
  *
- *   util.c          small utilities: the clock
+ *   util.c          small utilities: the clock, growing arrays
  *   version.c       ortmem_version() and its string
  *   error.c         the error vocabulary, the thread-local detailed error
  *   error_format.c  a detailed error and its causes as one sentence
@@ -33,8 +33,20 @@
 
 /* ---- utilities (lib/util.c) ---- */
 
+#define ORTMEM_NSEC_PER_USEC 1000ull
+#define ORTMEM_NSEC_PER_SEC 1000000000ull
+#define ORTMEM_USEC_PER_SEC 1000000ull
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ortmem__now_ns(void);
+/*
+ * ortmem__grow() - Make room for @need elements of @elem bytes in *@arr,
+ * whose capacity *@cap counts elements: doubled (from @first when empty)
+ * until it holds @need, with the multiplication checked.  0, or -ENOMEM
+ * with *@arr and *@cap as they were; the caller says what it was growing.
+ */
+int ortmem__grow(void **arr, size_t *cap, size_t need, size_t elem,
+		 size_t first);
 
 /* ---- logging (lib/log.c) ---- */
 
@@ -92,6 +104,19 @@ int ortmem__err_io(int code, int tier, uint64_t bytes, const char *fmt, ...)
  * the size field itself or a newer caller set fields this library lacks.
  */
 int ortmem__opts_valid(const void *opts, size_t known, const char *name);
+
+/* The end of @field in @type: where the next field would start. */
+#define ORTMEM_OFFSETOFEND(type, field) \
+	(offsetof(type, field) + sizeof(((type *)0)->field))
+/*
+ * ORTMEM_OPTS_VALID(opts, TYPE) - ortmem__opts_valid() for a struct TYPE,
+ * knowing it up to the end of TYPE##__last_field (defined beside the struct
+ * in its public header), as libbpf's OPTS_VALID does.  Not from sizeof: a
+ * field a newer caller adds in the trailing padding would be ignored.
+ */
+#define ORTMEM_OPTS_VALID(opts, TYPE)                                     \
+	ortmem__opts_valid(opts, ORTMEM_OFFSETOFEND(struct TYPE,             \
+						    TYPE##__last_field), #TYPE)
 
 /* A field's value, or @def when the caller's (older) struct lacks it. */
 static inline bool ortmem__opts_given(const void *opts)

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The library's version: ortmem_version() and ortmem_version_string(),
+ * which a caller compares with the ORTMEM_VERSION_* of the header it was
+ * built against.
+ */
 #include "internal.h"
 
 #define STR2(x) #x

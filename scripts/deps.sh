@@ -26,5 +26,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	command -v sudo >/dev/null || { echo "deps: need root (or sudo) to install:$missing" >&2; exit 1; }
 	sudo=sudo
 fi
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+# Several builds may share a machine: wait for another apt to finish.
+lock="-o DPkg::Lock::Timeout=900"
+$sudo apt-get $lock update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get $lock install -y -qq --no-install-recommends $missing

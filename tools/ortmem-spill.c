@@ -349,7 +349,7 @@ static void print_stats_json(struct ortmem_spill *s)
 {
 	struct ortmem_spill_stats st = { .sz = sizeof(st) };
 
-	if (ortmem_spill_get_stats(s, &st))
+	if (ortmem_spill_stats(s, &st))
 		return;
 	printf("\"engine\":{\"io_uring\":%s,\"direct\":%s,\"dioalign\":%s,"
 	       "\"registered_file\":%s,\"registered_buffers\":%s,\"align\":%u,"

@@ -6,8 +6,10 @@
  *      fixed buffer, so plain IORING_OP_READ, pages pinned per I/O),
  *   2. a memfd mapping, mlock'ed and registered (IORING_OP_READ_FIXED),
  *   3. the same memfd mapping with plain IORING_OP_READ,
- * and the cost of setting up each kind of buffer.  The last line is the
- * ratio of 1 against its peer 2.
+ *   4. the region registered as a fixed buffer (IORING_OP_READ_FIXED), on
+ *      kernels that accept it (6.12 does),
+ * and the cost of setting up each kind of buffer.  The ratio lines compare 1
+ * against its peer 2, and 4 against 1 where 4 exists.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,7 +74,10 @@ static void *memfd_buf(size_t size)
 	return p;
 }
 
-/* MiB/s of QD reads of @chunk bytes over DISK_SPAN, @rounds times. */
+/*
+ * MiB/s of QD reads of @chunk bytes over DISK_SPAN, @rounds times, into
+ * @buf: registered buffer @fixed (READ_FIXED), or plain READ when -1.
+ */
 static double read_rate(struct io_uring *ring, int disk, char *buf, int fixed,
 			int rounds, unsigned int chunk)
 {
@@ -89,8 +94,8 @@ static double read_rate(struct io_uring *ring, int disk, char *buf, int fixed,
 			struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 			char *dst = buf + (slot++ % (BUF / CHUNK)) * CHUNK;
 
-			if (fixed)
-				io_uring_prep_read_fixed(sqe, disk, dst, CHUNK, off, 0);
+			if (fixed >= 0)
+				io_uring_prep_read_fixed(sqe, disk, dst, CHUNK, off, fixed);
 			else
 				io_uring_prep_read(sqe, disk, dst, CHUNK, off);
 			off = (off + CHUNK) % DISK_SPAN;
@@ -113,9 +118,10 @@ int main(int argc, char **argv)
 {
 	const char *disk_path = argc > 1 ? argv[1] : "/dev/vda";
 	int rounds = argc > 2 ? atoi(argv[2]) : 4;
-	double region, fixed, plain, t;
+	double region, fixed, plain, rfixed = 0, t;
+	struct iovec iov, bufs[2];
 	struct io_uring ring;
-	struct iovec iov;
+	int region_ok;
 	char *rbuf, *mbuf;
 	int dev, disk, ret;
 
@@ -159,23 +165,35 @@ int main(int argc, char **argv)
 	ret = io_uring_register_buffers(&ring, &iov, 1);
 	printf("pagebench: IORING_REGISTER_BUFFERS on a region: %s\n",
 	       ret ? strerror(-ret) : "accepted");
+	region_ok = !ret;
 	if (!ret)
 		io_uring_unregister_buffers(&ring);
-	iov = (struct iovec){ .iov_base = mbuf, .iov_len = BUF };
-	ret = io_uring_register_buffers(&ring, &iov, 1);
+	/* Buffer 0: the memfd; buffer 1: the region, where it is accepted. */
+	bufs[0] = (struct iovec){ .iov_base = mbuf, .iov_len = BUF };
+	bufs[1] = (struct iovec){ .iov_base = rbuf, .iov_len = BUF };
+	ret = io_uring_register_buffers(&ring, bufs, region_ok ? 2 : 1);
 	if (ret)
-		die("IORING_REGISTER_BUFFERS on memfd", -ret);
+		die("IORING_REGISTER_BUFFERS", -ret);
 
-	read_rate(&ring, disk, rbuf, 0, 1, 128 << 10);	/* warm-up */
+	read_rate(&ring, disk, rbuf, -1, 1, 128 << 10);	/* warm-up */
 	for (int i = 0; i < 2; i++) {
 		unsigned int chunk = i ? 128u << 10 : 4096;
 		int r = i ? rounds : 1;
 
-		region = read_rate(&ring, disk, rbuf, 0, r, chunk);
-		fixed = read_rate(&ring, disk, mbuf, 1, r, chunk);
-		plain = read_rate(&ring, disk, mbuf, 0, r, chunk);
-		region = (region + read_rate(&ring, disk, rbuf, 0, r, chunk)) / 2;
-		fixed = (fixed + read_rate(&ring, disk, mbuf, 1, r, chunk)) / 2;
+		region = read_rate(&ring, disk, rbuf, -1, r, chunk);
+		fixed = read_rate(&ring, disk, mbuf, 0, r, chunk);
+		plain = read_rate(&ring, disk, mbuf, -1, r, chunk);
+		if (region_ok)
+			rfixed = read_rate(&ring, disk, rbuf, 1, r, chunk);
+		region = (region + read_rate(&ring, disk, rbuf, -1, r, chunk)) / 2;
+		fixed = (fixed + read_rate(&ring, disk, mbuf, 0, r, chunk)) / 2;
+		if (region_ok) {
+			rfixed = (rfixed + read_rate(&ring, disk, rbuf, 1, r, chunk)) / 2;
+			printf("pagebench: io_uring O_DIRECT %u KiB reads, QD %d: region READ_FIXED (registered) %.1f MiB/s\n",
+			       chunk >> 10, QD, rfixed);
+			printf("pagebench: registered region READ_FIXED / region READ (%u KiB reads) = %.2f\n",
+			       chunk >> 10, rfixed / region);
+		}
 		printf("pagebench: io_uring O_DIRECT %u KiB reads, QD %d: region READ %.1f MiB/s, memfd READ_FIXED (registered) %.1f MiB/s, memfd READ %.1f MiB/s\n",
 		       chunk >> 10, QD, region, fixed, plain);
 		if (i)

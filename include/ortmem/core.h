@@ -251,7 +251,10 @@ ORTMEM_API int ortmem_set_log_fn(ortmem_log_fn fn, void *user, int max_level);
 /*
  * Option structs start with "size_t sz".  ORTMEM_OPTS declares one zeroed
  * with sz set; the library accepts older (smaller) structs, filling defaults,
- * and refuses larger ones whose unknown tail is not zero with -EINVAL.
+ * and refuses larger ones whose unknown tail is not zero with -EINVAL.  The
+ * unknown tail starts at the end of the struct's last field (its
+ * TYPE__last_field), so trailing padding counts: declare with ORTMEM_OPTS,
+ * which zeroes it.
  */
 #define ORTMEM_OPTS(TYPE, NAME, ...)                                  \
 	struct TYPE NAME = ({                                         \

@@ -90,6 +90,9 @@ struct ortmem_backend_ops {
 	/* Called by ortmem_gov_close() after the last free. */
 	void (*close)(void *ctx);
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_backend_ops__last_field close
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.
@@ -133,6 +136,9 @@ struct ortmem_gov_opts {
 	uint32_t max_handles;
 	uint32_t flags;		/* none defined; must be 0 */
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_gov_opts__last_field flags
 
 /* ortmem_gov_alloc() flags. */
 /* The allocation may be demoted to a lower tier to make room. */

@@ -55,6 +55,9 @@ struct ortmem_host_opts {
 	/* Device node to open instead of the one libudev finds; NULL: find it. */
 	const char *device;
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_host_opts__last_field device
 
 /**
  * ortmem_host_open() - Open a host-tier allocator.

@@ -87,6 +87,9 @@ struct ortmem_plan_opts {
 	uint32_t flags;
 	uint32_t threads;
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_plan_opts__last_field threads
 
 /*
  * What a plan achieved; declare with ORTMEM_OPTS(ortmem_plan_stats, s).

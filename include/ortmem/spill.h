@@ -75,6 +75,9 @@ struct ortmem_spill_opts {
 	/* Step by which the file grows; default 64 MiB. */
 	uint64_t grow_bytes;
 };
+/* Its last field: the library checks a caller's struct for fields it does
+ * not know from the end of this one (update it with the struct). */
+#define ortmem_spill_opts__last_field grow_bytes
 
 /**
  * ortmem_spill_open() - Create a spill file and its I/O lanes.
@@ -84,7 +87,7 @@ struct ortmem_spill_opts {
  * Probes the kernel: io_uring and the operations it supports, O_DIRECT and
  * its alignment (statx STATX_DIOALIGN, else the device's logical block
  * size), registered files and buffers.  What is missing is fallen back from
- * and reported in ortmem_spill_get_stats()'s features (and logged at info
+ * and reported in ortmem_spill_stats()'s features (and logged at info
  * level).
  *
  * Return: 0; -EINVAL for bad options (unknown flag, queue depth or lanes out
@@ -215,12 +218,18 @@ struct ortmem_spill_stats {
 };
 
 /**
- * ortmem_spill_get_stats() - Read a handle's figures.
+ * ortmem_spill_stats() - Read a handle's figures.
  * @spill: the handle.
  * @st: filled up to @st->sz (an older, smaller struct gets what it has).
  *
+ * Named like ortmem_gov_stats(), ortmem_host_stats() and
+ * ortmem_plan_stats(); ortmem_spill_get_stats() is its old name, kept as an
+ * alias of the same function.
+ *
  * Return: 0, or -EINVAL when @spill or @st is NULL or @st->sz is too small.
  */
+ORTMEM_API int ortmem_spill_stats(struct ortmem_spill *spill,
+				  struct ortmem_spill_stats *st);
 ORTMEM_API int ortmem_spill_get_stats(struct ortmem_spill *spill,
 				      struct ortmem_spill_stats *st);
 

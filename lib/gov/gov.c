@@ -13,7 +13,7 @@ static _Atomic uint64_t gov_serial;
 
 static int gov_check_opts(const struct ortmem_gov_opts *opts)
 {
-	int ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_gov_opts");
+	int ret = ORTMEM_OPTS_VALID(opts, ortmem_gov_opts);
 	uint64_t dev = ORTMEM_OPTS_GET(opts, limit[0], 0);
 	uint64_t rsv = ORTMEM_OPTS_GET(opts, driver_reserve, 0);
 
@@ -66,7 +66,8 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 		return ortmem__err_plain(-ENOMEM, "cannot allocate a governor");
 	memset(gov, 0, sizeof(*gov));
 	gov->serial = atomic_fetch_add(&gov_serial, 1) + 1;
-	gov->tag = (uint8_t)(gov->serial % 255 + 1);
+	/* Tags 1..GOV_TAGS: a zeroed handle never names a governor. */
+	gov->tag = (uint8_t)(gov->serial % GOV_TAGS + 1);
 	gov->deferred_tail = &gov->deferred;
 	atomic_store(&gov->driver_reserve, ORTMEM_OPTS_GET(opts, driver_reserve, 0));
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
@@ -98,10 +99,9 @@ static void gov_close_slots(struct ortmem_gov *gov)
 	for (i = 0; i < gov->nslots; i++) {
 		struct gov_slot *s = &gov->slots[i];
 		uint64_t w = atomic_load(&s->word), freed = 0;
-		unsigned int st = slot_state(w);
 		int tier = atomic_load(&s->tier);
 
-		if ((st != SLOT_LIVE && st != SLOT_DEMOTED) ||
+		if (!slot_live_or_demoted(w) ||
 		    atomic_load(&s->kind) != SLOT_KIND_ALLOC)
 			continue;
 		if (slot_pins(w))

@@ -26,7 +26,7 @@ uint32_t ortmem__backend_caps(const struct gov_tier *t)
 
 static int backend_check(int tier, const struct ortmem_backend_ops *ops)
 {
-	int ret = ortmem__opts_valid(ops, sizeof(*ops), "ortmem_backend_ops");
+	int ret = ORTMEM_OPTS_VALID(ops, ortmem_backend_ops);
 
 	if (ret)
 		return ret;
@@ -126,7 +126,7 @@ int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
 		e ? ": " : "", why);
 }
 
-bool ortmem__backend_can_source(const struct gov_tier *t)
+static bool backend_can_source(const struct gov_tier *t)
 {
 	return t->has_backend &&
 	       ((ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER) ||
@@ -225,7 +225,7 @@ int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
 	void *bounce;
 	int ret;
 
-	if (!ortmem__backend_can_source(src) || !ortmem__backend_can_sink(dst))
+	if (!backend_can_source(src) || !ortmem__backend_can_sink(dst))
 		return ortmem__err_plain(-EOPNOTSUPP,
 			"cannot move %" PRIu64 " bytes from the %s tier (backend '%s') to the %s tier (backend '%s'): the source needs ptr or read, the destination store, or alloc with ptr or write",
 			size, ortmem_tier_name(from), src->name,

@@ -96,21 +96,21 @@ void ortmem__slot_put(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 int ortmem__slot_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
 			uint64_t word, const char *what)
 {
-	uint32_t idx = h.id & 0xffffff;
+	uint32_t idx = handle_idx(h.id);
 	unsigned int st = slot_state(word);
 
-	if (st == SLOT_QUARANTINED && slot_gen(word) == (uint32_t)(h.id >> 32))
+	if (st == SLOT_QUARANTINED && slot_gen(word) == handle_gen(h.id))
 		return ortmem__err_plain(-ORTMEM_E_QUARANTINED,
 			"cannot %s handle %#" PRIx64 ": its release failed and it is quarantined; see ortmem_gov_quarantine()",
 			what, h.id);
 	if ((st == SLOT_RELEASING || (word & SLOT_PENDING)) &&
-	    slot_gen(word) == (uint32_t)(h.id >> 32))
+	    slot_gen(word) == handle_gen(h.id))
 		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
 			"cannot %s handle %#" PRIx64 ": it was released (the release is pending); do not use a handle after releasing it",
 			what, h.id);
 	return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
 		"cannot %s handle %#" PRIx64 ": it names slot %u generation %u, but the slot is at generation %u (%s); the handle was released or never issued by this governor (%u slots)",
-		what, h.id, idx, (uint32_t)(h.id >> 32), slot_gen(word),
+		what, h.id, idx, handle_gen(h.id), slot_gen(word),
 		st == SLOT_RETIRED ? "retired" : st == SLOT_FREE ? "free" : "reused",
 		gov->nslots);
 }
@@ -122,16 +122,16 @@ int ortmem__slot_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
 int ortmem__slot_lookup(struct ortmem_gov *gov, struct ortmem_handle h,
 			uint32_t *idxp, uint64_t *wordp)
 {
-	uint32_t idx = h.id & 0xffffff;
+	uint32_t idx = handle_idx(h.id);
 	uint64_t w;
 
-	if (__builtin_expect(((h.id >> 24) & 0xff) != gov->tag ||
+	if (__builtin_expect(handle_tag(h.id) != gov->tag ||
 			     idx >= gov->nslots, 0))
 		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
 			"handle %#" PRIx64 " was not issued by this governor (tag %u, slot %u of %u); pass the handle ortmem_gov_reserve() or ortmem_gov_alloc() returned",
-			h.id, (unsigned int)(h.id >> 24) & 0xff, idx, gov->nslots);
+			h.id, (unsigned int)handle_tag(h.id), idx, gov->nslots);
 	w = atomic_load_explicit(&gov->slots[idx].word, memory_order_acquire);
-	if (__builtin_expect(slot_gen(w) != (uint32_t)(h.id >> 32) ||
+	if (__builtin_expect(slot_gen(w) != handle_gen(h.id) ||
 			     slot_state(w) == SLOT_FREE ||
 			     slot_state(w) == SLOT_RETIRED, 0))
 		return ortmem__slot_refuse(gov, h, w, "use");

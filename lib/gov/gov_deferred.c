@@ -19,7 +19,7 @@
 #include "gov_internal.h"
 
 /* Return slot @idx (ours) to the free stack with its next generation. */
-void ortmem__slot_free_locked(struct ortmem_gov *gov, uint32_t idx)
+static void slot_free_locked(struct ortmem_gov *gov, uint32_t idx)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	uint32_t gen = slot_gen(atomic_load(&s->word));
@@ -86,8 +86,8 @@ static int quarantine_refusal(struct ortmem_gov *gov, uint32_t idx,
 }
 
 /* Free slot @idx (ours, in MOVING or RELEASING) now. */
-int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
-				  uint64_t id)
+static int finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
+				 uint64_t id)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	uint64_t size = atomic_load(&s->size), freed = size;
@@ -100,7 +100,7 @@ int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
 	if (ret)
 		return quarantine_refusal(gov, idx, id, ORTMEM_OWNER_BACKEND,
 					  size, size - freed, ret);
-	ortmem__slot_free_locked(gov, idx);
+	slot_free_locked(gov, idx);
 	return 0;
 }
 
@@ -151,7 +151,7 @@ int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
 						  atomic_load(&s->size), busy);
 		}
 	}
-	return ortmem__finish_release_locked(gov, idx, id);
+	return finish_release_locked(gov, idx, id);
 }
 
 /* > 0 ready, 0 not yet, < 0 the condition failed. */
@@ -180,7 +180,7 @@ static void deferred_complete(struct ortmem_gov *gov, struct gov_deferred *d,
 
 	atomic_fetch_sub(&gov->tiers[tier].deferred, 1);
 	if (ready > 0) {
-		ortmem__finish_release_locked(gov, d->idx, d->id);
+		finish_release_locked(gov, d->idx, d->id);
 		return;
 	}
 	if (!ortmem_last_error())
@@ -304,7 +304,7 @@ static bool quarantine_retry_one(struct ortmem_gov *gov,
 	if (q->e.residual)
 		return false;
 	if (q->slot >= 0)
-		ortmem__slot_free_locked(gov, (uint32_t)q->slot);
+		slot_free_locked(gov, (uint32_t)q->slot);
 	return true;
 }
 

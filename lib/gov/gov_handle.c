@@ -31,18 +31,18 @@ static int gov_refuse_busy(struct ortmem_handle h, uint64_t w, const char *what)
  */
 static inline bool slot_is_ours(uint64_t w, struct ortmem_handle h)
 {
-	return slot_gen(w) == (uint32_t)(h.id >> 32);
+	return slot_gen(w) == handle_gen(h.id);
 }
 
 static inline bool slot_is_live(uint64_t w)
 {
-	unsigned int st = slot_state(w);
-
-	return (st == SLOT_LIVE || st == SLOT_DEMOTED) && !(w & SLOT_PENDING);
+	return slot_live_or_demoted(w) && !(w & SLOT_PENDING);
 }
 
-int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
-			 uint64_t id)
+/* Release slot @idx, whose word we hold at @w (pins 0, no one else can
+ * change it but pinners, whose CAS then fails). */
+static int release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
+			uint64_t id)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	uint32_t gen = slot_gen(w);
@@ -97,7 +97,7 @@ int ortmem__release_at(struct ortmem_gov *gov, struct ortmem_handle h,
 				return 1;
 			continue;
 		}
-		ret = ortmem__release_word(gov, idx, w, h.id);
+		ret = release_word(gov, idx, w, h.id);
 		if (ret != -EAGAIN)
 			return ret;
 		w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -240,11 +240,9 @@ int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 	int ret;
 
 	do {
-		unsigned int st = slot_state(w);
-
 		if (!slot_is_ours(w, h))
 			return ortmem__slot_refuse(gov, h, w, "unpin");
-		if ((st != SLOT_LIVE && st != SLOT_DEMOTED) || !slot_pins(w))
+		if (!slot_live_or_demoted(w) || !slot_pins(w))
 			return ortmem__err_plain(-EINVAL,
 				"cannot unpin handle %#" PRIx64 ": it holds no pin; pair every ortmem_gov_unpin() with an ortmem_gov_pin()",
 				h.id);
@@ -252,7 +250,7 @@ int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, next,
 			memory_order_acq_rel, memory_order_acquire));
 	if (!slot_pins(next) && (next & SLOT_PENDING)) {
-		ret = ortmem__release_word(gov, idx, next, h.id);
+		ret = release_word(gov, idx, next, h.id);
 		/* Nobody else changes a PENDING word without pins: pinners,
 		 * releasers and movers all refuse it. */
 		if (ret == -EAGAIN)

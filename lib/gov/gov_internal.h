@@ -36,7 +36,6 @@
 #include "internal.h"
 
 #define GOV_CACHELINE 64
-#define GOV_MAX_HANDLES (1u << 24)
 #define GOV_DEFAULT_HANDLES 65536u
 /* Sizes beyond this cannot be summed without overflow checks. */
 #define GOV_MAX_SIZE (1ull << 62)
@@ -63,16 +62,40 @@ static inline uint32_t slot_pins(uint64_t w)
 	return (uint32_t)(w >> SLOT_PINS_SHIFT) & SLOT_PINS_MAX;
 }
 static inline unsigned int slot_state(uint64_t w) { return w & SLOT_STATE_MASK; }
+/* A binding that holds bytes, on its home tier or a lower one. */
+static inline bool slot_live_or_demoted(uint64_t w)
+{
+	return slot_state(w) == SLOT_LIVE || slot_state(w) == SLOT_DEMOTED;
+}
 static inline uint64_t slot_word(uint32_t gen, uint32_t pins, unsigned int st)
 {
 	return (uint64_t)gen << 32 | (uint64_t)pins << SLOT_PINS_SHIFT | st;
 }
 
 /* ---- handle id: generation(32) | tag(8) | index(24) ---- */
+#define HANDLE_IDX_BITS 24
+#define HANDLE_IDX_MASK ((1u << HANDLE_IDX_BITS) - 1)
+#define HANDLE_TAG_SHIFT HANDLE_IDX_BITS
+#define HANDLE_GEN_SHIFT 32
+
 static inline uint64_t handle_make(uint32_t gen, uint8_t tag, uint32_t idx)
 {
-	return (uint64_t)gen << 32 | (uint64_t)tag << 24 | idx;
+	return (uint64_t)gen << HANDLE_GEN_SHIFT |
+	       (uint64_t)tag << HANDLE_TAG_SHIFT | idx;
 }
+static inline uint32_t handle_idx(uint64_t id) { return id & HANDLE_IDX_MASK; }
+static inline uint8_t handle_tag(uint64_t id)
+{
+	return (uint8_t)(id >> HANDLE_TAG_SHIFT);
+}
+static inline uint32_t handle_gen(uint64_t id)
+{
+	return (uint32_t)(id >> HANDLE_GEN_SHIFT);
+}
+/* Governor tags a handle carries: 1..255 (0 is never issued). */
+#define GOV_TAGS 255u
+/* A handle's index names every slot of the largest table. */
+#define GOV_MAX_HANDLES (1u << HANDLE_IDX_BITS)
 
 #define SLOT_KIND_LEASE 0u
 #define SLOT_KIND_ALLOC 1u
@@ -265,7 +288,6 @@ int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx,
 int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
 				uint64_t size, const char *hook);
 uint32_t ortmem__backend_caps(const struct gov_tier *t);
-bool ortmem__backend_can_source(const struct gov_tier *t);
 bool ortmem__backend_can_sink(const struct gov_tier *t);
 int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
 			 int to, uint64_t size, uint64_t *newbhp);
@@ -275,9 +297,6 @@ int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
 /* gov_deferred.c: deferred release and quarantine. */
 int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
 				   uint64_t id);
-int ortmem__finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
-				  uint64_t id);
-void ortmem__slot_free_locked(struct ortmem_gov *gov, uint32_t idx);
 void ortmem__quarantine_add(struct ortmem_gov *gov, int32_t slot, uint64_t id,
 			    int tier, int owner, uint64_t size,
 			    uint64_t residual, uint64_t bh, int code);
@@ -293,15 +312,9 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
 /* gov_reclaim.c: making room, and promotion that may need it. */
 int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
 		       uint64_t size);
-int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
-		    uint64_t size);
 int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
 
 /* gov_handle.c: operations on one binding. */
-/* Release slot @idx, whose word we hold at @w (pins 0, no one else can
- * change it but pinners, whose CAS then fails). */
-int ortmem__release_word(struct ortmem_gov *gov, uint32_t idx, uint64_t w,
-			 uint64_t id);
 /*
  * Release, pin and unpin @h, whose slot @idx was seen at word @w (which may
  * be stale by now: the operation re-reads it and refuses with

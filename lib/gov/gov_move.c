@@ -66,7 +66,7 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
 			"cannot demote handle %#" PRIx64 ": it was released and its slot %u reused (generation %u, now %u)",
 			handle_make(gen, gov->tag, idx), idx, gen, slot_gen(w));
-	if ((slot_state(w) != SLOT_LIVE && slot_state(w) != SLOT_DEMOTED) ||
+	if (!slot_live_or_demoted(w) ||
 	    slot_pins(w) || (w & SLOT_PENDING) ||
 	    !atomic_compare_exchange_strong(&s->word, &w,
 					    slot_word(gen, 0, SLOT_MOVING)))

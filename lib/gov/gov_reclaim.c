@@ -136,7 +136,7 @@ static int pick_victim(struct ortmem_gov *gov, int tier, uint32_t *idxp,
 		uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
 		uint64_t use;
 
-		if ((slot_state(w) != SLOT_LIVE && slot_state(w) != SLOT_DEMOTED) ||
+		if (!slot_live_or_demoted(w) ||
 		    slot_pins(w) || (w & SLOT_PENDING) ||
 		    atomic_load_explicit(&s->kind, memory_order_relaxed) !=
 			    SLOT_KIND_ALLOC ||
@@ -185,8 +185,8 @@ static int reclaim_demote(struct ortmem_gov *gov, int tier, uint64_t size,
 	}
 }
 
-int ortmem__reclaim(struct ortmem_gov *gov, int tier, uint32_t role,
-		    uint64_t size)
+static int reclaim_for_charge(struct ortmem_gov *gov, int tier,
+			      uint32_t role, uint64_t size)
 {
 	struct gov_tier *t = &gov->tiers[tier];
 	struct reclaim_run run = { .has_cause = false };
@@ -233,7 +233,7 @@ int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
 	pthread_mutex_unlock(&gov->lock);
 	if (ortmem__tier_try_charge(gov, tier, size))
 		goto out;
-	ret = ortmem__reclaim(gov, tier, role, size);
+	ret = reclaim_for_charge(gov, tier, role, size);
 out:
 	atomic_fetch_sub(&t->exact, 1);
 	return ret;

@@ -78,7 +78,7 @@ ORTMEM_API int ortmem_host_open(const struct ortmem_host_opts *opts,
 
 	if (!hostp)
 		return ortmem__err_invalid(ORTMEM_TIER_HOST, 0, "hostp is NULL");
-	ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_host_opts");
+	ret = ORTMEM_OPTS_VALID(opts, ortmem_host_opts);
 	if (ret)
 		return ret;
 	flags = ORTMEM_OPTS_GET(opts, flags, 0);

@@ -27,7 +27,6 @@
 int ortmem__sys_get_version(int fd, struct ortmem_version_args *args);
 int ortmem__sys_alloc(int fd, struct ortmem_alloc_args *args);
 int ortmem__sys_free(int fd, uint32_t handle);
-int ortmem__sys_query(int fd, struct ortmem_query_args *args);
 /* mmap of a region: 0 and *addrp, or -errno. */
 int ortmem__sys_map(int fd, uint64_t len, uint64_t offset, void **addrp);
 int ortmem__sys_unmap(void *addr, uint64_t len);

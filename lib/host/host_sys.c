@@ -37,11 +37,6 @@ int ortmem__sys_free(int fd, uint32_t handle)
 	return sys_ioctl(fd, ORTMEM_IOC_FREE, &args);
 }
 
-int ortmem__sys_query(int fd, struct ortmem_query_args *args)
-{
-	return sys_ioctl(fd, ORTMEM_IOC_QUERY, args);
-}
-
 int ortmem__sys_map(int fd, uint64_t len, uint64_t offset, void **addrp)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,

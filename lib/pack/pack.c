@@ -3,7 +3,7 @@
  * The packer's driver, its top: the lower bound, a portfolio of greedy
  * orderings placed by best fit (pack_core.c), then the searches that
  * improve on it: exact branch and bound for small instances (pack_bnb.c),
- * the race of probes of the height (pack_sched.c) and local search
+ * the race of probes of the height (pack_race.c) and local search
  * (pack_search.c).  ortmem__pack() is what the planner calls (pack.h).
  */
 #include <errno.h>
@@ -63,18 +63,6 @@ uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
 }
 
 /* ---- the portfolio ---- */
-
-/* Most crowded lifetime first, then by size: the two greedy orders that
- * do best on model graphs (Pisarchyk and Lee, 2020); a big graph may have
- * time for no other. */
-enum pk_ordering {
-	PK_BY_BREADTH,		/* most crowded lifetime first, then largest */
-	PK_BY_SIZE,		/* largest first, then longest */
-	PK_BY_AREA,		/* size x duration */
-	PK_BY_DURATION,		/* longest first, then largest */
-	PK_BY_START,		/* earliest first: a sweep in time */
-	PK_ORDERINGS
-};
 
 /* Sort keys, compared as (k1 desc, k2 desc, id asc). */
 static void pk_keys(const struct packer *pk, enum pk_ordering o, uint32_t i,
@@ -147,7 +135,7 @@ static int pk_portfolio(struct packer *pk)
 	int o;
 
 	pk_crowd(pk, crowd);
-	for (o = 0; o < PK_ORDERINGS; o++) {
+	for (o = 0; o < PK_PORTFOLIO; o++) {
 		/* The first ordering always runs; the rest while time lasts. */
 		if (o && (pk->best_h <= pk->lb ||
 			  ortmem__now_ns() >= pk->opts.deadline_ns))
@@ -161,8 +149,8 @@ static int pk_portfolio(struct packer *pk)
 
 /* How many items pack exactly in the time budget (see pack_bnb.c). */
 #define PK_BNB_MAX_N 64
-/* Up to how many items the decision search runs (its nodes cost O(n)). */
-#define PK_DECIDE_MAX_N 20000
+/* Up to how many items the race of probes runs (its nodes cost O(n)). */
+#define PK_RACE_MAX_N 20000
 
 /*
  * ortmem__pack() - Give each item an offset; items that overlap in time
@@ -193,8 +181,8 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 		    !opts->compact_only)
 			res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
 		if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
-		    !res->optimal && n <= PK_DECIDE_MAX_N)
-			res->optimal = ortmem__pk_decide(&pk), pk.placed = false;
+		    !res->optimal && n <= PK_RACE_MAX_N)
+			res->optimal = ortmem__pk_race(&pk), pk.placed = false;
 		if (!ret && pk.best_h > pk.lb && !res->optimal)
 			ortmem__pk_local_search(&pk);
 	}

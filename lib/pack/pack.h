@@ -22,7 +22,7 @@ struct pk_opts {
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: no search at all */
 	uint64_t max_iter;	/* 0: unlimited */
 	uint64_t seed;
-	uint32_t threads;	/* racers in the search (pack_sched.c); 0 or 1: one */
+	uint32_t threads;	/* racers in the search (pack_race.c); 0 or 1: one */
 	bool compact_only;	/* tests: heights from LB up, compact search only */
 };
 

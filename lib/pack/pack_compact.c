@@ -35,9 +35,10 @@
  * lives in) in three orders, then perturbed at random.  Each dive is
  * bounded in nodes; the three orders run in turn under a limit that
  * doubles each round.  A probe ends with a packing, a proof that none
- * exists, or its budget; it can pause and resume (pack_sched.c races it
+ * exists, or its budget; it can pause and resume (pack_race.c races it
  * against other probes).
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "pack_internal.h"
@@ -91,12 +92,14 @@ struct pk_compact {
 	struct pd_split *split;	/* one per frame at most, plus the root */
 	uint32_t nsplit;
 	uint32_t *parts;	/* part bounds of the splits, a stack */
-	uint32_t nparts, cap_parts;
+	uint32_t nparts;
+	size_t cap_parts;
 	uint32_t *pcount;	/* scratch: unplaced items per part */
 	struct pd_rr { uint32_t item, rank; } *rr;	/* ranks to restore */
-	uint32_t nrr, cap_rr;
+	uint32_t nrr;
+	size_t cap_rr;
 	uint32_t *lst, *oldr;	/* scratch: n each */
-	const char *order;	/* the preorder's keys, in turn */
+	const enum pk_ordering *order;	/* the preorder's keys, in turn */
 	uint64_t h;		/* the height probed */
 	struct pk_diver diver;	/* restarts, pauses */
 	/* where a paused dive resumes */
@@ -179,34 +182,27 @@ static void pd_cross(struct pk_compact *d, uint32_t i, int delta)
 
 static bool pd_parts_grow(struct pk_compact *d, uint32_t need)
 {
-	uint32_t cap = d->cap_parts;
-	uint32_t *p;
-
-	if (d->nparts + need <= cap)
+	if (d->nparts + need <= d->cap_parts)
 		return true;
-	while (cap < d->nparts + need)
-		cap *= 2;
-	p = realloc(d->parts, sizeof(*p) * 2 * (size_t)cap);
-	if (!p)
-		return false;
-	d->parts = p;
-	d->cap_parts = cap;
-	return true;
+	/* A part is two words. */
+	return !ortmem__grow((void **)&d->parts, &d->cap_parts,
+			     (size_t)d->nparts + need, 2 * sizeof(*d->parts), 1);
 }
 
 /* Key @c of the preorder for item @i; the crowd is that of @rem. */
-static uint64_t pd_key(const struct pk_compact *d, char c, uint32_t i,
-		       const uint64_t *rem)
+static uint64_t pd_key(const struct pk_compact *d, enum pk_ordering c,
+		       uint32_t i, const uint64_t *rem)
 {
 	const struct pk_item *x = &d->pk->it[i];
 	unsigned __int128 a = (unsigned __int128)x->size * (x->hi - x->lo);
 	uint64_t t = 0;
 	uint32_t s;
 
-	if (c == 'W')
+	if (c == PK_BY_DURATION)
 		return x->hi - x->lo;
-	if (c == 'A')
+	if (c == PK_BY_AREA)
 		return a >> 64 ? UINT64_MAX : (uint64_t)a;
+	/* PK_BY_CROWD */
 	for (s = d->sky.slo[i]; s < d->sky.shi[i]; s++)
 		if (rem[s] > t)
 			t = rem[s];
@@ -228,18 +224,10 @@ static bool pd_rerank(struct pk_compact *d, uint32_t sa, uint32_t sb)
 		if (ortmem__pk_live(&d->pk->it[i]) && !d->sky.placed[i] &&
 		    d->sky.slo[i] >= sa && d->sky.slo[i] < sb)
 			d->lst[n++] = i;
-	if (d->nrr + n > d->cap_rr) {
-		uint32_t cap = d->cap_rr;
-		struct pd_rr *rr;
-
-		while (cap < d->nrr + n)
-			cap *= 2;
-		rr = realloc(d->rr, sizeof(*rr) * cap);
-		if (!rr)
-			return false;
-		d->rr = rr;
-		d->cap_rr = cap;
-	}
+	if (d->nrr + n > d->cap_rr &&
+	    ortmem__grow((void **)&d->rr, &d->cap_rr, (size_t)d->nrr + n,
+			 sizeof(*d->rr), 1))
+		return false;
 	/* The ranks held, ascending. */
 	memcpy(d->oldr, d->lst, sizeof(*d->lst) * n);
 	for (j = 0; j < n; j++)
@@ -293,7 +281,7 @@ static int pd_split_at(struct pk_compact *d, uint32_t sa, uint32_t sb,
 	if (np < 2)
 		return 0;
 	if (!pd_parts_grow(d, np))
-		return -1;
+		return -ENOMEM;
 	for (j = 0, lo = sa; j <= ncut; j++) {
 		uint32_t hi = j < ncut ? cut[j] : sb;
 
@@ -308,7 +296,7 @@ static int pd_split_at(struct pk_compact *d, uint32_t sa, uint32_t sb,
 	x = &d->split[d->nsplit++];
 	*x = (struct pd_split){ .depth = depth, .part0 = p0, .nparts = np,
 				.rr0 = d->nrr, .left = d->pcount[0] };
-	return pd_rerank(d, sa, sb) ? 1 : -1;
+	return pd_rerank(d, sa, sb) ? 1 : -ENOMEM;
 }
 
 /* Count the unplaced items of split @x's current part. */
@@ -337,7 +325,7 @@ static void pd_push_start(struct pk_compact *d, uint32_t xi)
  * After item @i was placed from frame @f (at d->depth): split its part if
  * no unplaced item crosses some boundary in it now, else go on in it,
  * else (the part is done) start the next part, of this split or of the
- * ones around it.  Return -1 out of memory, else 0.
+ * ones around it.  Return -ENOMEM, else 0.
  */
 static int pd_after(struct pk_compact *d, struct pd_frame *f, uint32_t i)
 {
@@ -354,7 +342,7 @@ static int pd_after(struct pk_compact *d, struct pd_frame *f, uint32_t i)
 		if (r)
 			pd_push_start(d, d->nsplit - 1);
 		if (r)
-			return r < 0 ? -1 : 0;
+			return r < 0 ? r : 0;
 	}
 	if (x->left) {
 		d->depth++;
@@ -479,9 +467,7 @@ static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 		d->dive_nodes++;
 		used++;
 		pk->iters++;
-		if ((used & 63) == 0 &&
-		    ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
-		     ortmem__now_ns() >= deadline))
+		if (ortmem__pk_budget_spent(pk, used, PK_CLOCK_NODES, deadline))
 			return PK_DIVE_PAUSE;
 		f->boff = d->sky.base[i];
 		f->bound = d->rank[i];
@@ -506,14 +492,18 @@ static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 }
 
 /*
- * Preorder @r: width, area, crowd (largest first) in the orders WAT, TAW,
- * TWA; after PD_PLAIN_ROUNDS rounds, each key perturbed at random.
+ * Preorder @r: duration (width), area, crowd (largest first) in the orders
+ * of pd_orders; after PD_PLAIN_ROUNDS rounds, each key perturbed at random.
  */
 static void pd_order(struct pk_compact *d, uint32_t r)
 {
 	const struct packer *pk = d->pk;
-	static const char orders[PD_ORDERS][4] = { "WAT", "TAW", "TWA" };
-	const char *o = orders[r % PD_ORDERS];
+	static const enum pk_ordering pd_orders[PD_ORDERS][3] = {
+		{ PK_BY_DURATION, PK_BY_AREA, PK_BY_CROWD },
+		{ PK_BY_CROWD, PK_BY_AREA, PK_BY_DURATION },
+		{ PK_BY_CROWD, PK_BY_DURATION, PK_BY_AREA },
+	};
+	const enum pk_ordering *o = pd_orders[r % PD_ORDERS];
 	uint64_t *key[3] = { d->k1, d->k2, d->k3 };
 	uint32_t k, c;
 
@@ -526,7 +516,7 @@ static void pd_order(struct pk_compact *d, uint32_t r)
 
 			if (r >= PD_ORDERS * PD_PLAIN_ROUNDS)
 				/* up to +-25 % */
-				v = (uint64_t)((double)v * (0.75 + (double)(ortmem__pk_rand(d->pk) % 1024) / 2048));
+				v = (uint64_t)((double)v * (0.75 + ortmem__pk_rand_unit(d->pk) / 2));
 			key[c][i] = UINT64_MAX - v;	/* descending */
 		}
 	}
@@ -638,14 +628,14 @@ struct pk_compact *ortmem__pk_compact_new(struct packer *pk)
 
 /*
  * Probe height @h with the compact search until @deadline (or @max_nodes
- * nodes, 0: no limit); keep the packing it finds.  Return 1 when one
- * fits, 0 when proven that none does, -1 when out of budget (or memory).
+ * nodes, 0: no limit); keep the packing it finds.  Return an enum
+ * pk_probe, or -ENOMEM.
  */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes)
 {
 	struct pk_compact *d = ortmem__pk_compact_new(pk);
-	int ret = -1;
+	int ret = d ? PK_PROBE_PAUSED : -ENOMEM;
 
 	if (d && d->m)
 		ret = ortmem__pk_compact_run(d, h, max_nodes ? max_nodes : UINT64_MAX,

@@ -11,6 +11,8 @@
 
 #include "pack_internal.h"
 
+/* From this many items a plan takes longer than reading the clock. */
+#define PK_CLOCK_EACH_N 4096
 /* Above this many conflicting pairs only the start-time sweep runs. */
 #define PK_MAX_CONFLICTS (1u << 25)
 
@@ -263,12 +265,10 @@ bool ortmem__pk_out_of_time(struct packer *pk)
 		return true;
 	if (pk->opts.max_iter && pk->iters >= pk->opts.max_iter)
 		return true;
-	/* The clock is cheap (vDSO) but not free: look every 16 plans, or at
-	 * each when a plan takes longer than the clock (big instances). */
-	if (((pk->iters & 15) == 0 || pk->n > 4096) &&
-	    ortmem__now_ns() >= pk->opts.deadline_ns)
-		return true;
-	return false;
+	/* The clock every 16 plans, or at each when a plan takes longer
+	 * than the clock (big instances). */
+	return ortmem__pk_budget_spent(pk, pk->n > PK_CLOCK_EACH_N ? 0 : pk->iters,
+				       16, pk->opts.deadline_ns);
 }
 
 /* What ortmem__pk_alloc() allocated: a clone's own arrays. */

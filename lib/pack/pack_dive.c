@@ -27,7 +27,7 @@
  * nodes; dives restart with growing limits (the Luby sequence) and new
  * keys.  A probe ends with a packing, a proof that none exists (an
  * exhausted search that never cut a branch list), or its budget; it can
- * pause and resume (pack_sched.c races it against other probes).
+ * pause and resume (pack_race.c races it against other probes).
  */
 #include <stdlib.h>
 
@@ -39,6 +39,10 @@
 /* First dive's node limit, times the Luby sequence. */
 #define PD_DIVE_NODES 4
 #define PD_NONE UINT32_MAX
+/* A two-part key: the major part weighs 2^32 minor ones. */
+#define PD_KEY_MAJOR 4294967296.0
+/* Keys from here (near 2^64, as a double) are clamped to UINT64_MAX. */
+#define PD_KEY_SATURATE 1.8e19
 
 struct pd_cand {
 	uint64_t off;		/* offset; for a raise, the new floor */
@@ -222,9 +226,7 @@ static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 		d->dive_nodes++;
 		used++;
 		pk->iters++;
-		if ((used & 63) == 0 &&
-		    ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
-		     ortmem__now_ns() >= deadline))
+		if (ortmem__pk_budget_spent(pk, used, PK_CLOCK_NODES, deadline))
 			return PK_DIVE_PAUSE;
 		if (!pd_branch(d, f))
 			return PK_DIVE_FOUND;
@@ -260,8 +262,12 @@ static uint64_t pd_luby(uint32_t i)
  * then each perturbed at random. */
 static void pd_keys(struct pk_dives *d, uint32_t r)
 {
+	static const enum pk_ordering pd_kinds[3] = {
+		PK_BY_SIZE, PK_BY_DURATION, PK_BY_AREA,
+	};
 	const struct packer *pk = d->pk;
-	uint32_t k, kind = r % 3;
+	enum pk_ordering kind = pd_kinds[r % 3];
+	uint32_t k;
 
 	for (k = 0; k < d->sky.m; k++) {
 		uint32_t i = d->sky.ids[k];
@@ -271,13 +277,13 @@ static void pd_keys(struct pk_dives *d, uint32_t r)
 
 		if (r >= 3) {
 			/* noise of up to +-50% on each factor */
-			size = (uint64_t)((double)size * (0.5 + (double)(ortmem__pk_rand(d->pk) % 1024) / 1024));
-			dur = (uint64_t)((double)dur * (0.5 + (double)(ortmem__pk_rand(d->pk) % 1024) / 1024));
+			size = (uint64_t)((double)size * (0.5 + ortmem__pk_rand_unit(d->pk)));
+			dur = (uint64_t)((double)dur * (0.5 + ortmem__pk_rand_unit(d->pk)));
 		}
-		v = kind == 0 ? (double)size * 4294967296.0 + (double)dur :
-		    kind == 1 ? (double)dur * 4294967296.0 + (double)size :
+		v = kind == PK_BY_SIZE ? (double)size * PD_KEY_MAJOR + (double)dur :
+		    kind == PK_BY_DURATION ? (double)dur * PD_KEY_MAJOR + (double)size :
 		    (double)size * (double)dur;
-		d->key[i] = v >= 1.8e19 ? UINT64_MAX : (uint64_t)v;
+		d->key[i] = v >= PD_KEY_SATURATE ? UINT64_MAX : (uint64_t)v;
 	}
 }
 

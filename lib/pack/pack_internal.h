@@ -11,11 +11,11 @@
  *                   best-fit placement, keeping the best, the budget check
  *   pack_search.c   iterated local search over the placement order
  *   pack_bnb.c      exact branch and bound for small instances
- *   pack_sky.c      the incremental skyline of a partial packing, and the
- *                   driver of dives over it
+ *   pack_sky.c      the incremental skyline of a partial packing
+ *   pack_diver.c    the driver of resumable dives over the skyline
  *   pack_dive.c     heuristic dives: a packing under a height H?
  *   pack_compact.c  the complete compact search under a height H
- *   pack_sched.c    probes of the height raced in turns
+ *   pack_race.c     probes of the height raced in turns
  *   pack.c          the driver: lower bound, portfolio, the searches
  */
 #ifndef ORTMEM_LIB_PACK_INTERNAL_H
@@ -60,7 +60,50 @@ static inline uint64_t ortmem__pk_rand(struct packer *pk)
 	pk->rng ^= pk->rng >> 12;
 	pk->rng ^= pk->rng << 25;
 	pk->rng ^= pk->rng >> 27;
-	return pk->rng * 0x2545f4914f6cdd1dull;
+	return pk->rng * 0x2545f4914f6cdd1dull;	/* xorshift64*'s multiplier */
+}
+
+/* A draw in [0, 1), in steps of 1/1024: the searches' noise on keys. */
+static inline double ortmem__pk_rand_unit(struct packer *pk)
+{
+	return (double)(ortmem__pk_rand(pk) % 1024) / 1024;
+}
+
+/*
+ * The keys items are ordered by, largest first: one encoding for every
+ * search.  The portfolio (pack.c) tries the first PK_PORTFOLIO in turn:
+ * most crowded lifetime first, then by size, are the two greedy orders that
+ * do best on model graphs (Pisarchyk and Lee, 2020), and a big graph may
+ * have time for no other.  The dives (pack_dive.c) order by size, duration
+ * or area; the compact search (pack_compact.c) by duration, area and crowd.
+ */
+enum pk_ordering {
+	PK_BY_BREADTH,		/* most crowded lifetime first, then largest */
+	PK_BY_SIZE,		/* largest first, then longest */
+	PK_BY_AREA,		/* size x duration */
+	PK_BY_DURATION,		/* longest first, then largest */
+	PK_BY_START,		/* earliest first: a sweep in time */
+	PK_PORTFOLIO,
+	/* the most bytes still unplaced in a section of its lifetime */
+	PK_BY_CROWD = PK_PORTFOLIO,
+};
+
+/* Nodes of a dive between two looks at the budget. */
+#define PK_CLOCK_NODES 64
+
+/*
+ * The budget check of every search: true when the iteration limit is
+ * reached or @deadline has passed.  The clock is cheap (vDSO) but not
+ * free, so both are looked at only when @count is a multiple of @every (a
+ * power of two; 1: at each call).
+ */
+static inline bool ortmem__pk_budget_spent(const struct packer *pk,
+					   uint64_t count, uint64_t every,
+					   uint64_t deadline)
+{
+	return (count & (every - 1)) == 0 &&
+	       ((pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
+		ortmem__now_ns() >= deadline);
 }
 
 /* An item that takes room: a size and a non-empty lifetime. */
@@ -157,12 +200,19 @@ void ortmem__sky_undo(struct pk_sky *k, uint32_t mark);
 /* Undo back to @mark, and item @i's placement (the last one). */
 void ortmem__sky_unplace(struct pk_sky *k, uint32_t i, uint32_t mark);
 
+/* What a probe of a height says; errors are -errno apart from these. */
+enum pk_probe {
+	PK_PROBE_INFEASIBLE,	/* proven: nothing packs under the height */
+	PK_PROBE_FOUND,		/* a packing under it, kept if best */
+	PK_PROBE_PAUSED,	/* budget or deadline spent: call again */
+};
+
 /*
  * A search over the skyline that dives and restarts, and pauses between
- * calls (pack_dive.c, pack_compact.c).  ortmem__pk_diver_run() goes on
- * at height @h where the last call at the same height paused (a new
- * height starts over), for at most @budget nodes or until @deadline:
- * 1 found (kept if best), 0 proven infeasible, -1 paused.
+ * calls (pack_dive.c, pack_compact.c).  ortmem__pk_diver_run()
+ * (pack_diver.c) goes on at height @h where the last call at the same
+ * height paused (a new height starts over), for at most @budget nodes or
+ * until @deadline, and returns an enum pk_probe.
  */
 enum pk_dive { PK_DIVE_FOUND, PK_DIVE_INFEASIBLE, PK_DIVE_LIMIT, PK_DIVE_PAUSE };
 
@@ -184,15 +234,14 @@ int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
 			 uint64_t deadline);
 
 /*
- * pack_sched.c: probes of the height, the lower bound and below the best,
+ * pack_race.c: probes of the height, the lower bound and below the best,
  * raced in turns; true when the best height is proven optimal.
  */
-bool ortmem__pk_decide(struct packer *pk);
+bool ortmem__pk_race(struct packer *pk);
 /*
  * Resumable searches for a packing under a height h: *_run() goes on where
  * the last call at the same h paused, for at most @budget nodes or until
- * @deadline, and returns 1 found (kept if best), 0 proven infeasible, -1
- * paused.  pack_dive.c: heuristic dives; pack_compact.c: MiniMalloc's
+ * @deadline, and returns an enum pk_probe.  pack_dive.c: heuristic dives; pack_compact.c: MiniMalloc's
  * complete search over compact packings.  *_new() returns NULL when out of
  * memory; each keeps its own path, so they can take turns.
  */
@@ -208,7 +257,8 @@ struct pk_compact *ortmem__pk_compact_new(struct packer *pk);
 int ortmem__pk_compact_run(struct pk_compact *d, uint64_t h, uint64_t budget,
 			   uint64_t deadline);
 void ortmem__pk_compact_free(struct pk_compact *d);
-/* One compact probe from scratch (@max_nodes 0: no limit). */
+/* One compact probe from scratch (@max_nodes 0: no limit): an enum
+ * pk_probe, or -ENOMEM. */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes);
 /* pack_bnb.c: exact search; true when it finished (best is optimal). */

@@ -161,14 +161,11 @@ void ortmem__sky_reset(struct pk_sky *k, uint64_t h)
 /* Log a value before it changes; false when the log cannot grow. */
 static bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind, uint64_t old)
 {
-	if (k->nundo == k->cap_undo) {
-		struct pk_sky_undo *u = realloc(k->undo, sizeof(*u) * 2 * k->cap_undo);
-
-		if (!u)
-			return false;
-		k->undo = u;
-		k->cap_undo *= 2;
-	}
+	/* The test stays here: this runs at every step of the searches. */
+	if (k->nundo == k->cap_undo &&
+	    ortmem__grow((void **)&k->undo, &k->cap_undo, (size_t)k->nundo + 1,
+			 sizeof(*k->undo), 1))
+		return false;
 	k->undo[k->nundo++] = (struct pk_sky_undo){ idx, kind, old };
 	return true;
 }
@@ -345,51 +342,4 @@ void ortmem__sky_unplace(struct pk_sky *k, uint32_t i, uint32_t mark)
 		k->scnt[s]++;
 	}
 	k->placed[i] = false;
-}
-
-/* Keep the packing of the items on @v's stack, all placed. */
-static void sky_keep(const struct pk_diver *v)
-{
-	const struct pk_sky *k = v->sky;
-	struct packer *pk = k->pk;
-	uint32_t j;
-
-	for (j = 0; j < k->m; j++)
-		pk->off[v->stack[j]] = k->off[v->stack[j]];
-	ortmem__pk_keep_placed(pk, v->stack, k->m);
-}
-
-int ortmem__pk_diver_run(struct pk_diver *v, uint64_t h, uint64_t budget,
-			 uint64_t deadline)
-{
-	struct packer *pk = v->sky->pk;
-	uint64_t start = pk->iters;
-
-	if (h != v->h) {
-		v->h = h;
-		v->restart = 0;
-		v->in_dive = false;
-	}
-	while (pk->iters - start < budget) {
-		enum pk_dive r;
-
-		if (!v->in_dive) {
-			v->begin(v->search, v->restart++, h);
-			v->in_dive = true;
-		}
-		r = v->dive(v->search, budget - (pk->iters - start), deadline);
-		if (r == PK_DIVE_PAUSE)
-			return -1;
-		v->in_dive = false;
-		if (r == PK_DIVE_FOUND) {
-			sky_keep(v);
-			return 1;
-		}
-		if (r == PK_DIVE_INFEASIBLE)
-			return 0;
-		if (ortmem__now_ns() >= deadline ||
-		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
-			break;
-	}
-	return -1;
 }

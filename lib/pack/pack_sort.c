@@ -10,33 +10,37 @@
 
 #include "pack_internal.h"
 
+/* One byte of the key a pass. */
+#define PK_RADIX_BITS 8
+#define PK_RADIX (1u << PK_RADIX_BITS)
+
 void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
 			uint32_t *tmp)
 {
 	uint64_t all_or = 0, all_and = UINT64_MAX;
-	uint32_t cnt[256], i, *src = ids, *dst = tmp, *t;
+	uint32_t cnt[PK_RADIX], i, *src = ids, *dst = tmp, *t;
 	unsigned int shift;
 
 	for (i = 0; i < n; i++) {
 		all_or |= key[ids[i]];
 		all_and &= key[ids[i]];
 	}
-	for (shift = 0; shift < 64; shift += 8) {
+	for (shift = 0; shift < 64; shift += PK_RADIX_BITS) {
 		uint32_t sum = 0;
 
-		if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
+		if ((((all_or ^ all_and) >> shift) & (PK_RADIX - 1)) == 0)
 			continue;
 		memset(cnt, 0, sizeof(cnt));
 		for (i = 0; i < n; i++)
-			cnt[(key[src[i]] >> shift) & 0xff]++;
-		for (i = 0; i < 256; i++) {
+			cnt[(key[src[i]] >> shift) & (PK_RADIX - 1)]++;
+		for (i = 0; i < PK_RADIX; i++) {
 			uint32_t c = cnt[i];
 
 			cnt[i] = sum;
 			sum += c;
 		}
 		for (i = 0; i < n; i++)
-			dst[cnt[(key[src[i]] >> shift) & 0xff]++] = src[i];
+			dst[cnt[(key[src[i]] >> shift) & (PK_RADIX - 1)]++] = src[i];
 		t = src;
 		src = dst;
 		dst = t;

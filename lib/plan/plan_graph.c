@@ -10,24 +10,16 @@
 
 #include "plan_internal.h"
 
+/* The longest time budget a plan may take. */
+#define PL_MAX_BUDGET_US (3600 * ORTMEM_USEC_PER_SEC)
 /* Ids are returned as a non-negative int. */
 #define PL_MAX_IDS ((uint32_t)INT32_MAX)
 
-int ortmem__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+int ortmem__plan_grow(void **arr, size_t *cap, uint32_t need, size_t elem)
 {
-	uint32_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap = ncap > UINT32_MAX / 2 ? need : ncap * 2;
-	p = reallocarray(*arr, ncap, elem);
-	if (!p)
-		return ortmem__err_plain(-ENOMEM, "planner: cannot grow a table to %u entries", ncap);
-	*arr = p;
-	*cap = ncap;
+	if (ortmem__grow(arr, cap, need, elem, 16))
+		return ortmem__err_plain(-ENOMEM,
+			"planner: cannot grow a table to %u entries", need);
 	return 0;
 }
 
@@ -58,7 +50,7 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 {
 	const uint32_t known = ORTMEM_PLAN_F_VALIDATE | ORTMEM_PLAN_F_NO_INPLACE;
 	const uint32_t all_tiers = (1u << ORTMEM_TIER_COUNT) - 1;
-	int ret = ortmem__opts_valid(in, sizeof(*in), "ortmem_plan_opts");
+	int ret = ORTMEM_OPTS_VALID(in, ortmem_plan_opts);
 	int t;
 
 	if (ret)
@@ -83,7 +75,7 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 	}
 	if (!o->time_budget_us)
 		o->time_budget_us = ORTMEM_PLAN_DEFAULT_BUDGET_US;
-	if (o->time_budget_us > 3600ull * 1000000)
+	if (o->time_budget_us > PL_MAX_BUDGET_US)
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_plan_opts.time_budget_us = %llu is over an hour",
 			(unsigned long long)o->time_budget_us);
@@ -200,7 +192,7 @@ ORTMEM_API int ortmem_plan_add_value(struct ortmem_plan *plan, uint64_t size,
 			flags & ~ORTMEM_PLAN_VALUE_OUTPUT);
 	if (plan->n_vals >= PL_MAX_IDS)
 		return ortmem__err_plain(-E2BIG, "planner: more than %u values", PL_MAX_IDS);
-	ret = ortmem__grow((void **)&plan->vals, &plan->cap_vals,
+	ret = ortmem__plan_grow((void **)&plan->vals, &plan->cap_vals,
 			   plan->n_vals + 1, sizeof(*plan->vals));
 	if (ret)
 		return ret;
@@ -292,10 +284,10 @@ ORTMEM_API int ortmem_plan_add_node(struct ortmem_plan *plan,
 	need = (uint64_t)plan->n_edges + n_inputs + n_outputs;
 	if (plan->n_nodes >= PL_MAX_IDS - 1 || need > PL_MAX_IDS)
 		return ortmem__err_plain(-E2BIG, "planner: more than %u nodes or edges", PL_MAX_IDS);
-	ret = ortmem__grow((void **)&plan->nodes, &plan->cap_nodes,
+	ret = ortmem__plan_grow((void **)&plan->nodes, &plan->cap_nodes,
 			   plan->n_nodes + 1, sizeof(*plan->nodes));
 	if (!ret)
-		ret = ortmem__grow((void **)&plan->edges, &plan->cap_edges,
+		ret = ortmem__plan_grow((void **)&plan->edges, &plan->cap_edges,
 				   (uint32_t)need, sizeof(*plan->edges));
 	if (ret)
 		return ret;
@@ -346,7 +338,7 @@ ORTMEM_API int ortmem_plan_hint_inplace(struct ortmem_plan *plan,
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_plan_hint_inplace: node %u does not read value %u and produce value %u",
 			node, input, output);
-	ret = ortmem__grow((void **)&plan->hints, &plan->cap_hints,
+	ret = ortmem__plan_grow((void **)&plan->hints, &plan->cap_hints,
 			   plan->n_hints + 1, sizeof(*plan->hints));
 	if (ret)
 		return ret;

@@ -61,13 +61,17 @@ struct pl_buf {
 struct ortmem_plan {
 	struct ortmem_plan_opts o;	/* normalized: defaults filled */
 	struct pl_value *vals;
-	uint32_t n_vals, cap_vals;
+	uint32_t n_vals;
+	size_t cap_vals;
 	struct pl_node *nodes;
-	uint32_t n_nodes, cap_nodes;
+	uint32_t n_nodes;
+	size_t cap_nodes;
 	uint32_t *edges;
-	uint32_t n_edges, cap_edges;
+	uint32_t n_edges;
+	size_t cap_edges;
 	struct pl_hint *hints;
-	uint32_t n_hints, cap_hints;
+	uint32_t n_hints;
+	size_t cap_hints;
 	ortmem_plan_size_fn size_fn;
 	void *size_user;
 	/* results */
@@ -88,7 +92,8 @@ struct ortmem_plan {
 int ortmem__plan_opts(struct ortmem_plan_opts *o,
 		      const struct ortmem_plan_opts *in);
 void ortmem__plan_reset(struct ortmem_plan *plan);
-int ortmem__grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* ortmem__grow() with the planner's error when it fails. */
+int ortmem__plan_grow(void **arr, size_t *cap, uint32_t need, size_t elem);
 
 /* plan_validate.c: no two items overlap in time and address. */
 int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,

@@ -27,7 +27,8 @@ static bool pl_planned(const struct ortmem_plan *plan, uint32_t v)
 /* Sizes of the buffer owners; collect the symbolic ones. */
 static int pl_resolve_sizes(struct ortmem_plan *plan)
 {
-	uint32_t v, nd = 0;
+	uint32_t v;
+	size_t nd = 0;
 	int ret;
 
 	for (v = 0; v < plan->n_vals; v++) {
@@ -42,8 +43,9 @@ static int pl_resolve_sizes(struct ortmem_plan *plan)
 				"planner: the size oracle failed for value %u", v);
 		if (ret == 0 && x->rsize != ORTMEM_PLAN_SIZE_SYMBOLIC)
 			continue;
-		ret = ortmem__grow((void **)&plan->deferred, &nd, plan->n_deferred + 1,
-				   sizeof(*plan->deferred));
+		ret = ortmem__plan_grow((void **)&plan->deferred, &nd,
+					plan->n_deferred + 1,
+					sizeof(*plan->deferred));
 		if (ret)
 			return ret;
 		plan->deferred[plan->n_deferred++] = v;

@@ -296,7 +296,7 @@ ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 	if (!it)
 		return ortmem__err_plain(-ENOMEM, "ortmem_plan_pack: cannot copy %zu buffers", n);
 	ret = pk_check_input(bufs, n, o.align[ORTMEM_TIER_DEVICE], it);
-	po = (struct pk_opts){ .deadline_ns = t0 + o.time_budget_us * 1000,
+	po = (struct pk_opts){ .deadline_ns = t0 + o.time_budget_us * ORTMEM_NSEC_PER_USEC,
 			       .max_iter = o.max_iterations, .seed = o.seed,
 			       .threads = o.threads };
 	if (!ret)

@@ -17,6 +17,9 @@ struct vt_node {
 	int32_t l, r;
 };
 
+#define VT_LCG_MUL 1103515245u
+#define VT_LCG_INC 12345u
+
 struct vt {
 	struct vt_node *n;
 	int32_t root;
@@ -25,7 +28,9 @@ struct vt {
 
 static uint32_t vt_prio(struct vt *t)
 {
-	t->seed = t->seed * 1103515245u + 12345u;
+	/* A linear congruential generator (the C standard's example): the
+	 * treap needs only priorities in no order tied to the offsets. */
+	t->seed = t->seed * VT_LCG_MUL + VT_LCG_INC;
 	return t->seed >> 8;
 }
 

@@ -22,6 +22,10 @@
 #define SPILL_GROW_DEFAULT (64ull << 20)
 #define SPILL_BATCH_MAX (1u << 20)
 #define SPILL_DIR_DEFAULT "/var/tmp"
+/* Extent records the table starts with. */
+#define SPILL_RECS_FIRST 256u
+/* Mixed into the handle's address bits for its extents' salt. */
+#define SPILL_SALT_MIX 0x5a5au
 
 enum rec_state { REC_FREE = 0, REC_WRITING, REC_LIVE };
 
@@ -42,7 +46,7 @@ struct ortmem_spill {
 	struct ortmem__ealloc ea;
 	struct spill_rec *recs;
 	uint32_t nrecs;
-	uint32_t cap;
+	size_t cap;
 	uint32_t rec_free;	/* head of free records, UINT32_MAX none */
 	uint16_t salt;		/* tells this handle's extents from others' */
 	uint64_t budget;
@@ -87,18 +91,13 @@ static struct spill_rec *rec_lookup(struct ortmem_spill *s, uint64_t h,
 
 static int rec_new(struct ortmem_spill *s, uint32_t *idxp)
 {
-	struct spill_rec *recs;
-	uint32_t cap;
-
 	if (s->rec_free == UINT32_MAX && s->nrecs == s->cap) {
+		/* Record indexes are 32-bit. */
 		if (s->cap >= UINT32_MAX / 4)
 			return -ENOMEM;
-		cap = s->cap ? s->cap * 2 : 256;
-		recs = realloc(s->recs, (size_t)cap * sizeof(*recs));
-		if (!recs)
+		if (ortmem__grow((void **)&s->recs, &s->cap, (size_t)s->nrecs + 1,
+				 sizeof(*s->recs), SPILL_RECS_FIRST))
 			return -ENOMEM;
-		s->recs = recs;
-		s->cap = cap;
 	}
 	if (s->rec_free != UINT32_MAX) {
 		*idxp = s->rec_free;
@@ -268,7 +267,7 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 	if (!spillp)
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, 0, "spillp is NULL");
 	*spillp = NULL;
-	ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_spill_opts");
+	ret = ORTMEM_OPTS_VALID(opts, ortmem_spill_opts);
 	if (!ret)
 		ret = spill_opts_check(opts);
 	if (ret)
@@ -284,7 +283,7 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 	s->eng.flags = ORTMEM_OPTS_GET(opts, flags, 0);
 	s->eng.file = &s->file;
 	s->rec_free = UINT32_MAX;
-	s->salt = (uint16_t)(((uintptr_t)s >> 4) ^ (uintptr_t)s >> 20 ^ 0x5a5a);
+	s->salt = (uint16_t)(((uintptr_t)s >> 4) ^ (uintptr_t)s >> 20 ^ SPILL_SALT_MIX);
 	ortmem__ealloc_init(&s->ea);
 	pthread_mutex_init(&s->lock, NULL);
 	ret = ortmem__sfile_open(&s->file, spill_dir(opts),
@@ -577,15 +576,15 @@ ORTMEM_API int ortmem_spill_free(struct ortmem_spill *spill, uint64_t extent)
 	return ret;
 }
 
-ORTMEM_API int ortmem_spill_get_stats(struct ortmem_spill *spill,
-				      struct ortmem_spill_stats *st)
+ORTMEM_API int ortmem_spill_stats(struct ortmem_spill *spill,
+				  struct ortmem_spill_stats *st)
 {
 	struct ortmem_spill_stats v = { .sz = sizeof(v) };
 	struct ortmem__scount *c;
 
 	if (!spill || !st || st->sz < sizeof(st->sz) + sizeof(st->features))
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, 0,
-			"ortmem_spill_get_stats needs a handle and a stats struct declared with ORTMEM_OPTS()");
+			"ortmem_spill_stats needs a handle and a stats struct declared with ORTMEM_OPTS()");
 	c = &spill->eng.count;
 	v.features = spill->features;
 	v.align = spill->file.align;
@@ -610,6 +609,12 @@ ORTMEM_API int ortmem_spill_get_stats(struct ortmem_spill *spill,
 	       (st->sz < sizeof(v) ? st->sz : sizeof(v)) - sizeof(v.sz));
 	return 0;
 }
+
+/* The name before 0.2, like no other stats call; kept for callers built
+ * against it (libortmem.map keeps it in ORTMEM_0.1). */
+ORTMEM_API int ortmem_spill_get_stats(struct ortmem_spill *spill,
+				      struct ortmem_spill_stats *st)
+	__attribute__((alias("ortmem_spill_stats")));
 
 ORTMEM_API int ortmem_spill_inject_fault(struct ortmem_spill *spill,
 					 uint64_t nth, int fault)

@@ -22,20 +22,8 @@ void ortmem__ealloc_fini(struct ortmem__ealloc *a)
 
 static int ealloc_reserve(struct ortmem__ealloc *a, size_t need)
 {
-	struct ortmem__range *r;
-	size_t cap;
-
-	if (need <= a->cap)
-		return 0;
-	cap = a->cap ? a->cap * 2 : 16;
-	while (cap < need)
-		cap *= 2;
-	r = realloc(a->free, cap * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	a->free = r;
-	a->cap = cap;
-	return 0;
+	return ortmem__grow((void **)&a->free, &a->cap, need, sizeof(*a->free),
+			    16);
 }
 
 /* Index of the first free range whose offset is >= @off. */

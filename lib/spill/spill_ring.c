@@ -15,13 +15,16 @@
 
 /* Bounce memory per lane is kept near this, whatever the chunk size. */
 #define LANE_BOUNCE_BYTES (8u << 20)
+/* Lane buffers start on a page at least (registration, O_DIRECT). */
+#define LANE_BUF_ALIGN 4096u
 #define LANE_BOUNCE_MIN 2u
 #define LANE_BOUNCE_MAX 8u
 
 static int lane_alloc(struct ortmem__lane *l, struct ortmem__sengine *e)
 {
 	uint32_t qd = e->queue_depth, i;
-	size_t align = e->file->mem_align > 4096 ? e->file->mem_align : 4096;
+	size_t align = e->file->mem_align > LANE_BUF_ALIGN ? e->file->mem_align :
+		       LANE_BUF_ALIGN;
 	void *mem;
 
 	l->nbounce = LANE_BOUNCE_BYTES / e->chunk;

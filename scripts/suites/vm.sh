@@ -1,26 +1,29 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# The kmod test bench: build ortmem.ko against the installed Debian headers,
-# boot the matching Debian kernel under qemu with the kmod selftests and the
-# library's host-tier tests (the host group and governor/host_tier), and
-# check the TAP results and the kernel log.
+# The kmod test bench: for every installed kernel that has both its image
+# and its headers (Debian 12's 6.1 and 6.12 after make deps), build
+# ortmem.ko against that kernel and boot it under qemu with the kmod
+# selftests and the library's host-tier tests (the host group and
+# governor/host_tier); scripts/vm/kernel.sh does one kernel.
 #
-# Ends with "vm: N passed, N failed, N skipped"; the count is the guest's
-# tests plus three checks of its own (module loads, the kernel log is clean,
-# rmmod works with nothing outstanding).  Skips (exit 0) under SAN= builds
-# and when qemu, busybox or a kernel with matching headers is missing.
+# Prints, per kernel, its tests, "# vm: kernel KVER ..." and
+# "vm: N passed, N failed, N skipped"; then "vm-all: ..." over all kernels,
+# the line make check counts.  Skips (exit 0) under SAN= builds and when
+# qemu, busybox or any kernel is missing.
 #
-# Environment: O (build folder, set by make), ORTMEM_VM_FUZZ_SECONDS (60),
-# ORTMEM_VM_TIMEOUT (170), ORTMEM_VM_BENCH=1 (run bench/kmod/pagebench in
-# the VM instead of the tests; make bench-kmod).
+# Environment: O (build folder, set by make), ORTMEM_VM_KERNELS ("KVER ..."
+# to test only those), ORTMEM_VM_FUZZ_SECONDS (60), ORTMEM_VM_TIMEOUT (170),
+# ORTMEM_VM_BENCH=1 (run bench/kmod/pagebench in the VM instead of the
+# tests; make bench-kmod).
 cd "$(dirname "$0")/../.."
 top=$(pwd)
 : "${O:=$top/build/gcc}"
+export O
 
 skip() {
 	echo "vm: skipped: $*"
-	echo "vm: 0 passed, 0 failed, 1 skipped"
+	echo "vm-all: 0 passed, 0 failed, 1 skipped"
 	exit 0
 }
 
@@ -29,142 +32,42 @@ command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not install
 command -v busybox >/dev/null || skip "busybox not installed (package busybox-static)"
 command -v cpio >/dev/null || skip "cpio not installed"
 
-kdir=$(make -s -C kmod kdir 2>/dev/null)
-[ -n "$kdir" ] && [ -d "$kdir" ] || skip "no kernel headers (package linux-headers-amd64)"
-kver=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "$kdir/include/generated/utsrelease.h" 2>/dev/null)
-kernel=/boot/vmlinuz-$kver
-[ -r "$kernel" ] || skip "no $kernel for the headers in $kdir (package linux-image-amd64)"
-[ -r "/lib/modules/$kver/modules.dep" ] || skip "no /lib/modules/$kver"
+kernels=${ORTMEM_VM_KERNELS:-$(make -s -C kmod kernels | cut -d' ' -f1)}
+[ -n "$kernels" ] || skip "no kernel headers (packages linux-headers-amd64, linux-headers-6.12-amd64)"
 
-fail() {
-	echo "vm: $*"
-	echo "vm: 0 passed, 1 failed, 0 skipped"
+mkdir -p "$O/vm"
+if ! make -s -C selftests vm-progs > "$O/vm/progs-build.log" 2>&1; then
+	cat "$O/vm/progs-build.log"
+	echo "vm: building the kmod selftests failed"
+	echo "vm-all: 0 passed, 1 failed, 0 skipped"
 	exit 1
-}
-
-vm=$O/vm
-mkdir -p "$vm"
-# The production build first (it must hold no fault injection), then the
-# debug build the guest loads.  MAKEFLAGS is cleared: the kernel's build
-# runs its own make, and a parent's -jN would only make it warn.
-sparse=$(command -v sparse >/dev/null && echo 1 || echo 0)
-MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse \
-	> "$vm/kmod-build.log" 2>&1 ||
-	{ cat "$vm/kmod-build.log"; fail "building ortmem.ko failed"; }
-prod_ko=$vm/ortmem-prod.ko
-cp kmod/ortmem.ko "$prod_ko"
-MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse ORTMEM_DEBUG=1 \
-	>> "$vm/kmod-build.log" 2>&1 ||
-	{ cat "$vm/kmod-build.log"; fail "building ortmem.ko with ORTMEM_DEBUG=1 failed"; }
-cp kmod/ortmem.ko "$vm/ortmem-debug.ko"
-make -s -C selftests vm-progs > "$vm/progs-build.log" 2>&1 ||
-	{ cat "$vm/progs-build.log"; fail "building the kmod selftests failed"; }
-
+fi
 # The library's host-tier tests run in the guest too, this time with the module.
-rm -rf "$vm/lib-tests"
-mkdir -p "$vm/lib-tests"
-[ -d "$O/selftests/host" ] && cp -a "$O/selftests/host" "$vm/lib-tests/"
+rm -rf "$O/vm/lib-tests"
+mkdir -p "$O/vm/lib-tests"
+[ -d "$O/selftests/host" ] && cp -a "$O/selftests/host" "$O/vm/lib-tests/"
 # And the governor on the host tier (ortmem_backend_host()), module-backed.
 if [ -x "$O/selftests/governor/host_tier" ]; then
-	mkdir -p "$vm/lib-tests/governor"
-	cp -a "$O/selftests/governor/host_tier" "$vm/lib-tests/governor/"
+	mkdir -p "$O/vm/lib-tests/governor"
+	cp -a "$O/selftests/governor/host_tier" "$O/vm/lib-tests/governor/"
 fi
 
-[ "${ORTMEM_VM_BENCH:-0}" = 1 ] && export BENCH_DIR="$vm/bench"
-scripts/vm/mkinitramfs.sh "$vm/initramfs.cpio.gz" "$kver" "$vm/ortmem-debug.ko" \
-	"$vm/selftests" "$vm/lib-tests" || fail "building the initramfs failed"
-rm -f "$vm/disk.img" "$vm/swap.img"
-truncate -s 64M "$vm/disk.img"
-truncate -s 64M "$vm/swap.img"
-
-fuzz=${ORTMEM_VM_FUZZ_SECONDS:-60}
-limit=${ORTMEM_VM_TIMEOUT:-170}
-t0=$(date +%s)
-mode=test
-[ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
-scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$vm/swap.img" "$limit" \
-	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode" > "$vm/console.log" 2>&1
-rc=$?
-t1=$(date +%s)
-tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
-
-if [ "$mode" = bench ]; then
-	echo "# vm: kernel $kver, qemu TCG (-smp 2 -m 1024), $((t1 - t0)) s wall"
-	grep '^pagebench' "$vm/console.txt"
-	grep -q '@@ortmem-vm bench-end rc=0' "$vm/console.txt"
-	exit
-fi
-
-# The guest's test output, then our own checks.
-sed -n '/^@@ortmem-vm tests-begin/,/^@@ortmem-vm tests-end/p' "$vm/console.txt" |
-	grep -v '^@@'
-p=0 f=0 s=0
-line=$(grep -E '^inner: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$vm/console.txt" | tail -n 1)
-if [ -n "$line" ]; then
-	set -- $(echo "$line" | sed 's/^inner: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/')
-	p=$1 f=$2 s=$3
-else
-	echo "vm: FAIL the guest printed no test summary (qemu exit $rc; see $vm/console.txt)"
-	tail -n 30 "$vm/console.txt" | sed 's/^/# /'
-	f=$((f + 1))
-fi
-
-check() {
-	if grep -q "@@ortmem-vm $1 ok" "$vm/console.txt"; then
-		echo "ok vm: $2"
-		p=$((p + 1))
-	else
-		echo "not ok vm: $2"
+p=0 f=0 s=0 rc=0
+for kver in $kernels; do
+	out=$O/vm/kernel-$kver.out
+	scripts/vm/kernel.sh "$kver" > "$out" 2>&1 || rc=1
+	cat "$out"
+	[ "${ORTMEM_VM_BENCH:-0}" = 1 ] && continue
+	line=$(grep -E '^vm: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$out" | tail -n 1)
+	if [ -z "$line" ]; then
+		echo "vm: kernel $kver printed no summary line; counting it as a failure"
 		f=$((f + 1))
+		continue
 	fi
-}
-if grep -q 'warning:\|error:' "$vm/kmod-build.log"; then
-	echo "not ok vm: ortmem.ko builds without warnings (W=1, sparse)"
-	sed 's/^/# /' "$vm/kmod-build.log" | head -n 20
-	f=$((f + 1))
-else
-	echo "ok vm: ortmem.ko builds without warnings (W=1, sparse)"
-	p=$((p + 1))
-fi
-kerneldoc=$kdir/scripts/kernel-doc
-if [ -x "$kerneldoc" ]; then
-	if perl "$kerneldoc" -none -Werror kmod/*.[ch] include/uapi/linux/ortmem.h \
-		include/ortmem/host.h > "$vm/kernel-doc.log" 2>&1; then
-		echo "ok vm: kernel-doc is clean on kmod/, the uapi header and ortmem/host.h"
-		p=$((p + 1))
-	else
-		echo "not ok vm: kernel-doc is clean on kmod/, the uapi header and ortmem/host.h"
-		sed 's/^/# /' "$vm/kernel-doc.log" | head -n 20
-		f=$((f + 1))
-	fi
-fi
-# The production build has no injection point, no debugfs file, no knob.
-if nm "$prod_ko" | grep -q 'ortmem_should_fail\|ortmem_fault_inject' ||
-	grep -q 'fault injection compiled in' "$prod_ko" ||
-	! nm "$vm/ortmem-debug.ko" | grep -q ortmem_should_fail; then
-	echo "not ok vm: fault injection is in the ORTMEM_DEBUG=1 build only"
-	f=$((f + 1))
-else
-	echo "ok vm: fault injection is in the ORTMEM_DEBUG=1 build only"
-	p=$((p + 1))
-fi
-check insmod "ortmem.ko loads"
-check outstanding "no page outstanding after the tests"
-check rmmod "rmmod ortmem succeeds after the tests"
-
-sed -n '/^@@ortmem-vm dmesg-begin/,/^@@ortmem-vm dmesg-end/p' "$vm/console.txt" > "$vm/dmesg.txt"
-if [ ! -s "$vm/dmesg.txt" ]; then
-	echo "not ok vm: kernel log collected"
-	f=$((f + 1))
-elif grep -E 'WARNING:|BUG:|Oops|general protection fault|possible circular locking|possible recursive locking|INFO: rcu|KASAN|UBSAN|kernel BUG|Call Trace' "$vm/dmesg.txt" > "$vm/dmesg-bad.txt"; then
-	echo "not ok vm: kernel log is clean"
-	sed 's/^/# /' "$vm/dmesg-bad.txt" | head -n 40
-	f=$((f + 1))
-else
-	echo "ok vm: kernel log is clean"
-	p=$((p + 1))
-fi
-guest=$(sed -n 's/^@@ortmem-vm guest-seconds \([0-9.]*\) \([0-9.]*\)$/\1 \2/p' "$vm/console.txt")
-echo "# vm: kernel $kver, qemu TCG, $((t1 - t0)) s wall for boot + tests + poweroff${guest:+ (guest uptime at start/end of tests: $guest)}; console in $vm/console.txt"
-echo "vm: $p passed, $f failed, $s skipped"
-[ "$f" -eq 0 ]
+	set -- $(echo "$line" | sed 's/^vm: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/')
+	p=$((p + $1)) f=$((f + $2)) s=$((s + $3))
+done
+[ "${ORTMEM_VM_BENCH:-0}" = 1 ] && exit $rc
+echo "# vm-all: $(echo $kernels | wc -w) kernels: $(echo $kernels)"
+echo "vm-all: $p passed, $f failed, $s skipped"
+[ "$f" -eq 0 ] && [ $rc -eq 0 ]

@@ -34,21 +34,36 @@ cp "$busybox" "$root/bin/busybox"
 echo 'root:x:0:0:root:/:/bin/sh' > "$root/etc/passwd"
 echo 'nobody:x:65534:65534:nobody:/:/bin/false' >> "$root/etc/passwd"
 
-# Kernel modules for the virtio disk, dependencies first.
-add_module() {
-	rel=$(sed -n "s|^\(kernel/[^:]*/$1\.ko[^:]*\):.*|\1|p" "$moddir/modules.dep")
-	[ -n "$rel" ] || { echo "mkinitramfs: module $1 not in $moddir/modules.dep" >&2; exit 1; }
-	for dep in $(sed -n "s|^$rel: *||p" "$moddir/modules.dep" | tr ' ' '\n' | tac); do
-		name=$(basename "$dep")
-		grep -qx "$name" "$root/modules/order" 2>/dev/null && continue
-		cp "$moddir/$dep" "$root/modules/"
-		echo "$name" >> "$root/modules/order"
-	done
-	name=$(basename "$rel")
-	grep -qx "$name" "$root/modules/order" 2>/dev/null && return 0
-	cp "$moddir/$rel" "$root/modules/"
-	echo "$name" >> "$root/modules/order"
+# Copy module REL (as modules.dep names it) into the initramfs as plain
+# NAME.ko: 6.12's are xz-compressed, which the guest's insmod need not read.
+copy_module() {
+	name=$(basename "$1")
+	case $name in
+	*.ko.xz) xz -dc "$moddir/$1" > "$root/modules/${name%.xz}" ;;
+	*.ko.zst) zstd -qdc "$moddir/$1" > "$root/modules/${name%.zst}" ;;
+	*.ko.gz) gzip -dc "$moddir/$1" > "$root/modules/${name%.gz}" ;;
+	*) cp "$moddir/$1" "$root/modules/" ;;
+	esac || { echo "mkinitramfs: cannot unpack $moddir/$1" >&2; exit 1; }
+	echo "${name%.ko*}.ko" >> "$root/modules/order"
 }
+
+# Kernel modules for the virtio disk, dependencies first.  A driver built
+# into this kernel (modules.builtin: virtio and virtio_pci on 6.12, modules
+# on 6.1) needs nothing; one neither built in nor a module is an error.
+add_module() {
+	if grep -q "/$1\.ko\$" "$moddir/modules.builtin" 2>/dev/null; then
+		echo "$1 (built in)" >> "$root/modules/builtin"
+		return 0
+	fi
+	rel=$(sed -n "s|^\(kernel/[^:]*/$1\.ko[^:]*\):.*|\1|p" "$moddir/modules.dep")
+	[ -n "$rel" ] || { echo "mkinitramfs: $1 is neither built into $kver nor in $moddir/modules.dep" >&2; exit 1; }
+	for dep in $(sed -n "s|^$rel: *||p" "$moddir/modules.dep" | tr ' ' '\n' | tac) "$rel"; do
+		base=$(basename "$dep")
+		grep -qx "${base%.ko*}.ko" "$root/modules/order" && continue
+		copy_module "$dep"
+	done
+}
+: > "$root/modules/order"
 add_module virtio_pci
 add_module virtio_blk
 cp "$ko" "$root/modules/ortmem.ko"

@@ -44,7 +44,7 @@ static bool make_spill_dir(char *dir, size_t len)
 
 FIXTURE_SETUP(tiers)
 {
-	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { 0, 8 * MIB, 256 * MIB });
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = 8 * MIB, [ORTMEM_TIER_DISK] = 256 * MIB });
 	ORTMEM_OPTS(ortmem_spill_opts, so, .grow_bytes = 4 * MIB);
 	void *probe;
 	int ret;
@@ -105,7 +105,7 @@ static uint64_t live_extents(struct ortmem_spill *spill)
 {
 	ORTMEM_OPTS(ortmem_spill_stats, st);
 
-	if (ortmem_spill_get_stats(spill, &st))
+	if (ortmem_spill_stats(spill, &st))
 		return UINT64_MAX;
 	return st.extents;
 }
@@ -343,7 +343,7 @@ TEST_F(tiers, corrupted_extent_refuses_promotion)
 
 TEST(missing_allocator_refuses_allocations)
 {
-	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { 0, MIB, 0 });
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = MIB });
 	struct ortmem_gov_stats st = { .sz = sizeof(st) };
 	struct ortmem_gov *gov;
 	struct ortmem_handle h;
@@ -354,7 +354,7 @@ TEST(missing_allocator_refuses_allocations)
 					    ortmem_backend_host(), NULL));
 	EXPECT_EQ(ORTMEM_BACKEND_CAP_HOST_POINTER,
 		  ortmem_gov_backend_caps(gov, ORTMEM_TIER_HOST));
-	EXPECT_GT(0, ortmem_gov_alloc(gov, ORTMEM_TIER_HOST, 0, 4096, 0, &h));
+	EXPECT_GT(0, ortmem_gov_alloc(gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_KV_CACHE, 4096, 0, &h));
 	e = ortmem_last_error();
 	ASSERT_NONNULL(e);
 	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "host or ptrp is NULL"));

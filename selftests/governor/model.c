@@ -52,7 +52,8 @@ static int check_stats(struct __test_metadata *_metadata,
 static void op_new(struct __test_metadata *_metadata, struct ortmem_gov *gov,
 		   struct model *m, unsigned int *s)
 {
-	int tier = 1 + rnd(s) % 2, alloc = tier == 1 && rnd(s) % 3 == 0, ret;
+	int tier = ORTMEM_TIER_HOST + rnd(s) % 2, ret;
+	int alloc = tier == ORTMEM_TIER_HOST && rnd(s) % 3 == 0;
 	uint64_t size = 1 + rnd(s) % 3000;
 	struct model_h *mh;
 	struct ortmem_handle h;
@@ -60,8 +61,8 @@ static void op_new(struct __test_metadata *_metadata, struct ortmem_gov *gov,
 
 	if (m->n == MAXH)
 		return;
-	ret = alloc ? ortmem_gov_alloc(gov, tier, 0, size, 0, &h) :
-		      ortmem_gov_reserve(gov, tier, 0, size, &h);
+	ret = alloc ? ortmem_gov_alloc(gov, tier, ORTMEM_ROLE_KV_CACHE, size, 0, &h) :
+		      ortmem_gov_reserve(gov, tier, ORTMEM_ROLE_KV_CACHE, size, &h);
 	if (!fits) {
 		ASSERT_EQ(-ORTMEM_E_TIER_EXHAUSTED, ret);
 		ASSERT_EQ(m->used[tier], ortmem_last_error()->used);
@@ -135,16 +136,16 @@ static void compact(struct model *m)
 
 TEST_TIMEOUT(random_sequences_match_the_model, 120)
 {
-	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { 0, 40000, 20000 },
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = 40000, [ORTMEM_TIER_DISK] = 20000 },
 		    .max_handles = 512);
-	struct model m = { .limit = { 0, 40000, 20000 } };
+	struct model m = { .limit = { [ORTMEM_TIER_HOST] = 40000, [ORTMEM_TIER_DISK] = 20000 } };
 	struct ortmem_gov *gov;
 	unsigned int seed = 12345;
 	int i, k;
 
 	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
-	ASSERT_EQ(0, ortmem_gov_set_backend(gov, 1, ortmem_backend_heap(), NULL));
-	ASSERT_EQ(0, ortmem_gov_set_backend(gov, 0, ortmem_backend_heap(), NULL));
+	ASSERT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, ortmem_backend_heap(), NULL));
+	ASSERT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_DEVICE, ortmem_backend_heap(), NULL));
 	for (i = 0; i < OPS; i++) {
 		k = rnd(&seed) % 10;
 		if (k < 4 || !m.n)

@@ -46,7 +46,7 @@ static void own_work(unsigned int *seed)
 	uint64_t size = 1 + next_rand(seed) % 8192;
 
 	if (next_rand(seed) % 4 == 0) {
-		ret = ortmem_gov_alloc(gov, 0, 0, size, ORTMEM_ALLOC_MOVABLE, &h);
+		ret = ortmem_gov_alloc(gov, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_KV_CACHE, size, ORTMEM_ALLOC_MOVABLE, &h);
 		if (ret) {
 			if (!benign(ret))
 				note_error("alloc", ret);
@@ -63,7 +63,7 @@ static void own_work(unsigned int *seed)
 			note_error("pin", ret);
 		}
 	} else {
-		ret = ortmem_gov_reserve(gov, tier, 0, size, &h);
+		ret = ortmem_gov_reserve(gov, tier, ORTMEM_ROLE_KV_CACHE, size, &h);
 		if (ret) {
 			if (!benign(ret))
 				note_error("reserve", ret);
@@ -128,16 +128,16 @@ static void *worker(void *arg)
 
 TEST_TIMEOUT(threads_keep_budgets_exact, 120)
 {
-	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { 256 * 1024, 512 * 1024, 64 << 20 },
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_DEVICE] = 256 * 1024, [ORTMEM_TIER_HOST] = 512 * 1024, [ORTMEM_TIER_DISK] = 64 << 20 },
 		    .max_handles = 4096);
 	struct ortmem_gov_stats st = { .sz = sizeof(st) };
 	pthread_t th[THREADS];
 	int i, t;
 
 	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
-	ASSERT_EQ(0, ortmem_gov_set_backend(gov, 0, ortmem_backend_heap(), NULL));
-	ASSERT_EQ(0, ortmem_gov_set_backend(gov, 1, ortmem_backend_heap(), NULL));
-	ASSERT_EQ(0, ortmem_gov_set_backend(gov, 2, ortmem_backend_heap(), NULL));
+	ASSERT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_DEVICE, ortmem_backend_heap(), NULL));
+	ASSERT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, ortmem_backend_heap(), NULL));
+	ASSERT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_DISK, ortmem_backend_heap(), NULL));
 	for (i = 0; i < THREADS; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker,
 					    (void *)(uintptr_t)(i + 1)));

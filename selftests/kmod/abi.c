@@ -202,7 +202,9 @@ TEST_F(dev, query_reports_the_region)
 
 	ASSERT_EQ(0, region_alloc(self->fd, 5 * PAGE - 1, ORTMEM_NUMA_ANY, 0, &a));
 	EXPECT_LE(1, a.handle);
-	EXPECT_EQ((uint64_t)a.handle << ORTMEM_MMAP_SHIFT, a.mmap_offset);
+	EXPECT_EQ(0, a.mmap_offset % PAGE);
+	EXPECT_LE(PAGE, a.mmap_offset);
+	EXPECT_GE(ORTMEM_MMAP_OFFSET_LIMIT, a.mmap_offset + 5 * PAGE);
 	q.handle = a.handle;
 	ASSERT_EQ(0, xioctl(self->fd, ORTMEM_IOC_QUERY, &q));
 	EXPECT_EQ(5 * PAGE, q.size);
@@ -240,6 +242,38 @@ TEST_F(dev, cap_parameter_is_enforced)
 	EXPECT_EQ(0, region_free(self->fd, a.handle));
 	EXPECT_EQ(0, region_free(self->fd, b.handle));
 	EXPECT_EQ(0, sysfs_write(PARAM_CAP, old));
+}
+
+/*
+ * A freed handle and its offsets are not given out again at once: a stale
+ * FREE, QUERY or mmap of them fails instead of reaching the next region.
+ */
+TEST_F(dev, freed_handle_and_offset_are_not_reused_at_once)
+{
+	struct ortmem_alloc_args a, b;
+	struct ortmem_query_args q = { 0 };
+	void *p;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		ASSERT_EQ(0, region_alloc(self->fd, 2 * PAGE, ORTMEM_NUMA_ANY, 0, &a));
+		ASSERT_EQ(0, region_free(self->fd, a.handle));
+		ASSERT_EQ(0, region_alloc(self->fd, 2 * PAGE, ORTMEM_NUMA_ANY, 0, &b));
+		EXPECT_NE(a.handle, b.handle);
+		EXPECT_NE(a.mmap_offset, b.mmap_offset);
+		/* The offsets of the two never overlap. */
+		EXPECT_TRUE(b.mmap_offset >= a.mmap_offset + 2 * PAGE ||
+			    a.mmap_offset >= b.mmap_offset + 2 * PAGE);
+		q = (struct ortmem_query_args){ .handle = a.handle };
+		EXPECT_EQ(-ENOENT, xioctl(self->fd, ORTMEM_IOC_QUERY, &q));
+		p = region_map(self->fd, PAGE, a.mmap_offset, PROT_READ, MAP_SHARED);
+		EXPECT_EQ(MAP_FAILED, p);
+		EXPECT_EQ(EINVAL, errno);
+		EXPECT_EQ(-ENOENT, region_free(self->fd, a.handle));
+		ASSERT_EQ(0, region_free(self->fd, b.handle));
+	}
+	EXPECT_EQ(self->pinned, pinned_bytes());
+	EXPECT_EQ(self->regions, nr_regions());
 }
 
 TEST_HARNESS_MAIN

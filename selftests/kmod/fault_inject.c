@@ -109,6 +109,7 @@ static void fail_every_position(const char *point, int err,
 	struct rlimit rl = { NPAGES * PAGE, NPAGES * PAGE };
 	struct ortmem_alloc_args a;
 	unsigned long pos, calls, failed;
+	uint32_t last_handle = 0;
 	int ret;
 
 	CHILD_CHECK(knob >= 0 && fd >= 0, 90, "knob %d fd %d: %s", knob, fd,
@@ -141,12 +142,14 @@ static void fail_every_position(const char *point, int err,
 			    point, pos, (long long)pinned, (long long)pinned_bytes(),
 			    (long long)out, (long long)outstanding(),
 			    (long long)regions, (long long)nr_regions());
-		/* The handle went back (lowest free is 1 on this fd), and the
-		 * whole memlock limit is still there. */
+		/* The refused call took no handle (handles are cyclic: the
+		 * next is the one after the last given), and the whole
+		 * memlock limit is still there. */
 		ret = region_alloc(fd, NPAGES * PAGE, ORTMEM_NUMA_ANY, 0, &a);
-		CHILD_CHECK(ret == 0 && a.handle == 1, 99,
-			    "%s %lu: next alloc gave %d, handle %u", point, pos,
-			    ret, a.handle);
+		CHILD_CHECK(ret == 0 && a.handle == last_handle + 1, 99,
+			    "%s %lu: next alloc gave %d, handle %u, expected %u",
+			    point, pos, ret, a.handle, last_handle + 1);
+		last_handle = a.handle;
 		CHILD_CHECK(!region_free(fd, a.handle), 100, "free");
 	}
 	CHILD_CHECK(pos <= 64, 101, "%s never stopped failing", point);

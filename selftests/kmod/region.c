@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * Regions and their mappings: write and read back, zeroed pages, every bad
- * mmap refused, partial mappings, free while mapped, close, and fork.
+ * mmap refused, partial mappings, free while mapped, close, and fork (also
+ * after madvise(MADV_DOFORK)).
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -242,6 +243,46 @@ TEST_F(rg, fork_shares_nothing)
 	else
 		TH_LOG("child exited with %d", WEXITSTATUS(status));
 	EXPECT_EQ(1, p[0]);
+	EXPECT_EQ(0, munmap((void *)p, 16 * PAGE));
+}
+
+/*
+ * MADV_DOFORK clears VM_DONTCOPY, so fork copies the VMA: the child's copy
+ * must still never reach the parent's pages (SIGBUS on touch), and the
+ * parent's data stays its own.
+ */
+TEST_F(rg, madv_dofork_child_shares_nothing)
+{
+	volatile unsigned char *p = region_map(self->fd, 16 * PAGE, self->a.mmap_offset,
+					       PROT_READ | PROT_WRITE, MAP_SHARED);
+	struct ortmem_query_args q = { .handle = self->a.handle };
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 1;
+	ASSERT_EQ(0, madvise((void *)p, 16 * PAGE, MADV_DOFORK));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		signal(SIGBUS, SIG_DFL);
+		signal(SIGSEGV, SIG_DFL);
+		p[0] = 2;	/* the parent's page, were it shared */
+		p[PAGE] = 2;	/* one the parent never touched */
+		_exit(15);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status))
+		EXPECT_EQ(SIGBUS, WTERMSIG(status));
+	else
+		TH_LOG("the child wrote to the region and exited with %d",
+		       WEXITSTATUS(status));
+	EXPECT_EQ(1, p[0]);
+	EXPECT_EQ(0, p[PAGE]);
+	/* The child's copy is gone with it: one mapping left. */
+	ASSERT_EQ(0, xioctl(self->fd, ORTMEM_IOC_QUERY, &q));
+	EXPECT_EQ(1, q.map_count);
 	EXPECT_EQ(0, munmap((void *)p, 16 * PAGE));
 }
 

@@ -408,7 +408,7 @@ TEST_TIMEOUT(random_graphs_pass_the_validator, 120)
 		int nv = 2 + (int)(rnd(&seed) % 30), i, k;
 
 		if (g % 3 == 0)
-			o.budget[0] = 64 * 1024 * (1 + rnd(&seed) % 8);
+			o.budget[ORTMEM_TIER_DEVICE] = 64 * 1024 * (1 + rnd(&seed) % 8);
 		ASSERT_EQ(0, ortmem_plan_new(&o, &p));
 		for (i = 0; i < nv; i++)
 			ortmem_plan_add_value(p, 1 + rnd(&seed) % 20000,

@@ -81,7 +81,7 @@ TEST_F(full, enospc_keeps_the_data_and_leaks_nothing)
 	ASSERT_NONNULL(copy);
 	ASSERT_NONNULL(back);
 	ASSERT_EQ(0, ortmem_spill_open(&o, &s));
-	ASSERT_EQ(0, ortmem_spill_get_stats(s, &st));
+	ASSERT_EQ(0, ortmem_spill_stats(s, &st));
 	TH_LOG("%s: %s I/O, alignment %u", variant->ext4 ? "ext4" : "tmpfs",
 	       st.features & ORTMEM_SPILL_HAVE_DIRECT ? "direct" : "buffered",
 	       st.align);
@@ -99,7 +99,7 @@ TEST_F(full, enospc_keeps_the_data_and_leaks_nothing)
 	EXPECT_EQ(len, ortmem_last_error()->requested);
 	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "No space left on device"));
 	ASSERT_EQ(0, memcmp(copy, buf + 1, len));
-	ASSERT_EQ(0, ortmem_spill_get_stats(s, &st));
+	ASSERT_EQ(0, ortmem_spill_stats(s, &st));
 	EXPECT_EQ((uint64_t)n, st.extents);
 	EXPECT_EQ(0, st.io_errors);
 	for (i = 0; i < n; i++) {

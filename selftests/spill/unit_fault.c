@@ -68,7 +68,7 @@ static void expect_nothing_kept(struct __test_metadata *_metadata,
 {
 	struct ortmem_spill_stats st = { .sz = sizeof(st) };
 
-	ASSERT_EQ(0, ortmem_spill_get_stats(s, &st));
+	ASSERT_EQ(0, ortmem_spill_stats(s, &st));
 	EXPECT_EQ(0, st.extents);
 	EXPECT_EQ(0, st.used_bytes);
 	EXPECT_EQ(st.file_bytes, st.largest_free);
@@ -144,7 +144,7 @@ TEST_F(fault, short_and_retried_transfers_complete)
 			ASSERT_EQ(0, ortmem_spill_free(self->s, ext));
 		}
 	}
-	ASSERT_EQ(0, ortmem_spill_get_stats(self->s, &st));
+	ASSERT_EQ(0, ortmem_spill_stats(self->s, &st));
 	EXPECT_LT(0, st.short_transfers);
 	EXPECT_LT(0, st.retries);
 	EXPECT_EQ(0, st.io_errors);

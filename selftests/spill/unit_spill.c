@@ -81,7 +81,19 @@ TEST_F_TIMEOUT(spill, round_trip_sizes_and_alignments, 120)
 			total += len;
 		}
 	}
-	ASSERT_EQ(0, ortmem_spill_get_stats(self->s, &st));
+	ASSERT_EQ(0, ortmem_spill_stats(self->s, &st));
+	{
+		/* The old name is the same function. */
+		ORTMEM_OPTS(ortmem_spill_stats, old);
+
+		ASSERT_EQ(0, ortmem_spill_get_stats(self->s, &old));
+		EXPECT_EQ(st.features, old.features);
+		EXPECT_EQ(st.file_bytes, old.file_bytes);
+		EXPECT_EQ(st.bytes_written, old.bytes_written);
+		EXPECT_EQ(st.bytes_read, old.bytes_read);
+		EXPECT_EQ(st.extents, old.extents);
+		EXPECT_EQ(-EINVAL, ortmem_spill_get_stats(self->s, NULL));
+	}
 	EXPECT_EQ(total, st.bytes_written);
 	EXPECT_EQ(total, st.bytes_read);
 	EXPECT_EQ(0, st.extents);
@@ -190,7 +202,7 @@ TEST_F(spill, hostile_arguments_are_refused)
 	EXPECT_EQ(-EINVAL, ortmem_spill_submit(self->s, &io, 0));
 	EXPECT_EQ(-EINVAL, ortmem_spill_submit(self->s, NULL, 1));
 	EXPECT_EQ(-EINVAL, ortmem_spill_submit(self->s, &io, (1u << 20) + 1));
-	EXPECT_EQ(-EINVAL, ortmem_spill_get_stats(self->s, NULL));
+	EXPECT_EQ(-EINVAL, ortmem_spill_stats(self->s, NULL));
 	EXPECT_EQ(-EINVAL, ortmem_spill_inject_fault(self->s, 1, 3));
 	EXPECT_EQ(-EINVAL, ortmem_spill_inject_fault(NULL, 1, -EIO));
 	ortmem_spill_close(NULL);
@@ -284,7 +296,7 @@ TEST_F_TIMEOUT(spill, concurrent_demotions, 120)
 		pthread_join(t[i], NULL);
 		EXPECT_EQ(0, w[i].failures);
 	}
-	ASSERT_EQ(0, ortmem_spill_get_stats(self->s, &st));
+	ASSERT_EQ(0, ortmem_spill_stats(self->s, &st));
 	EXPECT_EQ(0, st.extents);
 	EXPECT_EQ(0, st.used_bytes);
 }

@@ -23,11 +23,16 @@
 #define ORTMEM_ABI_MIN_VERSION 1
 
 /*
- * A region's mmap offset is its handle shifted left by this much, so one
- * region can be at most 1 TiB and a mapping never straddles two regions.
+ * A region is at most 1 TiB (ORTMEM_MMAP_SHIFT is kept as its log2).  ALLOC
+ * gives each region a range of its file's own mmap offset space and returns
+ * its start in mmap_offset; every range lies below ORTMEM_MMAP_OFFSET_LIMIT
+ * (16 TiB), which the 32-bit page offset of mmap2() can express, so a
+ * 32-bit process maps every region as a 64-bit one does.  Offset 0 never
+ * names a region.
  */
 #define ORTMEM_MMAP_SHIFT 40
 #define ORTMEM_REGION_MAX_SIZE (1ULL << ORTMEM_MMAP_SHIFT)
+#define ORTMEM_MMAP_OFFSET_LIMIT (1ULL << 44)
 #define ORTMEM_HANDLE_MAX 65535
 
 /* Feature bits reported by ORTMEM_IOC_GET_VERSION. */

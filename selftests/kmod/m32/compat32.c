@@ -83,8 +83,10 @@ TEST_F(c32, alloc_map_write_read_free)
 	size_t i, n = 8 * PAGE / sizeof(*p);
 
 	ASSERT_EQ(0, region_alloc(self->fd, 8 * PAGE, ORTMEM_NUMA_ANY, 0, &a));
-	/* The mmap offset lies above 4 GiB: it must come back whole. */
-	EXPECT_EQ((uint64_t)a.handle << ORTMEM_MMAP_SHIFT, a.mmap_offset);
+	/* The offset is the module's to choose: page-aligned, in mmap2's reach. */
+	EXPECT_EQ(0, a.mmap_offset % PAGE);
+	CHECK(a.mmap_offset >= PAGE);
+	CHECK(a.mmap_offset + 8 * PAGE <= ORTMEM_MMAP_OFFSET_LIMIT);
 	EXPECT_EQ(self->pinned + (int64_t)(8 * PAGE), pinned_bytes());
 	q.handle = a.handle;
 	ASSERT_EQ(0, xioctl(self->fd, ORTMEM_IOC_QUERY, &q));
@@ -142,6 +144,47 @@ TEST_F(c32, bad_input)
 	EXPECT_EQ(self->regions, nr_regions());
 }
 
+/*
+ * Many regions, handles well past 15 (where handle << 40 left mmap2's
+ * reach): each maps, and each mapping reaches its own region's pages, seen
+ * again through a second mapping.
+ */
+#define NR_MANY 40
+TEST_F(c32, many_regions_each_map_their_own)
+{
+	struct ortmem_alloc_args a[NR_MANY];
+	unsigned int i, pages;
+	uint32_t *p;
+
+	for (i = 0; i < NR_MANY; i++) {
+		pages = i % 5 + 1;
+		ASSERT_EQ(0, region_alloc(self->fd, pages * PAGE, ORTMEM_NUMA_ANY, 0, &a[i]));
+		CHECK(a[i].mmap_offset + pages * PAGE <= ORTMEM_MMAP_OFFSET_LIMIT);
+		p = region_map(self->fd, pages * PAGE, a[i].mmap_offset,
+			       PROT_READ | PROT_WRITE, MAP_SHARED);
+		ASSERT_NE(MAP_FAILED, (void *)p);
+		p[0] = 0x5eed0000u + i;
+		p[pages * PAGE / 4 - 1] = ~(0x5eed0000u + i);
+		EXPECT_EQ(0, munmap(p, pages * PAGE));
+	}
+	CHECK(a[NR_MANY - 1].handle >= 16);
+	for (i = 0; i < NR_MANY; i++) {
+		pages = i % 5 + 1;
+		p = region_map(self->fd, pages * PAGE, a[i].mmap_offset, PROT_READ,
+			       MAP_SHARED);
+		ASSERT_NE(MAP_FAILED, (void *)p);
+		EXPECT_EQ(0x5eed0000u + i, p[0]);
+		EXPECT_EQ(~(0x5eed0000u + i), p[pages * PAGE / 4 - 1]);
+		EXPECT_EQ(0, munmap(p, pages * PAGE));
+		/* One page more would reach into the next region: refused. */
+		p = region_map(self->fd, (pages + 1) * PAGE, a[i].mmap_offset,
+			       PROT_READ, MAP_SHARED);
+		EXPECT_TRUE(p == MAP_FAILED && errno == EINVAL);
+	}
+	for (i = 0; i < NR_MANY; i++)
+		EXPECT_EQ(0, region_free(self->fd, a[i].handle));
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(struct c32 *self);
@@ -150,6 +193,7 @@ static const struct {
 	{ "c32.version_handshake", c32_version_handshake },
 	{ "c32.alloc_map_write_read_free", c32_alloc_map_write_read_free },
 	{ "c32.bad_input", c32_bad_input },
+	{ "c32.many_regions_each_map_their_own", c32_many_regions_each_map_their_own },
 };
 
 int main(void)

@@ -51,6 +51,8 @@ static const uint32_t ps_turns[PS_ARMS] = { 1, 1, 4 };
 #define PS_THIN 32
 /* The first budget of a probe below the best, in nodes per item. */
 #define PS_BUDGET0 32
+/* The fewest nodes a turn of a probe gets. */
+#define PS_SLICE_MIN 1024u
 /* Most racers (threads) in one search. */
 #define PS_MAX_THREADS 64
 
@@ -124,8 +126,7 @@ static bool ps_over(const struct ps *s)
 	const struct packer *pk = s->pk;
 
 	return s->proven >= s->best ||
-	       (pk->opts.max_iter && pk->iters >= pk->opts.max_iter) ||
-	       ortmem__now_ns() >= pk->opts.deadline_ns;
+	       ortmem__pk_budget_spent(pk, 0, 1, pk->opts.deadline_ns);
 }
 
 /* Height @h is infeasible: the bound rises past it. */
@@ -157,11 +158,11 @@ static void ps_down(struct ps *s)
 	turn = s->budget - s->spent < s->slice ? s->budget - s->spent : s->slice;
 	r = ortmem__pk_dives_run(s->down, s->target, turn, pk->opts.deadline_ns);
 	s->spent += pk->iters - before;
-	if (r < 0 && s->spent < s->budget)
+	if ((r == PK_PROBE_PAUSED || r < 0) && s->spent < s->budget)
 		return;
-	if (r == 0)
+	if (r == PK_PROBE_INFEASIBLE)
 		ps_raise(s, s->target);
-	if (r == 1) {
+	if (r == PK_PROBE_FOUND) {
 		/* on the grid, as every height is */
 		s->step = (s->step * s->up / 4 + s->g - 1) / s->g * s->g;
 	} else {
@@ -175,7 +176,7 @@ static void ps_down(struct ps *s)
 static void ps_turn(struct ps *s, int arm)
 {
 	uint64_t deadline = s->pk->opts.deadline_ns;
-	int r = -1;
+	int r = PK_PROBE_PAUSED;
 
 	switch (arm) {
 	case PS_COMPACT:
@@ -190,7 +191,7 @@ static void ps_turn(struct ps *s, int arm)
 		ps_down(s);
 		break;
 	}
-	if (r == 0)
+	if (r == PK_PROBE_INFEASIBLE)
 		ps_raise(s, s->proven);
 	ps_sync(s);
 }
@@ -285,7 +286,8 @@ static void ps_compact_only(struct ps *s)
 	struct packer *pk = s->pk;
 
 	pk->best_h = UINT64_MAX;
-	while (!ortmem__pk_compact(pk, s->proven, pk->opts.deadline_ns, 0))
+	while (ortmem__pk_compact(pk, s->proven, pk->opts.deadline_ns, 0) ==
+	       PK_PROBE_INFEASIBLE)
 		s->proven += s->g;
 }
 
@@ -293,7 +295,7 @@ static void ps_compact_only(struct ps *s)
  * Race the probes until the best height is proven optimal or the budget
  * is spent; return true when it is proven.
  */
-bool ortmem__pk_decide(struct packer *pk)
+bool ortmem__pk_race(struct packer *pk)
 {
 	struct ps_shared sh;
 	struct ps proto = { .pk = pk, .sh = &sh }, s;
@@ -319,7 +321,8 @@ bool ortmem__pk_decide(struct packer *pk)
 	atomic_init(&sh.best, pk->best_h);
 	atomic_init(&sh.proven, proto.proven);
 	proto.best = pk->best_h;
-	proto.slice = 4 * (uint64_t)proto.m > 1024 ? 4 * (uint64_t)proto.m : 1024;
+	proto.slice = 4 * (uint64_t)proto.m > PS_SLICE_MIN ? 4 * (uint64_t)proto.m :
+		      PS_SLICE_MIN;
 	proto.budget = PS_BUDGET0 * (uint64_t)proto.m;
 	proto.up = 8;
 	proto.step = (pk->best_h - proto.proven) / 2 / proto.g * proto.g;

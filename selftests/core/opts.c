@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Options structs are checked for fields this library does not know from
+ * the end of their last field, not from sizeof: a field a newer caller puts
+ * in the trailing padding (struct ortmem_plan_opts has 4 bytes of it) must
+ * be refused, not silently ignored.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <ortmem/ortmem.h>
+
+#include "../harness.h"
+
+#define END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* A newer caller's struct: ours, then a field we do not know. */
+#define NEWER(type) struct { type o; uint64_t future; }
+
+TEST(plan_opts_has_trailing_padding)
+{
+	/* What this test is about: if this fails the struct changed, and
+	 * the padding case below is tested by other means or not at all. */
+	EXPECT_LT(END_OF(struct ortmem_plan_opts, ortmem_plan_opts__last_field),
+		  sizeof(struct ortmem_plan_opts));
+}
+
+TEST(plan_opts_field_in_padding_is_refused)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, opts);
+	size_t end = END_OF(struct ortmem_plan_opts,
+			    ortmem_plan_opts__last_field);
+	struct ortmem_plan *plan = NULL;
+
+	/* A newer caller's uint32_t field right after threads, same sz. */
+	memset((char *)&opts + end, 0x5a, sizeof(opts) - end);
+	EXPECT_EQ(-EINVAL, ortmem_plan_new(&opts, &plan));
+	EXPECT_NULL(plan);
+	EXPECT_EQ(ORTMEM_ERR_INVALID_REQUEST, ortmem_last_error()->kind);
+	EXPECT_NE(NULL, strstr(ortmem_last_error_message(), "ortmem_plan_opts"));
+
+	/* The same struct, padding zero: accepted. */
+	memset((char *)&opts + end, 0, sizeof(opts) - end);
+	ASSERT_EQ(0, ortmem_plan_new(&opts, &plan));
+	ortmem_plan_free(plan);
+}
+
+TEST(newer_structs_with_unknown_fields_are_refused)
+{
+	NEWER(struct ortmem_plan_opts) plan_o = { .o = { .sz = sizeof(plan_o) }, .future = 1 };
+	NEWER(struct ortmem_gov_opts) gov_o = { .o = { .sz = sizeof(gov_o) }, .future = 1 };
+	NEWER(struct ortmem_host_opts) host_o = { .o = { .sz = sizeof(host_o) }, .future = 1 };
+	NEWER(struct ortmem_spill_opts) spill_o = { .o = { .sz = sizeof(spill_o) }, .future = 1 };
+	struct ortmem_plan *plan = NULL;
+	struct ortmem_gov *gov = NULL;
+	struct ortmem_host *host = NULL;
+	struct ortmem_spill *spill = NULL;
+
+	EXPECT_EQ(-EINVAL, ortmem_plan_new(&plan_o.o, &plan));
+	EXPECT_EQ(-EINVAL, ortmem_gov_open(&gov_o.o, &gov));
+	EXPECT_EQ(-EINVAL, ortmem_host_open(&host_o.o, &host));
+	EXPECT_EQ(-EINVAL, ortmem_spill_open(&spill_o.o, &spill));
+	EXPECT_NULL(plan);
+	EXPECT_NULL(gov);
+	EXPECT_NULL(host);
+	EXPECT_NULL(spill);
+
+	/* Zero where we do not know the field: accepted. */
+	plan_o.future = 0;
+	ASSERT_EQ(0, ortmem_plan_new(&plan_o.o, &plan));
+	ortmem_plan_free(plan);
+	gov_o.future = 0;
+	ASSERT_EQ(0, ortmem_gov_open(&gov_o.o, &gov));
+	ortmem_gov_close(gov);
+}
+
+static int nop_alloc(void *ctx, uint64_t size, uint64_t *bhp)
+{
+	(void)ctx;
+	*bhp = size;
+	return 0;
+}
+
+static int nop_free(void *ctx, uint64_t bh, uint64_t size, uint64_t *freedp)
+{
+	(void)ctx;
+	(void)bh;
+	*freedp = size;
+	return 0;
+}
+
+TEST(newer_backend_ops_with_unknown_hooks_are_refused)
+{
+	NEWER(struct ortmem_backend_ops) ops = {
+		.o = { .sz = sizeof(ops), .name = "newer", .alloc = nop_alloc,
+		       .free = nop_free },
+		.future = 1,
+	};
+	struct ortmem_gov *gov = NULL;
+
+	ASSERT_EQ(0, ortmem_gov_open(NULL, &gov));
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &ops.o, NULL));
+	ops.future = 0;
+	EXPECT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &ops.o, NULL));
+	ortmem_gov_close(gov);
+}
+
+TEST_HARNESS_MAIN
