@@ -46,22 +46,6 @@ static const char *pval_name(const struct md_model *m, const struct pm_result *r
 	return buf;
 }
 
-static void step_moves(const struct pm_result *r, uint32_t s, uint64_t *in,
-		       uint64_t *out)
-{
-	struct ortmem_plan_moves mv;
-	int t;
-
-	*in = *out = 0;
-	mv.sz = sizeof(mv);
-	if (ortmem_plan_step_moves(r->plan, s, &mv))
-		return;
-	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
-		*in += mv.prefetch[t];
-		*out += mv.spill[t];
-	}
-}
-
 static void print_unknowns(FILE *f, const struct md_model *m, const struct pm_result *r)
 {
 	uint32_t k, j;
@@ -87,7 +71,8 @@ static void print_unknowns(FILE *f, const struct md_model *m, const struct pm_re
 
 void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 {
-	uint64_t moved = 0, in, out;
+	uint64_t moved[ORTMEM_TIER_COUNT] = { 0 }, all = 0;
+	struct ortmem_plan_moves mv;
 	uint32_t s;
 	int t;
 
@@ -100,24 +85,31 @@ void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 		fprintf(f, "pin symbolic input dims with --dim NAME:AXIS=N\n");
 		return;
 	}
+	/* Bytes moved per tier: what goes to and comes from that tier. */
 	for (s = 0; s < r->n_steps; s++) {
-		step_moves(r, s, &in, &out);
-		moved += in + out;
+		mv.sz = sizeof(mv);
+		if (ortmem_plan_step_moves(r->plan, s, &mv))
+			continue;
+		for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
+			moved[t] += mv.prefetch[t] + mv.spill[t];
+			all += mv.prefetch[t] + mv.spill[t];
+		}
 	}
 	fprintf(f, "status: planned, %u steps, %" PRIu64 " buffers\n", r->n_steps, r->st.n_buffers);
-	fprintf(f, "%-8s %16s %16s %8s\n", "tier", "arena", "lower bound", "arena/LB");
+	fprintf(f, "%-8s %14s %14s %8s %14s\n", "tier", "arena", "lower bound", "arena/LB", "moved");
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		uint64_t a = r->st.arena[t], lb = r->st.tier_lower_bound[t];
 
-		fprintf(f, "%-8s %16" PRIu64 " %16" PRIu64 " %8.4f\n", tier_names[t], a, lb,
-			lb ? (double)a / (double)lb : 1.0);
+		fprintf(f, "%-8s %14" PRIu64 " %14" PRIu64 " %8.4f %14" PRIu64 "\n", tier_names[t],
+			a, lb, lb ? (double)a / (double)lb : 1.0, moved[t]);
 	}
-	fprintf(f, "%-8s %16" PRIu64 " %16" PRIu64 " %8.4f%s\n", "all",
+	fprintf(f, "%-8s %14" PRIu64 " %14" PRIu64 " %8.4f %14" PRIu64 "%s\n", "all",
 		r->st.arena[0] + r->st.arena[1] + r->st.arena[2], r->st.lower_bound,
-		r->st.arena_over_lb, r->st.optimal ? "  (optimal)" : "");
-	fprintf(f, "naive    %16" PRIu64 "\nweights  %16" PRIu64 "\nmoved    %16" PRIu64
-		" (prefetch %" PRIu64 ", spill %" PRIu64 ")\n",
-		r->naive_bytes, r->weights_bytes, moved, r->st.prefetch_bytes, r->st.spill_bytes);
+		r->st.arena_over_lb, all, r->st.optimal ? "  (optimal)" : "");
+	fprintf(f, "naive    %14" PRIu64 "  (one buffer per planned value)\n"
+		"weights  %14" PRIu64 "  (initializers and folded constants)\n"
+		"moved    %14" PRIu64 "  (prefetch %" PRIu64 ", spill %" PRIu64 ")\n",
+		r->naive_bytes, r->weights_bytes, all, r->st.prefetch_bytes, r->st.spill_bytes);
 	if (r->st.arena[0] + r->st.arena[1] + r->st.arena[2] != r->st.lower_bound)
 		fprintf(f, "the arenas are %.2f%% over the lower bound (%" PRIu64 " bytes)%s\n",
 			(r->st.arena_over_lb - 1.0) * 100.0,
