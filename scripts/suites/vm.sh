@@ -13,7 +13,7 @@
 # qemu, busybox or any kernel is missing.
 #
 # Environment: O (build folder, set by make), ORTMEM_VM_KERNELS ("KVER ..."
-# to test only those), ORTMEM_VM_FUZZ_SECONDS (60), ORTMEM_VM_TIMEOUT (170),
+# to test only those), ORTMEM_VM_FUZZ_SECONDS (60), ORTMEM_VM_TIMEOUT (300 s a kernel; a guest needs 80-130 s, more on a loaded machine),
 # ORTMEM_VM_BENCH=1 (run bench/kmod/pagebench in the VM instead of the
 # tests; make bench-kmod).
 cd "$(dirname "$0")/../.."

@@ -58,7 +58,7 @@ truncate -s 64M "$vm/disk.img"
 truncate -s 64M "$vm/swap.img"
 
 fuzz=${ORTMEM_VM_FUZZ_SECONDS:-60}
-limit=${ORTMEM_VM_TIMEOUT:-170}
+limit=${ORTMEM_VM_TIMEOUT:-300}
 t0=$(date +%s)
 mode=test
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
