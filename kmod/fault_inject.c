@@ -38,8 +38,9 @@
  * - ``page``: allocating one page, called once per page (-ENOMEM);
  * - ``handle``: reserving the handle in the file's xarray (-ENOMEM);
  * - ``fault``: faulting one page of a mapping in, called once per fault
- *   (SIGBUS on a touch by the process; a system call copying from the
- *   address retries the fault, so one failure does not reach it);
+ *   (SIGBUS on a touch by the process; a system call that pins the page,
+ *   as O_DIRECT, vmsplice and io_uring do, fails with -EFAULT: the pinning
+ *   does not retry a fault that gave VM_FAULT_SIGBUS);
  * - ``spill_state``: allocating a region's spill state at its first bind
  *   (-ENOMEM);
  * - ``spill_read``: reading pages back from a spill file, once per read

@@ -179,8 +179,8 @@ static long ortmem_query(struct ortmem_file *file, void __user *uarg)
  * @arg: user pointer to the command's struct.
  *
  * Return: 0, -ENOTTY for an unknown command, -EACCES when the caller's
- * process did not open @filp (all but %ORTMEM_IOC_GET_VERSION), or the
- * command's own error (see Documentation/userspace-api/ortmem.rst).
+ * process did not open @filp (all but %ORTMEM_IOC_GET_VERSION), -EBADF for
+ * an ALLOC on a file not opened O_RDWR, or the command's own error (see Documentation/userspace-api/ortmem.rst).
  */
 long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
@@ -192,7 +192,13 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case ORTMEM_IOC_GET_VERSION:
 		return ortmem_get_version(uarg);
 	case ORTMEM_IOC_ALLOC:
-		return ortmem_file_owned(file) ? ortmem_alloc(file, uarg) : -EACCES;
+		if (!ortmem_file_owned(file))
+			return -EACCES;
+		/* Regions are mapped read-write: through this file, never. */
+		if ((filp->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+		    (FMODE_READ | FMODE_WRITE))
+			return -EBADF;
+		return ortmem_alloc(file, uarg);
 	case ORTMEM_IOC_FREE:
 		return ortmem_file_owned(file) ? ortmem_free(file, uarg) : -EACCES;
 	case ORTMEM_IOC_QUERY:
