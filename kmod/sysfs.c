@@ -23,8 +23,8 @@
  *   holds; 0 whenever no region is alive.  A page that something else
  *   still references when its region goes (a pipe that vmsplice filled, an
  *   I/O in flight) stops counting then; the kernel frees it when that last
- *   reference goes, with its data intact until then.
- *   Evicted pages are not outstanding: they went back to the kernel.
+ *   reference goes, with its data intact until then.  Evicted pages are
+ *   not outstanding: they went back to the kernel.
  *
  * The spill mapping's figures are in the ``spill/`` folder (spill_map.c).
  */

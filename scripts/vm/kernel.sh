@@ -66,7 +66,7 @@ mkfs=$(command -v mkfs.ext4 || echo /sbin/mkfs.ext4)
 export SPILL_IMAGE="$vm/spill.img"
 
 fuzz=${ORTMEM_VM_FUZZ_SECONDS:-60}
-limit=${ORTMEM_VM_TIMEOUT:-420}
+limit=${ORTMEM_VM_TIMEOUT:-600}
 # The benchmarks move 256 MiB many times over under TCG: give them longer.
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && limit=${ORTMEM_VM_TIMEOUT:-900}
 t0=$(date +%s)
