@@ -29,8 +29,10 @@ struct ortmem_gov;
  * A binding: the identity of one lease or allocation.  It carries a slot
  * index, a tag of the governor that issued it and the slot's generation, so
  * a handle used after its release (stale) or made up (forged) is refused
- * with -ORTMEM_E_STALE_HANDLE and never reaches another allocation.  The
- * all-zero handle is never valid.
+ * with -ORTMEM_E_STALE_HANDLE and never reaches another allocation.  A
+ * handle of another governor, open or closed, is refused the same way,
+ * however many governors the process opens.  The all-zero handle is never
+ * valid.
  */
 struct ortmem_handle {
 	uint64_t id;

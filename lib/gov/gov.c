@@ -66,8 +66,6 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 		return ortmem__err_plain(-ENOMEM, "cannot allocate a governor");
 	memset(gov, 0, sizeof(*gov));
 	gov->serial = atomic_fetch_add(&gov_serial, 1) + 1;
-	/* Tags 1..GOV_TAGS: a zeroed handle never names a governor. */
-	gov->tag = (uint8_t)(gov->serial % GOV_TAGS + 1);
 	gov->deferred_tail = &gov->deferred;
 	atomic_store(&gov->driver_reserve, ORTMEM_OPTS_GET(opts, driver_reserve, 0));
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
@@ -78,10 +76,22 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 	n = ORTMEM_OPTS_GET(opts, max_handles, 0);
 	if (gov_init_locks(gov))
 		goto err_free;
-	if (ortmem__binding_init(gov, n ? n : GOV_DEFAULT_HANDLES))
+	ret = ortmem__tag_take(gov);
+	if (ret)
+		goto err_tag;
+	if (ortmem__binding_init(gov, n ? n : GOV_DEFAULT_HANDLES)) {
+		gov->nslots = 0;
+		ortmem__tag_give(gov);
 		goto err_locks;
+	}
 	*govp = gov;
 	return 0;
+err_tag:
+	pthread_mutex_destroy(&gov->slot_lock);
+	pthread_mutex_destroy(&gov->thr_lock);
+	pthread_mutex_destroy(&gov->lock);
+	free(gov);
+	return ret;
 err_locks:
 	pthread_mutex_destroy(&gov->slot_lock);
 	pthread_mutex_destroy(&gov->thr_lock);
@@ -129,6 +139,7 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 		if (gov->tiers[t].has_backend && gov->tiers[t].ops.close)
 			gov->tiers[t].ops.close(gov->tiers[t].ctx);
 	ortmem__tctx_fini(gov);
+	ortmem__tag_give(gov);
 	ortmem__binding_fini(gov);
 	pthread_mutex_destroy(&gov->slot_lock);
 	pthread_mutex_destroy(&gov->thr_lock);
