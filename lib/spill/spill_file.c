@@ -110,6 +110,25 @@ int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered)
 	return 0;
 }
 
+/*
+ * Drop every block of the file at once.  Closing our descriptor does not:
+ * the file's blocks go with its last reference, and an io_uring's teardown
+ * (which the kernel finishes asynchronously) holds one for a while.
+ */
+void ortmem__sfile_discard(struct ortmem__sfile *f)
+{
+	int ret;
+
+	if (f->fd < 0)
+		return;
+	do {
+		ret = ftruncate(f->fd, 0);
+	} while (ret && errno == EINTR);
+	if (ret)
+		pr_warn("spill: cannot free the spill file's space in %s (errno %d); it is freed when the kernel drops the file",
+			f->dir, errno);
+}
+
 void ortmem__sfile_close(struct ortmem__sfile *f)
 {
 	if (f->fd >= 0 && close(f->fd))

@@ -65,6 +65,7 @@ struct ortmem__sfile {
 };
 
 int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered);
+void ortmem__sfile_discard(struct ortmem__sfile *f);
 void ortmem__sfile_close(struct ortmem__sfile *f);
 /* Reserve [from, to) with fallocate. */
 int ortmem__sfile_reserve(struct ortmem__sfile *f, uint64_t from, uint64_t to);
