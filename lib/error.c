@@ -262,3 +262,19 @@ int ortmem__opts_valid(const void *opts, size_t known, const char *name)
 				name, known, ortmem_version_string());
 	return 0;
 }
+
+int ortmem__opts_whole(const void *opts, const char *name,
+		       const size_t *spans, size_t n)
+{
+	size_t sz, i;
+
+	if (!opts)
+		return 0;
+	memcpy(&sz, opts, sizeof(sz));
+	for (i = 0; i < n; i++)
+		if (sz > spans[2 * i] && sz < spans[2 * i + 1])
+			return ortmem__err_invalid(-1, 0,
+				"struct %s has sz %zu, which ends inside one of its fields (bytes %zu to %zu): that field would be ignored; declare the struct with ORTMEM_OPTS() or set sz to sizeof",
+				name, sz, spans[2 * i], spans[2 * i + 1]);
+	return 0;
+}

@@ -254,7 +254,8 @@ ORTMEM_API int ortmem_set_log_fn(ortmem_log_fn fn, void *user, int max_level);
  * and refuses larger ones whose unknown tail is not zero with -EINVAL.  The
  * unknown tail starts at the end of the struct's last field (its
  * TYPE__last_field), so trailing padding counts: declare with ORTMEM_OPTS,
- * which zeroes it.
+ * which zeroes it.  A sz that ends inside a field (say, within an array) is
+ * refused with -EINVAL rather than leaving that field at its default.
  */
 #define ORTMEM_OPTS(TYPE, NAME, ...)                                  \
 	struct TYPE NAME = ({                                         \

@@ -129,7 +129,7 @@ ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_spill(void);
 
 struct ortmem_gov_opts {
 	size_t sz;
-	/* Budget of each tier in bytes; 0 closes the tier. */
+	/* Budget of each tier in bytes, at most 2^62; 0 closes the tier. */
 	uint64_t limit[ORTMEM_TIER_COUNT];
 	/* Device bytes left to the driver (contexts, cuBLAS workspaces): the
 	 * device tier grants at most limit - driver_reserve. */

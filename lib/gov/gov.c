@@ -13,9 +13,15 @@ static _Atomic uint64_t gov_serial;
 
 static int gov_check_opts(const struct ortmem_gov_opts *opts)
 {
-	int ret = ORTMEM_OPTS_VALID(opts, ortmem_gov_opts);
+	int ret = ORTMEM_OPTS_VALID(opts, ortmem_gov_opts) ?:
+		  ORTMEM_OPTS_WHOLE(opts, ortmem_gov_opts,
+			ORTMEM_OPTS_SPAN(ortmem_gov_opts, limit),
+			ORTMEM_OPTS_SPAN(ortmem_gov_opts, driver_reserve),
+			ORTMEM_OPTS_SPAN(ortmem_gov_opts, max_handles),
+			ORTMEM_OPTS_SPAN(ortmem_gov_opts, flags));
 	uint64_t dev = ORTMEM_OPTS_GET(opts, limit[0], 0);
 	uint64_t rsv = ORTMEM_OPTS_GET(opts, driver_reserve, 0);
+	int t;
 
 	if (ret)
 		return ret;
@@ -23,6 +29,12 @@ static int gov_check_opts(const struct ortmem_gov_opts *opts)
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_gov_opts.flags %#x has unknown bits; pass 0",
 			ORTMEM_OPTS_GET(opts, flags, 0));
+	/* One rule for every budget, here and in ortmem_gov_set_limit(). */
+	for (t = 0; ORTMEM_OPTS_HAS(opts, limit) && t < ORTMEM_TIER_COUNT; t++)
+		if (opts->limit[t] > GOV_MAX_SIZE)
+			return ortmem__err_invalid(t, opts->limit[t],
+				"ortmem_gov_opts.limit[%s] is %" PRIu64 " bytes; a limit above 2^62 (%llu) bytes is not supported",
+				ortmem_tier_name(t), opts->limit[t], GOV_MAX_SIZE);
 	if (ORTMEM_OPTS_GET(opts, max_handles, 0) > GOV_MAX_HANDLES)
 		return ortmem__err_invalid(-1, 0,
 			"max_handles %u exceeds the most a governor supports (%u)",
@@ -157,7 +169,8 @@ ORTMEM_API int ortmem_gov_set_limit(struct ortmem_gov *gov, int tier,
 					   tier);
 	if (limit > GOV_MAX_SIZE)
 		return ortmem__err_invalid(tier, limit,
-			"a limit above %llu bytes is not supported", GOV_MAX_SIZE);
+			"a limit of %" PRIu64 " bytes for the %s tier: a limit above 2^62 (%llu) bytes is not supported",
+			limit, ortmem_tier_name(tier), GOV_MAX_SIZE);
 	pthread_mutex_lock(&gov->lock);
 	if (tier == ORTMEM_TIER_DEVICE &&
 	    limit < atomic_load(&gov->driver_reserve)) {

@@ -4,6 +4,7 @@
  * for plain buffers.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -82,9 +83,9 @@ static int pl_check_sizes(const struct ortmem_plan *plan)
 		if (plan->bufs[b].size > (UINT64_MAX >> 2) ||
 		    __builtin_add_overflow(sum, plan->bufs[b].size, &sum) ||
 		    sum > (UINT64_MAX >> 2))
-			return ortmem__err_invalid(-1, plan->bufs[b].size,
-				"planner: buffer of value %u makes the sizes overflow",
-				plan->bufs[b].owner);
+			return ortmem__err_plain(-EOVERFLOW,
+				"planner: the buffer of value %u (%" PRIu64 " bytes) makes the sizes overflow; sizes and their sum must stay below 2^62 bytes",
+				plan->bufs[b].owner, plan->bufs[b].size);
 	return 0;
 }
 

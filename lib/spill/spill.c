@@ -271,7 +271,15 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 	if (!spillp)
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, 0, "spillp is NULL");
 	*spillp = NULL;
-	ret = ORTMEM_OPTS_VALID(opts, ortmem_spill_opts);
+	ret = ORTMEM_OPTS_VALID(opts, ortmem_spill_opts) ?:
+	      ORTMEM_OPTS_WHOLE(opts, ortmem_spill_opts,
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, dir),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, budget_bytes),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, queue_depth),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, flags),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, lanes),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, chunk_bytes),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, grow_bytes));
 	if (!ret)
 		ret = spill_opts_check(opts);
 	if (ret)
