@@ -5,7 +5,8 @@
 # objects: no call crosses folders upward, no cycle spans two files.  Then
 # the check is shown to bite: in a copy of the objects, a planted upward
 # call, a planted two-file cycle and a folder missing from the map must
-# each fail, naming the edge or the folder.
+# each fail, naming the edge or the folder.  And no .c file of lib/ is
+# over 800 lines (STYLE: files a reader can hold).
 KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$here/../.." && pwd)
@@ -36,7 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 done
 
 echo "TAP version 13"
-echo "1..4"
+echo "1..5"
 n=0
 ok() { n=$((n + 1)); echo "ok $n $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n $1"; }
@@ -107,4 +108,14 @@ if plant planted planted 'int ortmem__planted_data = 1;'; then
 	expect_fail "folder missing from the map" "folder lib/planted/ is not in the layer map"
 else
 	ok "layers: a planted folder missing from the map fails the check # SKIP no C compiler"
+fi
+
+# 5. File length.
+long=$(cd "$src" && find lib -name '*.c' -exec wc -l {} + |
+	awk '$2 != "total" && $1 > 800 {print $2 " (" $1 " lines)"}')
+if [ -z "$long" ]; then
+	ok "layers: no .c file in lib/ is over 800 lines"
+else
+	echo "$long" | sed 's/^/# over 800 lines: /'
+	not_ok "layers: no .c file in lib/ is over 800 lines"
 fi
