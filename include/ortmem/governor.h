@@ -210,6 +210,8 @@ ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
  * missing on @tier; it releases what it can (with ortmem_gov_release() or
  * ortmem_gov_demote()) and returns 0, or -errno when it cannot (its
  * detailed error, if it left one, becomes the cause of the refusal).
+ * Reclaim does not re-enter itself: a charge on @tier from within the
+ * callback that does not fit fails with -EDEADLK.
  */
 typedef int (*ortmem_reclaim_fn)(struct ortmem_gov *gov, int tier,
 				 uint64_t want, void *arg);
