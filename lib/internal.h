@@ -105,6 +105,13 @@ int ortmem__err_io(int code, int tier, uint64_t bytes, const char *fmt, ...)
  */
 int ortmem__opts_valid(const void *opts, size_t known, const char *name);
 
+/*
+ * ortmem__text_fit() - Copy @src into @dst of @size bytes; a text too long
+ * is cut at its last word that fits and ends with " [...]", so a reason or
+ * cause is never cut mid-word without a sign.
+ */
+void ortmem__text_fit(char *dst, size_t size, const char *src);
+
 /* The end of @field in @type: where the next field would start. */
 #define ORTMEM_OFFSETOFEND(type, field) \
 	(offsetof(type, field) + sizeof(((type *)0)->field))

@@ -175,7 +175,8 @@ struct ortmem_error {
 	uint64_t used;
 	uint64_t limit;
 	uint64_t available;
-	/* The backend's own account, or this layer's detail. */
+	/* The backend's own account, or this layer's detail; one longer
+	 * than the field is cut at a word and ends with " [...]". */
 	char reason[ORTMEM_ERROR_REASON_MAX];
 	const struct ortmem_error *cause;
 };

@@ -41,9 +41,13 @@ static void run_save_cause(struct reclaim_run *run)
 		return;
 	run->cause = *e;
 	if (e->cause) {
-		/* Keep the whole chain as text in the saved head's reason. */
-		ortmem_error_format(e, run->cause.reason,
-				    sizeof(run->cause.reason));
+		/* Keep the whole chain as text in the saved head's reason,
+		 * cut at a word and marked if it does not fit. */
+		char full[4 * ORTMEM_ERROR_REASON_MAX];
+
+		ortmem_error_format(e, full, sizeof(full));
+		ortmem__text_fit(run->cause.reason, sizeof(run->cause.reason),
+				 full);
 		run->cause.kind = ORTMEM_ERR_NONE;
 	}
 	run->cause.cause = NULL;
