@@ -283,7 +283,8 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
  *	staged on the device at a step.
  * @plan: the plan.
  * @value: the value id (a view: its root's buffer).
- * @step: a node that reads or writes the value.
+ * @step: a node that reads or writes the value (itself or a view of it;
+ *	not merely another value of its in-place chain).
  * @offset: receives the offset of the staging copy in the device arena,
  *	valid for that step only (prefetched before it, spilled after it).
  *

@@ -103,4 +103,60 @@ TEST(an_oracle_answer_outside_the_contract_is_refused)
 	}
 }
 
+/*
+ * An in-place chain a -> b -> c shares one buffer, which a 9 KiB device
+ * budget sends to the host (b is live over steps 2-3, beside 4 KiB x and
+ * y).  A staging offset is given exactly for the steps that read or write
+ * the value asked about, not for every step of the chain's buffer.
+ */
+TEST(staging_offsets_only_where_the_value_itself_is_used)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { 9 * 1024, 0, 0 },
+		    .align = { 1024, 1024, 1024 }, .flags = ORTMEM_PLAN_F_VALIDATE);
+	enum { A, B, C, X, Y, OUT, NV };
+	static const uint64_t size[NV] = { 2048, 2048, 2048, 4096, 4096, 1024 };
+	/* uses[v] has bit s when step s reads or writes v */
+	static const unsigned int uses[NV] = {
+		[A] = 1u << 0 | 1u << 1, [B] = 1u << 1 | 1u << 2 | 1u << 4,
+		[C] = 1u << 4 | 1u << 5,
+	};
+	struct ortmem_plan *p = NULL;
+	uint32_t v[NV], in[2];
+	uint64_t off;
+	int i, s, staged = 0;
+
+	ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+	for (i = 0; i < NV; i++)
+		v[i] = (uint32_t)ortmem_plan_add_value(p, size[i],
+				i == OUT ? ORTMEM_PLAN_VALUE_OUTPUT : 0);
+	ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &v[A], 1));
+	ASSERT_EQ(1, ortmem_plan_add_node(p, &v[A], 1, &v[B], 1));
+	ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, v[B], v[A]));
+	ASSERT_EQ(2, ortmem_plan_add_node(p, &v[B], 1, &v[X], 1));
+	ASSERT_EQ(3, ortmem_plan_add_node(p, &v[X], 1, &v[Y], 1));
+	in[0] = v[B];
+	in[1] = v[Y];
+	ASSERT_EQ(4, ortmem_plan_add_node(p, in, 2, &v[C], 1));
+	ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 4, v[C], v[B]));
+	ASSERT_EQ(5, ortmem_plan_add_node(p, &v[C], 1, &v[OUT], 1));
+	ASSERT_EQ(0, ortmem_plan_solve(p));
+	for (i = A; i <= C; i++) {
+		if (ortmem_plan_offset(p, v[i], &off) == ORTMEM_TIER_DEVICE)
+			continue;
+		for (s = 0; s < 6; s++) {
+			int ret = ortmem_plan_staging_offset(p, v[i], (uint32_t)s, &off);
+
+			if (uses[i] >> s & 1) {
+				EXPECT_EQ(0, ret);
+				staged++;
+			} else {
+				EXPECT_EQ(-ENOENT, ret);
+			}
+		}
+	}
+	TH_LOG("%d staging copies checked", staged);
+	EXPECT_LT(0, staged);
+	ortmem_plan_free(p);
+}
+
 TEST_HARNESS_MAIN
