@@ -129,6 +129,7 @@ int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered)
 			dir, sfile_dir_advice(fd));
 	}
 	f->fd = fd;
+	f->tmpfile = true;
 	sfile_probe_align(f);
 	if (!f->direct)
 		f->mem_align = 1;
@@ -144,7 +145,8 @@ void ortmem__sfile_discard(struct ortmem__sfile *f)
 {
 	int ret;
 
-	if (f->fd < 0)
+	/* Only our own unnamed file: never a caller's (file-backed) one. */
+	if (f->fd < 0 || !f->tmpfile)
 		return;
 	do {
 		ret = ftruncate(f->fd, 0);
@@ -152,6 +154,35 @@ void ortmem__sfile_discard(struct ortmem__sfile *f)
 	if (ret)
 		pr_warn("spill: cannot free the spill file's space in %s (errno %d); it is freed when the kernel drops the file",
 			f->dir, errno);
+}
+
+int ortmem__sfile_open_ro(struct ortmem__sfile *f, const char *path,
+			  bool buffered)
+{
+	int fd = -EINVAL;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	snprintf(f->dir, sizeof(f->dir), "%s", path);
+	if (!buffered) {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+		if (fd >= 0)
+			f->direct = true;
+		else
+			fd = -errno;
+	}
+	if (fd < 0 && (buffered || fd == -EINVAL)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+	}
+	if (fd < 0)
+		return fd;
+	f->fd = fd;
+	sfile_probe_align(f);
+	if (!f->direct)
+		f->mem_align = 1;
+	return 0;
 }
 
 void ortmem__sfile_close(struct ortmem__sfile *f)
