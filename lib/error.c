@@ -162,6 +162,42 @@ int ortmem__err_tier_exhausted(int tier, uint32_t role, uint64_t requested,
 	return -ORTMEM_E_TIER_EXHAUSTED;
 }
 
+/* The mark a text cut to fit its field ends with. */
+#define TEXT_CUT " [...]"
+
+void ortmem__text_fit(char *dst, size_t size, const char *src)
+{
+	size_t len = strlen(src), keep, room;
+
+	if (len < size) {
+		memcpy(dst, src, len + 1);
+		return;
+	}
+	if (size < 2 * sizeof(TEXT_CUT)) {
+		snprintf(dst, size, "%s", src);
+		return;
+	}
+	room = size - sizeof(TEXT_CUT);
+	for (keep = room; keep > room / 2 && src[keep] != ' '; keep--)
+		;
+	if (keep <= room / 2)	/* one long word: cut it, still marked */
+		keep = room;
+	while (keep && (src[keep - 1] == ' ' || src[keep - 1] == ',' ||
+			src[keep - 1] == ';' || src[keep - 1] == ':'))
+		keep--;
+	memcpy(dst, src, keep);
+	memcpy(dst + keep, TEXT_CUT, sizeof(TEXT_CUT));
+}
+
+/* Format @e's reason; one too long for the field is cut at a word, marked. */
+static void err_reason_v(struct ortmem_error *e, const char *fmt, va_list ap)
+{
+	char full[4 * ORTMEM_ERROR_REASON_MAX];
+
+	vsnprintf(full, sizeof(full), fmt, ap);
+	ortmem__text_fit(e->reason, sizeof(e->reason), full);
+}
+
 int ortmem__err_invalid(int tier, uint64_t requested, const char *fmt, ...)
 {
 	struct ortmem__figures f = { .tier = tier, .requested = requested };
@@ -170,7 +206,7 @@ int ortmem__err_invalid(int tier, uint64_t requested, const char *fmt, ...)
 
 	err_fill(e, ORTMEM_ERR_INVALID_REQUEST, -EINVAL, &f);
 	va_start(ap, fmt);
-	vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
+	err_reason_v(e, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }
@@ -186,7 +222,7 @@ int ortmem__err_alloc_failed(int code, int tier, uint64_t requested,
 		code = -EIO;
 	err_fill(e, ORTMEM_ERR_ALLOCATION_FAILED, code, &f);
 	va_start(ap, fmt);
-	vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
+	err_reason_v(e, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -205,7 +241,7 @@ int ortmem__err_capacity(bool wrap_current, int tier, uint32_t role,
 	err_fill(e, ORTMEM_ERR_CAPACITY_UNAVAILABLE,
 		 -ORTMEM_E_CAPACITY_UNAVAILABLE, &f);
 	va_start(ap, fmt);
-	vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
+	err_reason_v(e, fmt, ap);
 	va_end(ap);
 	return -ORTMEM_E_CAPACITY_UNAVAILABLE;
 }
@@ -219,7 +255,7 @@ static int err_plain_v(int code, int tier, uint64_t bytes, const char *fmt,
 	if (code >= 0)
 		code = -EIO;
 	err_fill(e, ORTMEM_ERR_NONE, code, &f);
-	vsnprintf(e->reason, sizeof(e->reason), fmt, ap);
+	err_reason_v(e, fmt, ap);
 	return code;
 }
 
@@ -260,5 +296,21 @@ int ortmem__opts_valid(const void *opts, size_t known, const char *name)
 			return ortmem__err_invalid(-1, 0,
 				"struct %s sets fields past byte %zu that this libortmem %s does not know; upgrade the library or leave them zero",
 				name, known, ortmem_version_string());
+	return 0;
+}
+
+int ortmem__opts_whole(const void *opts, const char *name,
+		       const size_t *spans, size_t n)
+{
+	size_t sz, i;
+
+	if (!opts)
+		return 0;
+	memcpy(&sz, opts, sizeof(sz));
+	for (i = 0; i < n; i++)
+		if (sz > spans[2 * i] && sz < spans[2 * i + 1])
+			return ortmem__err_invalid(-1, 0,
+				"struct %s has sz %zu, which ends inside one of its fields (bytes %zu to %zu): that field would be ignored; declare the struct with ORTMEM_OPTS() or set sz to sizeof",
+				name, sz, spans[2 * i], spans[2 * i + 1]);
 	return 0;
 }

@@ -105,6 +105,13 @@ int ortmem__err_io(int code, int tier, uint64_t bytes, const char *fmt, ...)
  */
 int ortmem__opts_valid(const void *opts, size_t known, const char *name);
 
+/*
+ * ortmem__text_fit() - Copy @src into @dst of @size bytes; a text too long
+ * is cut at its last word that fits and ends with " [...]", so a reason or
+ * cause is never cut mid-word without a sign.
+ */
+void ortmem__text_fit(char *dst, size_t size, const char *src);
+
 /* The end of @field in @type: where the next field would start. */
 #define ORTMEM_OFFSETOFEND(type, field) \
 	(offsetof(type, field) + sizeof(((type *)0)->field))
@@ -117,6 +124,26 @@ int ortmem__opts_valid(const void *opts, size_t known, const char *name);
 #define ORTMEM_OPTS_VALID(opts, TYPE)                                     \
 	ortmem__opts_valid(opts, ORTMEM_OFFSETOFEND(struct TYPE,             \
 						    TYPE##__last_field), #TYPE)
+
+/*
+ * ortmem__opts_whole() - Refuse an options struct whose sz cuts a field.
+ * @opts: the struct (NULL is valid).
+ * @name: the struct's name, for the error message.
+ * @spans: each field's start and end, in pairs (ORTMEM_OPTS_SPAN).
+ * @n: how many pairs.
+ *
+ * A sz that ends inside a field would leave the whole field at its default
+ * (a cut budget array closes every tier): that is a caller's mistake.
+ */
+int ortmem__opts_whole(const void *opts, const char *name,
+		       const size_t *spans, size_t n);
+#define ORTMEM_OPTS_SPAN(TYPE, field) \
+	offsetof(struct TYPE, field), ORTMEM_OFFSETOFEND(struct TYPE, field)
+/* ORTMEM_OPTS_WHOLE(opts, TYPE, ORTMEM_OPTS_SPAN(TYPE, f1), ...) */
+#define ORTMEM_OPTS_WHOLE(opts, TYPE, ...)                                \
+	ortmem__opts_whole(opts, #TYPE, (const size_t[]){ __VA_ARGS__ },    \
+			   sizeof((const size_t[]){ __VA_ARGS__ }) /         \
+			   (2 * sizeof(size_t)))
 
 /* A field's value, or @def when the caller's (older) struct lacks it. */
 static inline bool ortmem__opts_given(const void *opts)

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -96,31 +97,101 @@ static void usage(FILE *f)
 "Exit status: 0 ok, 1 runtime failure, 2 usage error.\n");
 }
 
+/* --json, and the command, for the error object a failure prints. */
+static bool json_out;
+static const char *json_cmd;
+
+/* @s as a JSON string: control characters escaped, and bytes that are not
+ * UTF-8 (a path may hold any) as \u00XX, so the output stays valid. */
+static void json_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	fputc('"', f);
+	while (*p) {
+		int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 && *p >= 0xc2 ? 1 :
+			(*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 && *p <= 0xf4 ? 3 : -1;
+		int k;
+
+		for (k = 1; k <= n; k++)
+			if ((p[k] & 0xc0) != 0x80)
+				n = -1;
+		if (n > 0) {
+			fwrite(p, 1, (size_t)n + 1, f);
+			p += n + 1;
+			continue;
+		}
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+		p++;
+	}
+	fputc('"', f);
+}
+
+/*
+ * Report a failure: one line on stderr and, with --json, the one JSON
+ * object the man page promises, with the error in it.  Returns @status.
+ */
+static int report(int status, int code, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, PROG ": %s%s\n", msg,
+		status == EXIT_USAGE ? "; see --help" : "");
+	if (json_out) {
+		printf("{\"command\":");
+		if (json_cmd)
+			json_string(stdout, json_cmd);
+		else
+			printf("null");
+		printf(",\"ok\":false,\"exit_status\":%d,\"error\":{\"code\":%d,\"message\":",
+		       status, code);
+		json_string(stdout, msg);
+		printf("}}\n");
+	}
+	return status;
+}
+
 static int fail(const char *what, int err)
 {
-	fprintf(stderr, PROG ": %s: %s\n", what,
-		err ? ortmem_last_error_message() : "failed");
-	return EXIT_RUNTIME;
+	if (!err)
+		return report(EXIT_RUNTIME, 0, "%s: failed", what);
+	return report(EXIT_RUNTIME, err, "%s: %s", what,
+		      ortmem_last_error_message());
 }
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	fprintf(stderr, PROG ": ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "; see --help\n");
-	return EXIT_USAGE;
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	return report(EXIT_USAGE, -EINVAL, "%s", msg);
 }
 
-static bool parse_size(const char *s, uint64_t *v)
+/*
+ * A byte count: digits, then K, M, G or T (powers of 1024, an optional
+ * "iB").  NULL, or why @s is not one (overflow included: never wraps).
+ */
+static const char *parse_size(const char *s, uint64_t *v)
 {
 	char *end;
 	unsigned long long n;
 	int shift = 0;
 
+	if (*s < '0' || *s > '9')
+		return "not a number of bytes";
 	errno = 0;
 	n = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return false;
+	if (errno == ERANGE)
+		return "the number does not fit in 64 bits";
 	switch (*end) {
 	case 'k': case 'K': shift = 10; end++; break;
 	case 'm': case 'M': shift = 20; end++; break;
@@ -129,13 +200,16 @@ static bool parse_size(const char *s, uint64_t *v)
 	}
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
-	if (*end || (shift && n > (UINT64_MAX >> shift)))
-		return false;
+	if (*end)
+		return "unknown suffix (K, M, G or T, powers of 1024)";
+	if (shift && n > (UINT64_MAX >> shift))
+		return "the size times its suffix does not fit in 64 bits";
 	*v = (uint64_t)n << shift;
-	return true;
+	return NULL;
 }
 
-static bool parse_fault(const char *s, uint64_t *nth, int *fault)
+/* NTH:WHAT; NULL, or why not. */
+static const char *parse_fault(const char *s, uint64_t *nth, int *fault)
 {
 	static const struct { const char *name; int v; } names[] = {
 		{ "EIO", -EIO }, { "ENOSPC", -ENOSPC }, { "EAGAIN", -EAGAIN },
@@ -147,19 +221,26 @@ static bool parse_fault(const char *s, uint64_t *nth, int *fault)
 	char num[32];
 	size_t i;
 
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(num))
-		return false;
+	const char *why;
+
+	if (!colon || colon == s)
+		return "no NTH: before the fault";
+	if ((size_t)(colon - s) >= sizeof(num))
+		return "NTH does not fit in 64 bits";
 	memcpy(num, s, (size_t)(colon - s));
 	num[colon - s] = '\0';
-	if (!parse_size(num, nth) || !*nth)
-		return false;
+	why = parse_size(num, nth);
+	if (why)
+		return why;
+	if (!*nth)
+		return "NTH counts from 1";
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!strcmp(colon + 1, names[i].name)) {
 			*fault = names[i].v;
-			return true;
+			return NULL;
 		}
 	}
-	return false;
+	return "unknown fault";
 }
 
 static double now_s(void)
@@ -281,16 +362,15 @@ static int load_input(struct job *j)
 	}
 	fd = open(c->input, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, PROG ": open %s: %s\n", c->input, strerror(errno));
-		return EXIT_RUNTIME;
+		return report(EXIT_RUNTIME, -errno, "open %s: %s", c->input,
+			      strerror(errno));
 	}
 	while (got < c->size && (n = read(fd, j->src + got, c->size - got)) > 0)
 		got += (uint64_t)n;
 	close(fd);
 	if (got < c->size) {
-		fprintf(stderr, PROG ": read %s: %" PRIu64 " of %" PRIu64 " bytes\n",
-			c->input, got, c->size);
-		return EXIT_RUNTIME;
+		return report(EXIT_RUNTIME, -EIO, "read %s: %" PRIu64 " of %" PRIu64 " bytes",
+			      c->input, got, c->size);
 	}
 	return 0;
 }
@@ -302,15 +382,15 @@ static int save_output(struct job *j)
 	ssize_t n;
 
 	if (fd < 0) {
-		fprintf(stderr, PROG ": open %s: %s\n", j->c->output, strerror(errno));
-		return EXIT_RUNTIME;
+		return report(EXIT_RUNTIME, -errno, "open %s: %s", j->c->output,
+			      strerror(errno));
 	}
 	while (put < j->c->size &&
 	       (n = write(fd, j->src + put, j->c->size - put)) > 0)
 		put += (uint64_t)n;
 	if (close(fd) || put < j->c->size) {
-		fprintf(stderr, PROG ": write %s: short or failed\n", j->c->output);
-		return EXIT_RUNTIME;
+		return report(EXIT_RUNTIME, -EIO, "write %s: short or failed",
+			      j->c->output);
 	}
 	return 0;
 }
@@ -454,8 +534,8 @@ static int cmd_transfer(struct job *j)
 	}
 	if (copy && memcmp(copy, j->src, c->size)) {
 		free(copy);
-		fprintf(stderr, PROG ": verify: the data read back differs from the data written\n");
-		return EXIT_RUNTIME;
+		return report(EXIT_RUNTIME, -EIO,
+			      "verify: the data read back differs from the data written");
 	}
 	free(copy);
 	if (c->output && (ret = save_output(j)))
@@ -475,6 +555,48 @@ static int cmd_transfer(struct job *j)
 		printf("\n");
 	}
 	return 0;
+}
+
+/* Bytes of memory the kernel says it can give now (MemAvailable). */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kib = 0;
+	char line[128];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (kib)
+		return (uint64_t)kib << 10;
+	return (uint64_t)sysconf(_SC_AVPHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * The tool holds --size bytes in memory (twice for verify) besides a
+ * batch of --bs buffers: refuse up front, with the figures, what the
+ * machine cannot give, rather than fail half-way or page for hours.
+ */
+static int check_memory(const struct cfg *c)
+{
+	uint64_t bs = (c->bs + 4095) & ~4095ull, need = 0, avail;
+	uint32_t batch = (c->qd ? c->qd : 32) * 4;
+	bool ok;
+
+	ok = !__builtin_add_overflow(c->size, 4095, &need);
+	ok = ok && !(strcmp(c->cmd, "verify") ? 0 :
+		     __builtin_add_overflow(need, c->size, &need));
+	ok = ok && !__builtin_add_overflow(need, bs * batch, &need);
+	ok = ok && !__builtin_add_overflow(need, c->size / c->bs * 16, &need);
+	avail = mem_available();
+	if (ok && need <= avail)
+		return 0;
+	return report(EXIT_USAGE, -ENOMEM,
+		      "--size %" PRIu64 " needs %s%" PRIu64 " bytes of memory (this tool holds the data it moves in RAM%s), and %" PRIu64 " are available; give a smaller --size",
+		      c->size, ok ? "" : "more than ", ok ? need : UINT64_MAX,
+		      strcmp(c->cmd, "verify") ? "" : ", twice for verify", avail);
 }
 
 static int job_setup(struct job *j)
@@ -558,14 +680,29 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int parse_u32(const char *arg, uint32_t max, uint32_t *v)
+/* A number of bytes or a count in [@min, @max]; exit 2 saying why not. */
+static int parse_num(const char *opt, const char *arg, uint64_t min,
+		     uint64_t max, uint64_t *v)
+{
+	const char *why = parse_size(arg, v);
+
+	if (!why && (*v < min || *v > max))
+		why = "out of range";
+	if (!why)
+		return 0;
+	return report(EXIT_USAGE, -EINVAL, "bad --%s '%s': %s (%" PRIu64 " to %" PRIu64 ")",
+		      opt, arg, why, min, max);
+}
+
+static int parse_u32(const char *opt, const char *arg, uint32_t min,
+		     uint32_t max, uint32_t *v)
 {
 	uint64_t n;
+	int ret = parse_num(opt, arg, min, max, &n);
 
-	if (!parse_size(arg, &n) || n > max)
-		return -1;
-	*v = (uint32_t)n;
-	return 0;
+	if (!ret)
+		*v = (uint32_t)n;
+	return ret;
 }
 
 static int parse_opt(struct cfg *c, int opt, const char *arg)
@@ -574,18 +711,23 @@ static int parse_opt(struct cfg *c, int opt, const char *arg)
 	case 'd': c->dir = arg; return 0;
 	case 'i': c->input = arg; return 0;
 	case 'o': c->output = arg; return 0;
-	case 's': return parse_size(arg, &c->size) && c->size ? 0 : usage_error("bad --size '%s'", arg);
-	case 'b': return parse_size(arg, &c->bs) && c->bs && c->bs <= (1ull << 30) ? 0 : usage_error("bad --bs '%s' (1 to 1G)", arg);
-	case OPT_BUDGET: return parse_size(arg, &c->budget) ? 0 : usage_error("bad --budget '%s'", arg);
-	case 'q': return parse_u32(arg, ORTMEM_SPILL_QD_MAX, &c->qd) ? usage_error("bad --qd '%s'", arg) : 0;
-	case 'l': return parse_u32(arg, ORTMEM_SPILL_LANES_MAX, &c->lanes) ? usage_error("bad --lanes '%s'", arg) : 0;
-	case OPT_RUNS: return parse_u32(arg, 1000, &c->runs) || !c->runs ? usage_error("bad --runs '%s' (1 to 1000)", arg) : 0;
+	case 's': return parse_num("size", arg, 1, UINT64_MAX, &c->size);
+	case 'b': return parse_num("bs", arg, 1, 1ull << 30, &c->bs);
+	case OPT_BUDGET: return parse_num("budget", arg, 0, UINT64_MAX, &c->budget);
+	case 'q': return parse_u32("qd", arg, 0, ORTMEM_SPILL_QD_MAX, &c->qd);
+	case 'l': return parse_u32("lanes", arg, 0, ORTMEM_SPILL_LANES_MAX, &c->lanes);
+	case OPT_RUNS: return parse_u32("runs", arg, 1, 1000, &c->runs);
 	case OPT_BUFFERED: c->flags |= ORTMEM_SPILL_F_BUFFERED; return 0;
 	case OPT_NO_URING: c->flags |= ORTMEM_SPILL_F_NO_URING; return 0;
-	case OPT_JSON: c->json = true; return 0;
+	case OPT_JSON: c->json = json_out = true; return 0;
 	case OPT_QUIET: c->quiet = true; return 0;
 	case OPT_FAULT:
-		return parse_fault(arg, &c->fault_nth, &c->fault) ? 0 : usage_error("bad --fault '%s' (NTH:EIO|ENOSPC|EAGAIN|EINTR|EROFS|short|stall)", arg);
+	{
+		const char *why = parse_fault(arg, &c->fault_nth, &c->fault);
+
+		return why ? report(EXIT_USAGE, -EINVAL, "bad --fault '%s': %s (NTH:EIO|ENOSPC|EAGAIN|EINTR|EROFS|short|stall)",
+				    arg, why) : 0;
+	}
 	case OPT_RW:
 		for (c->rw = RW_READ; c->rw <= RW_MIXED; c->rw++)
 			if (!strcmp(arg, rw_names[c->rw]))
@@ -628,8 +770,12 @@ int main(int argc, char **argv)
 	if (strcmp(c.cmd, "write") && strcmp(c.cmd, "read") &&
 	    strcmp(c.cmd, "verify") && strcmp(c.cmd, "bench"))
 		return usage_error("unknown command '%s'", c.cmd);
+	json_cmd = c.cmd;
 	if (c.output && strcmp(c.cmd, "read"))
 		return usage_error("%s", "--output goes with read");
+	ret = check_memory(&c);
+	if (ret)
+		return ret;
 	ret = job_setup(&j);
 	if (!ret)
 		ret = strcmp(c.cmd, "bench") ? cmd_transfer(&j) : cmd_bench(&j);

@@ -2,8 +2,10 @@
 /*
  * bench-governor: reserve+release pairs of the governor against glibc
  * malloc+free pairs of the same count and size, in the same run, on one
- * thread and on two threads at once.  The last line is the one-thread
- * figure: "governor: reserve+release N ns, M.MMx malloc/free".
+ * thread and on two threads at once; and pin+unpin pairs on one lease (the
+ * handle lookup every access pays) against the same malloc+free peer, as a
+ * median and spread over interleaved rounds.  The last line is the
+ * one-thread figure: "governor: reserve+release N ns, M.MMx malloc/free".
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -59,6 +61,34 @@ static void *run_gov(void *arg)
 	return NULL;
 }
 
+/* Pin and unpin one lease @pairs times: the hot path of every access. */
+static void *run_pin(void *arg)
+{
+	struct ortmem_handle h;
+	void *p;
+	long i;
+
+	if (ortmem_gov_reserve(gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_ACTIVATION,
+			       SIZE, &h))
+		goto fail;
+	for (i = 0; i < pairs; i++)
+		if (ortmem_gov_pin(gov, h, 0, &p) || ortmem_gov_unpin(gov, h))
+			goto fail;
+	if (!ortmem_gov_release(gov, h, 0))
+		return NULL;
+fail:
+	fprintf(stderr, "bench-governor: %s\n", ortmem_last_error_message());
+	*(int *)arg = 1;
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* One round, in ns per pair, with @nthreads threads at once; keeps the
  * best in *@best. */
 static void measure(void *(*fn)(void *), int nthreads, int *failed,
@@ -82,6 +112,7 @@ int main(int argc, char **argv)
 	ORTMEM_OPTS(ortmem_gov_opts, opts,
 		    .limit = { 0, 1ull << 40, 0 });
 	double m1 = 1e30, g1 = 1e30, m2 = 1e30, g2 = 1e30;
+	double pm[ROUNDS], pp[ROUNDS], ratio[ROUNDS];
 	int failed = 0, r;
 
 	if (argc > 1)
@@ -100,7 +131,15 @@ int main(int argc, char **argv)
 		measure(run_malloc, 2, &failed, &m2);
 		measure(run_gov, 2, &failed, &g2);
 	}
+	for (r = 0; r < ROUNDS; r++) {
+		pm[r] = pp[r] = 1e30;
+		measure(run_malloc, 1, &failed, &pm[r]);
+		measure(run_pin, 1, &failed, &pp[r]);
+		ratio[r] = pp[r] / pm[r];
+	}
 	ortmem_gov_close(gov);
+	qsort(pp, ROUNDS, sizeof(*pp), cmp_double);
+	qsort(ratio, ROUNDS, sizeof(*ratio), cmp_double);
 	if (failed)
 		return 1;
 	printf("pairs: %ld per thread, %d bytes, best of %d alternating rounds\n", pairs,
@@ -109,6 +148,9 @@ int main(int argc, char **argv)
 	printf("malloc/free, 2 threads: %.1f ns (wall time per pair per thread)\n", m2);
 	printf("governor, 2 threads: reserve+release %.1f ns, %.2fx malloc/free\n",
 	       g2, g2 / m2);
+	printf("governor: pin+unpin median %.1f ns (%.1f-%.1f over %d rounds), %.3fx malloc/free (%.3f-%.3f)\n",
+	       pp[ROUNDS / 2], pp[0], pp[ROUNDS - 1], ROUNDS,
+	       ratio[ROUNDS / 2], ratio[0], ratio[ROUNDS - 1]);
 	printf("governor: reserve+release %.0f ns, %.2fx malloc/free\n", g1,
 	       g1 / m1);
 	return 0;

@@ -175,7 +175,8 @@ struct ortmem_error {
 	uint64_t used;
 	uint64_t limit;
 	uint64_t available;
-	/* The backend's own account, or this layer's detail. */
+	/* The backend's own account, or this layer's detail; one longer
+	 * than the field is cut at a word and ends with " [...]". */
 	char reason[ORTMEM_ERROR_REASON_MAX];
 	const struct ortmem_error *cause;
 };
@@ -254,7 +255,8 @@ ORTMEM_API int ortmem_set_log_fn(ortmem_log_fn fn, void *user, int max_level);
  * and refuses larger ones whose unknown tail is not zero with -EINVAL.  The
  * unknown tail starts at the end of the struct's last field (its
  * TYPE__last_field), so trailing padding counts: declare with ORTMEM_OPTS,
- * which zeroes it.
+ * which zeroes it.  A sz that ends inside a field (say, within an array) is
+ * refused with -EINVAL rather than leaving that field at its default.
  */
 #define ORTMEM_OPTS(TYPE, NAME, ...)                                  \
 	struct TYPE NAME = ({                                         \

@@ -29,8 +29,10 @@ struct ortmem_gov;
  * A binding: the identity of one lease or allocation.  It carries a slot
  * index, a tag of the governor that issued it and the slot's generation, so
  * a handle used after its release (stale) or made up (forged) is refused
- * with -ORTMEM_E_STALE_HANDLE and never reaches another allocation.  The
- * all-zero handle is never valid.
+ * with -ORTMEM_E_STALE_HANDLE and never reaches another allocation.  A
+ * handle of another governor, open or closed, is refused the same way,
+ * however many governors the process opens.  The all-zero handle is never
+ * valid.
  */
 struct ortmem_handle {
 	uint64_t id;
@@ -143,7 +145,7 @@ ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_spill(void);
 
 struct ortmem_gov_opts {
 	size_t sz;
-	/* Budget of each tier in bytes; 0 closes the tier. */
+	/* Budget of each tier in bytes, at most 2^62; 0 closes the tier. */
 	uint64_t limit[ORTMEM_TIER_COUNT];
 	/* Device bytes left to the driver (contexts, cuBLAS workspaces): the
 	 * device tier grants at most limit - driver_reserve. */
@@ -298,6 +300,8 @@ ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
  * missing on @tier; it releases what it can (with ortmem_gov_release() or
  * ortmem_gov_demote()) and returns 0, or -errno when it cannot (its
  * detailed error, if it left one, becomes the cause of the refusal).
+ * Reclaim does not re-enter itself: a charge on @tier from within the
+ * callback that does not fit fails with -EDEADLK.
  */
 typedef int (*ortmem_reclaim_fn)(struct ortmem_gov *gov, int tier,
 				 uint64_t want, void *arg);

@@ -146,7 +146,8 @@ struct ortmem_plan_buffer {
 
 /*
  * Size oracle: set *size and return 0, return 1 when the size is still
- * symbolic (the plan is deferred), or a negative code to fail the solve.
+ * symbolic (the plan is deferred), or a negative code to fail the solve;
+ * any other return fails the solve with -EINVAL.
  */
 typedef int (*ortmem_plan_size_fn)(uint32_t value, uint64_t *size,
 				   void *user);
@@ -247,8 +248,9 @@ ORTMEM_API int ortmem_plan_set_size_fn(struct ortmem_plan *plan,
  * Return: 0; -ORTMEM_E_PLAN_DEFERRED when some buffer's size is symbolic
  * (ortmem_plan_deferred() names them); -ORTMEM_E_CAPACITY_UNAVAILABLE when
  * the budgets cannot hold the plan (the detailed error has every figure);
- * -EINVAL (a node reads a value before it is produced, an oracle error...);
- * -ENOMEM; -EOVERFLOW (sizes whose sum overflows).
+ * -EINVAL (a node reads a value before it is produced, an oracle answer
+ * outside its contract...); -ENOMEM; -EOVERFLOW (a size, or the sum of the
+ * sizes, of 2^62 bytes or more).
  */
 ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan);
 
@@ -283,7 +285,8 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
  *	staged on the device at a step.
  * @plan: the plan.
  * @value: the value id (a view: its root's buffer).
- * @step: a node that reads or writes the value.
+ * @step: a node that reads or writes the value (itself or a view of it;
+ *	not merely another value of its in-place chain).
  * @offset: receives the offset of the staging copy in the device arena,
  *	valid for that step only (prefetched before it, spilled after it).
  *

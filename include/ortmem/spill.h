@@ -14,8 +14,8 @@
  * kernel cannot take directly goes through the lanes' bounce buffers.
  *
  * Thread safety: every function may be called concurrently on the same
- * handle from any number of threads, except ortmem_spill_close(), which must
- * not overlap any other call on that handle.  Calls on different handles are
+ * handle from any number of threads.  ortmem_spill_close() waits for the
+ * transfers running when it is called; no call may start after it returns.  Calls on different handles are
  * independent.  Up to `lanes` calls run their I/O at the same time; further
  * callers wait for a lane.  An extent being read cannot be freed (-EBUSY).
  */
@@ -102,7 +102,11 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
  * ortmem_spill_close() - Release the spill file and everything it holds.
  * @spill: the handle; NULL is ignored.
  *
- * Every extent is gone afterwards; no other call may be in progress.
+ * Every extent is gone, and its space back in the filesystem, when it
+ * returns, also when the kernel's io_uring teardown still holds the file.
+ * Transfers that other threads are running when it is called are waited
+ * for (those that start meanwhile fail with -ESHUTDOWN); no call may be
+ * made on the handle after it returns.
  */
 ORTMEM_API void ortmem_spill_close(struct ortmem_spill *spill);
 
@@ -215,6 +219,9 @@ struct ortmem_spill_stats {
 	uint64_t retries;	/* -EAGAIN/-EINTR resubmitted */
 	uint64_t io_errors;
 	uint64_t checksum_errors;
+	/* Transfer calls (write, read, submit) running now; close waits for
+	 * them.  Added in 0.2: an older, smaller struct does not get it. */
+	uint64_t calls_running;
 };
 
 /**

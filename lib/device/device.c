@@ -17,7 +17,12 @@
 static int dev_opts_check(const struct ortmem_device_opts *opts, int ordinal,
 			  struct ortmem_device **devp)
 {
-	int ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_device_opts");
+	int ret = ortmem__opts_valid(opts, sizeof(*opts), "ortmem_device_opts") ?:
+		  ORTMEM_OPTS_WHOLE(opts, ortmem_device_opts,
+			ORTMEM_OPTS_SPAN(ortmem_device_opts, flags),
+			ORTMEM_OPTS_SPAN(ortmem_device_opts, pad),
+			ORTMEM_OPTS_SPAN(ortmem_device_opts, budget),
+			ORTMEM_OPTS_SPAN(ortmem_device_opts, bounce_bytes));
 
 	if (ret)
 		return ret;

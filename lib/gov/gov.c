@@ -13,9 +13,15 @@ static _Atomic uint64_t gov_serial;
 
 static int gov_check_opts(const struct ortmem_gov_opts *opts)
 {
-	int ret = ORTMEM_OPTS_VALID(opts, ortmem_gov_opts);
+	int ret = ORTMEM_OPTS_VALID(opts, ortmem_gov_opts) ?:
+		  ORTMEM_OPTS_WHOLE(opts, ortmem_gov_opts,
+			ORTMEM_OPTS_SPAN(ortmem_gov_opts, limit),
+			ORTMEM_OPTS_SPAN(ortmem_gov_opts, driver_reserve),
+			ORTMEM_OPTS_SPAN(ortmem_gov_opts, max_handles),
+			ORTMEM_OPTS_SPAN(ortmem_gov_opts, flags));
 	uint64_t dev = ORTMEM_OPTS_GET(opts, limit[0], 0);
 	uint64_t rsv = ORTMEM_OPTS_GET(opts, driver_reserve, 0);
+	int t;
 
 	if (ret)
 		return ret;
@@ -23,6 +29,12 @@ static int gov_check_opts(const struct ortmem_gov_opts *opts)
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_gov_opts.flags %#x has unknown bits; pass 0",
 			ORTMEM_OPTS_GET(opts, flags, 0));
+	/* One rule for every budget, here and in ortmem_gov_set_limit(). */
+	for (t = 0; ORTMEM_OPTS_HAS(opts, limit) && t < ORTMEM_TIER_COUNT; t++)
+		if (opts->limit[t] > GOV_MAX_SIZE)
+			return ortmem__err_invalid(t, opts->limit[t],
+				"ortmem_gov_opts.limit[%s] is %" PRIu64 " bytes; a limit above 2^62 (%llu) bytes is not supported",
+				ortmem_tier_name(t), opts->limit[t], GOV_MAX_SIZE);
 	if (ORTMEM_OPTS_GET(opts, max_handles, 0) > GOV_MAX_HANDLES)
 		return ortmem__err_invalid(-1, 0,
 			"max_handles %u exceeds the most a governor supports (%u)",
@@ -66,8 +78,6 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 		return ortmem__err_plain(-ENOMEM, "cannot allocate a governor");
 	memset(gov, 0, sizeof(*gov));
 	gov->serial = atomic_fetch_add(&gov_serial, 1) + 1;
-	/* Tags 1..GOV_TAGS: a zeroed handle never names a governor. */
-	gov->tag = (uint8_t)(gov->serial % GOV_TAGS + 1);
 	gov->deferred_tail = &gov->deferred;
 	atomic_store(&gov->driver_reserve, ORTMEM_OPTS_GET(opts, driver_reserve, 0));
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
@@ -78,10 +88,22 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 	n = ORTMEM_OPTS_GET(opts, max_handles, 0);
 	if (gov_init_locks(gov))
 		goto err_free;
-	if (ortmem__binding_init(gov, n ? n : GOV_DEFAULT_HANDLES))
+	ret = ortmem__tag_take(gov);
+	if (ret)
+		goto err_tag;
+	if (ortmem__binding_init(gov, n ? n : GOV_DEFAULT_HANDLES)) {
+		gov->nslots = 0;
+		ortmem__tag_give(gov);
 		goto err_locks;
+	}
 	*govp = gov;
 	return 0;
+err_tag:
+	pthread_mutex_destroy(&gov->slot_lock);
+	pthread_mutex_destroy(&gov->thr_lock);
+	pthread_mutex_destroy(&gov->lock);
+	free(gov);
+	return ret;
 err_locks:
 	pthread_mutex_destroy(&gov->slot_lock);
 	pthread_mutex_destroy(&gov->thr_lock);
@@ -136,6 +158,7 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 		if (gov->tiers[t].has_backend && gov->tiers[t].ops.close)
 			gov->tiers[t].ops.close(gov->tiers[t].ctx);
 	ortmem__tctx_fini(gov);
+	ortmem__tag_give(gov);
 	ortmem__binding_fini(gov);
 	pthread_mutex_destroy(&gov->slot_lock);
 	pthread_mutex_destroy(&gov->thr_lock);
@@ -153,7 +176,8 @@ ORTMEM_API int ortmem_gov_set_limit(struct ortmem_gov *gov, int tier,
 					   tier);
 	if (limit > GOV_MAX_SIZE)
 		return ortmem__err_invalid(tier, limit,
-			"a limit above %llu bytes is not supported", GOV_MAX_SIZE);
+			"a limit of %" PRIu64 " bytes for the %s tier: a limit above 2^62 (%llu) bytes is not supported",
+			limit, ortmem_tier_name(tier), GOV_MAX_SIZE);
 	pthread_mutex_lock(&gov->lock);
 	if (tier == ORTMEM_TIER_DEVICE &&
 	    limit < atomic_load(&gov->driver_reserve)) {

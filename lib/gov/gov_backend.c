@@ -115,12 +115,14 @@ int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
 				uint64_t size, const char *hook)
 {
 	const struct ortmem_error *e = ortmem_last_error();
-	char why[ORTMEM_ERROR_REASON_MAX] = "";
+	char why[ORTMEM_ERROR_REASON_MAX] = "", full[4 * ORTMEM_ERROR_REASON_MAX];
 
 	if (ret >= 0)
 		ret = -EIO;
-	if (e)
-		ortmem_error_format(e, why, sizeof(why));
+	if (e) {
+		ortmem_error_format(e, full, sizeof(full));
+		ortmem__text_fit(why, sizeof(why), full);
+	}
 	return ortmem__err_alloc_failed(ret, tier, size,
 		"backend '%s' %s returned %d%s%s", t->name, hook, ret,
 		e ? ": " : "", why);

@@ -7,12 +7,73 @@
  *
  * Free slots live in a global stack (slot_lock) and, for speed, in the
  * per-thread context's cache (gov_tctx.c).
+ *
+ * A handle's tag names its governor among the open ones; for those that
+ * held the tag before, the process remembers the first generation none of
+ * them issued (tag_next_gen), and a governor taking the tag starts every
+ * slot there.  So no number of governors, open at once or one after the
+ * other, ever shares a handle: a foreign one is refused as stale.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 
 #include "gov_internal.h"
+
+static pthread_mutex_t tag_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Per tag: the first generation no governor issued; 0 stands for 1. */
+static uint32_t tag_next_gen[GOV_TAGS + 1];
+static uint64_t tag_live[(GOV_TAGS + 64) / 64];
+static uint32_t tag_cursor;
+
+static bool tag_usable(uint32_t t)
+{
+	return !(tag_live[t / 64] >> (t % 64) & 1) &&
+	       tag_next_gen[t] <= SLOT_GEN_MAX - GOV_TAG_GENS_LEFT;
+}
+
+/* Give @gov a tag no open governor holds, cycling through them all. */
+int ortmem__tag_take(struct ortmem_gov *gov)
+{
+	uint32_t i, t;
+
+	pthread_mutex_lock(&tag_lock);
+	for (i = 0; i < GOV_TAGS; i++) {
+		t = (tag_cursor + i) % GOV_TAGS + 1;
+		if (tag_usable(t))
+			break;
+	}
+	if (i == GOV_TAGS) {
+		pthread_mutex_unlock(&tag_lock);
+		return ortmem__err_plain(-EMFILE,
+			"cannot open a governor: %u governors are open at once (or their tags' generations are spent); close governors no longer used",
+			GOV_TAGS);
+	}
+	tag_cursor = t;
+	tag_live[t / 64] |= 1ull << (t % 64);
+	gov->tag = (uint16_t)t;
+	gov->gen_base = tag_next_gen[t] ? tag_next_gen[t] : 1;
+	pthread_mutex_unlock(&tag_lock);
+	return 0;
+}
+
+/* Give @gov's tag back, past every generation its slots issued. */
+void ortmem__tag_give(struct ortmem_gov *gov)
+{
+	uint32_t i, top = gov->gen_base;
+
+	for (i = 0; i < gov->nslots; i++) {
+		uint32_t g = slot_gen(atomic_load(&gov->slots[i].word));
+
+		if (g > top)
+			top = g;
+	}
+	pthread_mutex_lock(&tag_lock);
+	/* top + 1: the slot word's own generation may be out in a handle. */
+	tag_next_gen[gov->tag] = top + 1;
+	tag_live[gov->tag / 64] &= ~(1ull << (gov->tag % 64));
+	pthread_mutex_unlock(&tag_lock);
+}
 
 int ortmem__binding_init(struct ortmem_gov *gov, uint32_t n)
 {
@@ -27,7 +88,8 @@ int ortmem__binding_init(struct ortmem_gov *gov, uint32_t n)
 	}
 	gov->nslots = n;
 	for (i = 0; i < n; i++) {
-		atomic_init(&gov->slots[i].word, slot_word(1, 0, SLOT_FREE));
+		atomic_init(&gov->slots[i].word,
+			    slot_word(gov->gen_base, 0, SLOT_FREE));
 		gov->free_idx[i] = n - 1 - i;
 	}
 	gov->nfree = n;

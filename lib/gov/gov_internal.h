@@ -55,7 +55,8 @@ enum gov_state {
 #define SLOT_STATE_MASK 0x7fu
 #define SLOT_PINS_SHIFT 8
 #define SLOT_PINS_MAX ((1u << 24) - 1)
-#define SLOT_GEN_MAX UINT32_MAX
+/* A handle carries 24 bits of generation (below). */
+#define SLOT_GEN_MAX ((1u << 24) - 1)
 
 static inline uint32_t slot_gen(uint64_t w) { return (uint32_t)(w >> 32); }
 static inline uint32_t slot_pins(uint64_t w)
@@ -73,28 +74,37 @@ static inline uint64_t slot_word(uint32_t gen, uint32_t pins, unsigned int st)
 	return (uint64_t)gen << 32 | (uint64_t)pins << SLOT_PINS_SHIFT | st;
 }
 
-/* ---- handle id: generation(32) | tag(8) | index(24) ---- */
+/*
+ * ---- handle id: generation(24) | tag(16) | index(24) ----
+ * The tag names the governor among those open at once (never two live
+ * governors share one); the generation tells the governors that held the
+ * same tag over the process's life apart, because a governor's slots start
+ * above every generation the tag's earlier governors issued (gov_binding.c).
+ */
 #define HANDLE_IDX_BITS 24
 #define HANDLE_IDX_MASK ((1u << HANDLE_IDX_BITS) - 1)
 #define HANDLE_TAG_SHIFT HANDLE_IDX_BITS
-#define HANDLE_GEN_SHIFT 32
+#define HANDLE_GEN_SHIFT 40
 
-static inline uint64_t handle_make(uint32_t gen, uint8_t tag, uint32_t idx)
+static inline uint64_t handle_make(uint32_t gen, uint16_t tag, uint32_t idx)
 {
 	return (uint64_t)gen << HANDLE_GEN_SHIFT |
 	       (uint64_t)tag << HANDLE_TAG_SHIFT | idx;
 }
 static inline uint32_t handle_idx(uint64_t id) { return id & HANDLE_IDX_MASK; }
-static inline uint8_t handle_tag(uint64_t id)
+static inline uint16_t handle_tag(uint64_t id)
 {
-	return (uint8_t)(id >> HANDLE_TAG_SHIFT);
+	return (uint16_t)(id >> HANDLE_TAG_SHIFT);
 }
 static inline uint32_t handle_gen(uint64_t id)
 {
 	return (uint32_t)(id >> HANDLE_GEN_SHIFT);
 }
-/* Governor tags a handle carries: 1..255 (0 is never issued). */
-#define GOV_TAGS 255u
+/* Governor tags a handle carries: 1..65535 (0 is never issued). */
+#define GOV_TAGS 65535u
+/* A tag is given to a new governor only while at least this many
+ * generations of it are left, so its slots do not retire early. */
+#define GOV_TAG_GENS_LEFT (1u << 23)
 /* A handle's index names every slot of the largest table. */
 #define GOV_MAX_HANDLES (1u << HANDLE_IDX_BITS)
 
@@ -207,7 +217,8 @@ struct gov_quarantine {
 struct ortmem_gov {
 	struct gov_tier tiers[ORTMEM_TIER_COUNT];
 	uint64_t serial;
-	uint8_t tag;
+	uint16_t tag;
+	uint32_t gen_base;	/* the generation every slot starts at */
 	uint32_t nslots;
 	struct gov_slot *slots;
 	_Atomic uint64_t tick;
@@ -288,7 +299,9 @@ static inline bool ortmem__credit_take(struct ortmem_gov *gov,
 	return true;
 }
 
-/* gov_binding.c: the handle table. */
+/* gov_binding.c: the handle table, the process's governor tags. */
+int ortmem__tag_take(struct ortmem_gov *gov);
+void ortmem__tag_give(struct ortmem_gov *gov);
 int ortmem__binding_init(struct ortmem_gov *gov, uint32_t n);
 void ortmem__binding_fini(struct ortmem_gov *gov);
 void ortmem__slot_put(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);

@@ -43,9 +43,13 @@ static void run_save_cause(struct reclaim_run *run)
 		return;
 	run->cause = *e;
 	if (e->cause) {
-		/* Keep the whole chain as text in the saved head's reason. */
-		ortmem_error_format(e, run->cause.reason,
-				    sizeof(run->cause.reason));
+		/* Keep the whole chain as text in the saved head's reason,
+		 * cut at a word and marked if it does not fit. */
+		char full[4 * ORTMEM_ERROR_REASON_MAX];
+
+		ortmem_error_format(e, full, sizeof(full));
+		ortmem__text_fit(run->cause.reason, sizeof(run->cause.reason),
+				 full);
 		run->cause.kind = ORTMEM_ERR_NONE;
 	}
 	run->cause.cause = NULL;
@@ -191,6 +195,44 @@ static int reclaim_demote(struct ortmem_gov *gov, int tier, uint64_t size,
 	}
 }
 
+/*
+ * The reclaims this thread is inside of, innermost first.  A callback (or a
+ * demotion's backend) that charges the tier being reclaimed, and needs
+ * reclaim for it, would reclaim that tier again from within itself, without
+ * bound: that charge is refused instead.
+ */
+struct reclaim_frame {
+	const struct ortmem_gov *gov;
+	int tier;
+	struct reclaim_frame *up;
+};
+static __thread struct reclaim_frame *tl_reclaiming;
+
+static const struct reclaim_frame *reclaim_frame_find(
+	const struct ortmem_gov *gov, int tier)
+{
+	const struct reclaim_frame *f;
+
+	for (f = tl_reclaiming; f; f = f->up)
+		if (f->gov == gov && f->tier == tier)
+			return f;
+	return NULL;
+}
+
+static int reclaim_steps(struct ortmem_gov *gov, int tier, uint64_t size,
+			 struct reclaim_run *run)
+{
+	struct reclaim_frame frame = { gov, tier, tl_reclaiming };
+	int ret;
+
+	tl_reclaiming = &frame;
+	ret = reclaim_callbacks(gov, tier, size, run);
+	if (ret)
+		ret = reclaim_demote(gov, tier, size, run);
+	tl_reclaiming = frame.up;
+	return ret;
+}
+
 static int reclaim_for_charge(struct ortmem_gov *gov, int tier,
 			      uint32_t role, uint64_t size)
 {
@@ -198,12 +240,15 @@ static int reclaim_for_charge(struct ortmem_gov *gov, int tier,
 	struct reclaim_run run = { .has_cause = false };
 	uint64_t used, usable;
 
-	if (size <= atomic_load(&t->usable)) {
-		if (!reclaim_callbacks(gov, tier, size, &run))
-			return 0;
-		if (!reclaim_demote(gov, tier, size, &run))
-			return 0;
+	if (reclaim_frame_find(gov, tier)) {
+		atomic_fetch_add(&t->refusals, 1);
+		return ortmem__err_plain(-EDEADLK,
+			"cannot charge %" PRIu64 " bytes to the %s tier from within its own reclaim (a reclaim callback, or a backend it called, reserves on the tier it is asked to free): it does not fit, and reclaim does not re-enter itself; release or demote in the callback, or reserve on another tier",
+			size, ortmem_tier_name(tier));
 	}
+	if (size <= atomic_load(&t->usable) &&
+	    !reclaim_steps(gov, tier, size, &run))
+		return 0;
 	atomic_fetch_add(&t->refusals, 1);
 	used = atomic_load(&t->used);
 	usable = atomic_load(&t->usable);

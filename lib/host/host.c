@@ -78,7 +78,11 @@ ORTMEM_API int ortmem_host_open(const struct ortmem_host_opts *opts,
 
 	if (!hostp)
 		return ortmem__err_invalid(ORTMEM_TIER_HOST, 0, "hostp is NULL");
-	ret = ORTMEM_OPTS_VALID(opts, ortmem_host_opts);
+	ret = ORTMEM_OPTS_VALID(opts, ortmem_host_opts) ?:
+	      ORTMEM_OPTS_WHOLE(opts, ortmem_host_opts,
+			ORTMEM_OPTS_SPAN(ortmem_host_opts, flags),
+			ORTMEM_OPTS_SPAN(ortmem_host_opts, pad),
+			ORTMEM_OPTS_SPAN(ortmem_host_opts, device));
 	if (ret)
 		return ret;
 	flags = ORTMEM_OPTS_GET(opts, flags, 0);

@@ -50,7 +50,16 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 {
 	const uint32_t known = ORTMEM_PLAN_F_VALIDATE | ORTMEM_PLAN_F_NO_INPLACE;
 	const uint32_t all_tiers = (1u << ORTMEM_TIER_COUNT) - 1;
-	int ret = ORTMEM_OPTS_VALID(in, ortmem_plan_opts);
+	int ret = ORTMEM_OPTS_VALID(in, ortmem_plan_opts) ?:
+		  ORTMEM_OPTS_WHOLE(in, ortmem_plan_opts,
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, time_budget_us),
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, max_iterations),
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, seed),
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, align),
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, budget),
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, tiers),
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, flags),
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, threads));
 	int t;
 
 	if (ret)

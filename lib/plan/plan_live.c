@@ -41,6 +41,10 @@ static int pl_resolve_sizes(struct ortmem_plan *plan)
 		if (ret < 0)
 			return ortmem__err_plain(ret,
 				"planner: the size oracle failed for value %u", v);
+		if (ret > 1)
+			return ortmem__err_invalid(-1, 0,
+				"planner: the size oracle returned %d for value %u; it must return 0 (size set), 1 (size still symbolic) or a negative error",
+				ret, v);
 		if (ret == 0 && x->rsize != ORTMEM_PLAN_SIZE_SYMBOLIC)
 			continue;
 		ret = ortmem__plan_grow((void **)&plan->deferred, &nd,

@@ -4,6 +4,7 @@
  * for plain buffers.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -82,9 +83,9 @@ static int pl_check_sizes(const struct ortmem_plan *plan)
 		if (plan->bufs[b].size > (UINT64_MAX >> 2) ||
 		    __builtin_add_overflow(sum, plan->bufs[b].size, &sum) ||
 		    sum > (UINT64_MAX >> 2))
-			return ortmem__err_invalid(-1, plan->bufs[b].size,
-				"planner: buffer of value %u makes the sizes overflow",
-				plan->bufs[b].owner);
+			return ortmem__err_plain(-EOVERFLOW,
+				"planner: the buffer of value %u (%" PRIu64 " bytes) makes the sizes overflow; sizes and their sum must stay below 2^62 bytes",
+				plan->bufs[b].owner, plan->bufs[b].size);
 	return 0;
 }
 
@@ -168,6 +169,25 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
 	return b->tier;
 }
 
+/* Does node @step read or write @value, itself or through a view of the
+ * same root?  (Another value of its in-place chain shares the buffer, and
+ * so its steps, but is not @value.) */
+static bool pl_step_uses(const struct ortmem_plan *plan, uint32_t step,
+			 uint32_t value)
+{
+	const struct pl_node *n = &plan->nodes[step];
+	int32_t root = plan->vals[value].root;
+	uint32_t i;
+
+	for (i = 0; i < n->n_in; i++)
+		if (plan->vals[plan->edges[n->in + i]].root == root)
+			return true;
+	for (i = 0; i < n->n_out; i++)
+		if (plan->vals[plan->edges[n->out + i]].root == root)
+			return true;
+	return false;
+}
+
 ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
 					  uint32_t value, uint32_t step,
 					  uint64_t *offset)
@@ -202,7 +222,8 @@ ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
 		else
 			hi = mid;
 	}
-	if (lo == plan->touch_idx[b + 1] || plan->touch_step[lo] != step)
+	if (lo == plan->touch_idx[b + 1] || plan->touch_step[lo] != step ||
+	    !pl_step_uses(plan, step, value))
 		return ortmem__err_plain(-ENOENT,
 			"ortmem_plan_staging_offset: step %u neither reads nor writes value %u, so it is not staged there",
 			step, value);

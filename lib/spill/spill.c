@@ -57,6 +57,10 @@ struct ortmem_spill {
 	atomic_uint next_lane;
 	struct ortmem__lane *lanes;
 	struct ortmem__sengine eng;
+	/* Calls inside spill_run(); close waits for them (under lock). */
+	uint32_t users;
+	bool closing;
+	pthread_cond_t idle;
 };
 
 /*
@@ -267,7 +271,15 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 	if (!spillp)
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, 0, "spillp is NULL");
 	*spillp = NULL;
-	ret = ORTMEM_OPTS_VALID(opts, ortmem_spill_opts);
+	ret = ORTMEM_OPTS_VALID(opts, ortmem_spill_opts) ?:
+	      ORTMEM_OPTS_WHOLE(opts, ortmem_spill_opts,
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, dir),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, budget_bytes),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, queue_depth),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, flags),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, lanes),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, chunk_bytes),
+			ORTMEM_OPTS_SPAN(ortmem_spill_opts, grow_bytes));
 	if (!ret)
 		ret = spill_opts_check(opts);
 	if (ret)
@@ -286,6 +298,7 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 	s->salt = (uint16_t)(((uintptr_t)s >> 4) ^ (uintptr_t)s >> 20 ^ SPILL_SALT_MIX);
 	ortmem__ealloc_init(&s->ea);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->idle, NULL);
 	ret = ortmem__sfile_open(&s->file, spill_dir(opts),
 				 s->eng.flags & ORTMEM_SPILL_F_BUFFERED);
 	if (ret)
@@ -314,6 +327,7 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 err_close_file:
 	ortmem__sfile_close(&s->file);
 err_free:
+	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return ret;
@@ -325,12 +339,23 @@ ORTMEM_API void ortmem_spill_close(struct ortmem_spill *spill)
 
 	if (!spill)
 		return;
+	/* A runtime's error path may close while another thread's transfers
+	 * run: let them finish, and refuse those that start meanwhile. */
+	pthread_mutex_lock(&spill->lock);
+	spill->closing = true;
+	while (spill->users)
+		pthread_cond_wait(&spill->idle, &spill->lock);
+	pthread_mutex_unlock(&spill->lock);
 	for (i = 0; i < spill->nlanes; i++)
 		ortmem__lane_fini(&spill->lanes[i], &spill->eng);
 	free(spill->lanes);
+	/* Frees every block now, though a ring's teardown (the kernel's,
+	 * asynchronous) may still hold the file open for a while. */
+	ortmem__sfile_discard(&spill->file);
 	ortmem__sfile_close(&spill->file);
 	ortmem__ealloc_fini(&spill->ea);
 	free(spill->recs);
+	pthread_cond_destroy(&spill->idle);
 	pthread_mutex_destroy(&spill->lock);
 	free(spill);
 }
@@ -452,10 +477,46 @@ static int spill_err_restore(const struct ortmem_error *saved)
 	return code;
 }
 
+static int spill_run_batch(struct ortmem_spill *s, struct ortmem_spill_io *ios,
+			   struct ortmem__sreq *reqs, unsigned int n,
+			   struct ortmem_error *first_prep, unsigned int *firstp);
+
+/*
+ * Run a batch of transfers; the first failure is the thread's error.  The
+ * call counts as a user of @s, which ortmem_spill_close() waits for.
+ */
 static int spill_run(struct ortmem_spill *s, struct ortmem_spill_io *ios,
 		     struct ortmem__sreq *reqs, unsigned int n)
 {
 	struct ortmem_error first_prep = { 0 };
+	unsigned int first = n;
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->closing) {
+		pthread_mutex_unlock(&s->lock);
+		return spill_err(-ESHUTDOWN, 0,
+			"disk tier: the spill handle is being closed; no transfer can start on it");
+	}
+	s->users++;
+	pthread_mutex_unlock(&s->lock);
+	ret = spill_run_batch(s, ios, reqs, n, &first_prep, &first);
+	pthread_mutex_lock(&s->lock);
+	if (!--s->users && s->closing)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+	if (ret || first == n)
+		return ret;
+	if (reqs[first].unprepared)
+		return spill_err_restore(&first_prep);
+	return spill_report(&reqs[first]);
+}
+
+/* Run a batch; *@firstp: the first transfer that failed, n if none. */
+static int spill_run_batch(struct ortmem_spill *s, struct ortmem_spill_io *ios,
+			   struct ortmem__sreq *reqs, unsigned int n,
+			   struct ortmem_error *first_prep, unsigned int *firstp)
+{
 	struct ortmem__lane *l;
 	unsigned int i, first = n;
 
@@ -467,7 +528,7 @@ static int spill_run(struct ortmem_spill *s, struct ortmem_spill_io *ios,
 		reqs[i].finished = true;
 		if (first == n) {
 			first = i;
-			first_prep = *ortmem_last_error();
+			*first_prep = *ortmem_last_error();
 		}
 	}
 	l = spill_lane_lock(s);
@@ -481,11 +542,8 @@ static int spill_run(struct ortmem_spill *s, struct ortmem_spill_io *ios,
 		if (reqs[i].err && i < first)
 			first = i;
 	}
-	if (first == n)
-		return 0;
-	if (reqs[first].unprepared)
-		return spill_err_restore(&first_prep);
-	return spill_report(&reqs[first]);
+	*firstp = first;
+	return 0;
 }
 
 ORTMEM_API int ortmem_spill_submit(struct ortmem_spill *spill,
@@ -598,6 +656,7 @@ ORTMEM_API int ortmem_spill_stats(struct ortmem_spill *spill,
 	v.used_bytes = spill->ea.used;
 	v.largest_free = ortmem__ealloc_largest(&spill->ea);
 	v.extents = spill->live;
+	v.calls_running = spill->users;
 	pthread_mutex_unlock(&spill->lock);
 	v.bytes_written = atomic_load(&c->bytes_written);
 	v.bytes_read = atomic_load(&c->bytes_read);

@@ -80,6 +80,30 @@ static int sfile_open_tmp(const char *dir, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
+/* What is wrong with a spill directory open(O_TMPFILE) refused, and what
+ * to do: the failure is the directory's, not a lack of memory. */
+static const char *sfile_dir_advice(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "it does not exist; create it, or give another directory (ortmem_spill_opts.dir, $ORTMEM_SPILL_DIR)";
+	case -ENOTDIR:
+		return "it (or a folder on its path) is not a directory; give a directory";
+	case -EACCES:
+	case -EPERM:
+		return "this process may not create files there; give a directory it can write to";
+	case -EROFS:
+		return "its filesystem is mounted read-only; give a directory on a writable filesystem";
+	case -EOPNOTSUPP:
+		return "its filesystem cannot create unnamed files (O_TMPFILE); give a directory on ext4, xfs, btrfs or tmpfs";
+	case -ENOSPC:
+	case -EDQUOT:
+		return "its filesystem (or this user's quota there) is full; free space there or give another directory";
+	default:
+		return "give another directory";
+	}
+}
+
 int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered)
 {
 	int fd = -EINVAL;
@@ -100,14 +124,36 @@ int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered)
 	if (fd < 0) {
 		if (fd == -EISDIR || fd == -EINVAL)
 			fd = -EOPNOTSUPP;
-		return ortmem__err_alloc_failed(fd, ORTMEM_TIER_DISK, 0,
-			"cannot create a spill file with O_TMPFILE in %s", dir);
+		return ortmem__err_io(fd, ORTMEM_TIER_DISK, 0,
+			"disk tier: cannot create a spill file in the directory %s: %s",
+			dir, sfile_dir_advice(fd));
 	}
 	f->fd = fd;
+	f->tmpfile = true;
 	sfile_probe_align(f);
 	if (!f->direct)
 		f->mem_align = 1;
 	return 0;
+}
+
+/*
+ * Drop every block of the file at once.  Closing our descriptor does not:
+ * the file's blocks go with its last reference, and an io_uring's teardown
+ * (which the kernel finishes asynchronously) holds one for a while.
+ */
+void ortmem__sfile_discard(struct ortmem__sfile *f)
+{
+	int ret;
+
+	/* Only our own unnamed file: never a caller's (file-backed) one. */
+	if (f->fd < 0 || !f->tmpfile)
+		return;
+	do {
+		ret = ftruncate(f->fd, 0);
+	} while (ret && errno == EINTR);
+	if (ret)
+		pr_warn("spill: cannot free the spill file's space in %s (errno %d); it is freed when the kernel drops the file",
+			f->dir, errno);
 }
 
 int ortmem__sfile_open_ro(struct ortmem__sfile *f, const char *path,

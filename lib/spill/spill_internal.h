@@ -59,12 +59,14 @@ struct ortmem__sfile {
 	int fd;
 	bool direct;
 	bool dioalign;		/* alignment came from statx */
+	bool tmpfile;		/* our O_TMPFILE, not a caller's file */
 	uint32_t align;		/* file offset alignment and extent unit */
 	uint32_t mem_align;	/* memory alignment for direct I/O */
 	char dir[256];
 };
 
 int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered);
+void ortmem__sfile_discard(struct ortmem__sfile *f);
 void ortmem__sfile_close(struct ortmem__sfile *f);
 /* Reserve [from, to) with fallocate. */
 int ortmem__sfile_reserve(struct ortmem__sfile *f, uint64_t from, uint64_t to);

@@ -167,6 +167,10 @@ sync:
 void ortmem__lane_fini(struct ortmem__lane *l, struct ortmem__sengine *e)
 {
 	(void)e;
+	/* Unregistering waits for the ring's users of the file; the exit
+	 * alone leaves it to the kernel's deferred teardown. */
+	if (l->have_ring && l->regfile)
+		io_uring_unregister_files(&l->ring);
 	if (l->have_ring)
 		io_uring_queue_exit(&l->ring);
 	l->have_ring = false;

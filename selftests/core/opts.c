@@ -75,6 +75,79 @@ TEST(newer_structs_with_unknown_fields_are_refused)
 	ortmem_gov_close(gov);
 }
 
+/* Every sz that ends strictly inside a field is refused, for each struct;
+ * every sz at a field's end (an older struct) is taken. */
+#define EACH_CUT(type, open_call, close_call)                                \
+	do {                                                                 \
+		type o_;                                                     \
+		size_t sz_;                                                  \
+		for (sz_ = sizeof(size_t); sz_ <= sizeof(o_); sz_++) {       \
+			int ret_;                                            \
+			memset(&o_, 0, sizeof(o_));                          \
+			o_.sz = sz_;                                         \
+			ret_ = open_call;                                    \
+			if (ret_ == 0) {                                     \
+				close_call;                                  \
+				accepted[sz_] = 1;                           \
+			} else if (ret_ == -EINVAL &&                        \
+				   strstr(ortmem_last_error_message(),       \
+					  "ends inside one of its fields")) { \
+				cut[sz_] = 1;                                \
+			}                                                    \
+		}                                                            \
+	} while (0)
+
+TEST(a_sz_that_cuts_a_field_is_refused)
+{
+	char accepted[256], cut[256];
+	struct ortmem_gov *gov;
+	struct ortmem_plan *plan;
+
+	memset(accepted, 0, sizeof(accepted));
+	memset(cut, 0, sizeof(cut));
+	/* The case: sz ends inside limit[]: every tier would close. */
+	EACH_CUT(struct ortmem_gov_opts, ortmem_gov_open(&o_, &gov),
+		 ortmem_gov_close(gov));
+	EXPECT_TRUE(cut[END_OF(struct ortmem_gov_opts, limit) - 8]);
+	EXPECT_TRUE(cut[offsetof(struct ortmem_gov_opts, limit) + 1]);
+	EXPECT_TRUE(cut[END_OF(struct ortmem_gov_opts, driver_reserve) - 1]);
+	EXPECT_TRUE(accepted[sizeof(size_t)]);
+	EXPECT_TRUE(accepted[END_OF(struct ortmem_gov_opts, limit)]);
+	EXPECT_TRUE(accepted[END_OF(struct ortmem_gov_opts, driver_reserve)]);
+	EXPECT_TRUE(accepted[sizeof(struct ortmem_gov_opts)]);
+
+	memset(accepted, 0, sizeof(accepted));
+	memset(cut, 0, sizeof(cut));
+	EACH_CUT(struct ortmem_plan_opts, ortmem_plan_new(&o_, &plan),
+		 ortmem_plan_free(plan));
+	EXPECT_TRUE(cut[offsetof(struct ortmem_plan_opts, budget) + 8]);
+	EXPECT_TRUE(cut[offsetof(struct ortmem_plan_opts, align) + 16]);
+	EXPECT_TRUE(accepted[END_OF(struct ortmem_plan_opts, budget)]);
+	EXPECT_TRUE(accepted[sizeof(struct ortmem_plan_opts)]);
+}
+
+TEST(limits_above_2_62_are_refused_at_open_as_at_set_limit)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = (1ull << 62) + 1 });
+	struct ortmem_gov *gov = NULL;
+	int t;
+
+	EXPECT_EQ(-EINVAL, ortmem_gov_open(&o, &gov));
+	EXPECT_NULL(gov);
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "2^62"));
+	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
+		memset(o.limit, 0, sizeof(o.limit));
+		o.limit[t] = UINT64_MAX;
+		EXPECT_EQ(-EINVAL, ortmem_gov_open(&o, &gov));
+		o.limit[t] = 1ull << 62;
+		ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+		EXPECT_EQ(-EINVAL, ortmem_gov_set_limit(gov, t, (1ull << 62) + 1));
+		EXPECT_EQ(0, ortmem_gov_set_limit(gov, t, 1ull << 62));
+		ortmem_gov_close(gov);
+		gov = NULL;
+	}
+}
+
 static int nop_alloc(void *ctx, uint64_t size, uint64_t *bhp)
 {
 	(void)ctx;

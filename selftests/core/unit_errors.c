@@ -77,6 +77,41 @@ TEST(allocation_failed_message_keeps_backend_reason)
 		     ortmem_last_error_message());
 }
 
+/* A reason longer than its field is cut at a word and marked, not
+ * mid-sentence without a sign. */
+TEST(long_reasons_are_cut_at_a_word_and_marked)
+{
+	char text[1024] = "", small[40];
+	const char *r, *mark;
+	size_t kept;
+	int i;
+
+	for (i = 0; i < 60; i++)
+		strcat(text, i % 7 ? "cause, " : "spill directory ");
+	ortmem__err_plain(-EIO, "%s", text);
+	r = ortmem_last_error()->reason;
+	EXPECT_LT(strlen(r), (size_t)ORTMEM_ERROR_REASON_MAX);
+	mark = strstr(r, " [...]");
+	ASSERT_NONNULL(mark);
+	EXPECT_EQ(0, strcmp(mark, " [...]"));
+	kept = (size_t)(mark - r);
+	EXPECT_LT((size_t)ORTMEM_ERROR_REASON_MAX / 2, kept);
+	EXPECT_EQ(0, strncmp(r, text, kept));
+	/* The cut falls between words. */
+	EXPECT_TRUE(text[kept] == ' ' || text[kept] == ',');
+	EXPECT_NE(' ', r[kept - 1]);
+	/* A reason that fits is kept as it is. */
+	ortmem__err_plain(-EIO, "%.*s", ORTMEM_ERROR_REASON_MAX - 1, text);
+	EXPECT_EQ((size_t)ORTMEM_ERROR_REASON_MAX - 1, strlen(ortmem_last_error()->reason));
+	EXPECT_NULL(strstr(ortmem_last_error()->reason, "[...]"));
+	/* One word longer than the field is cut, and still marked. */
+	memset(text, 'x', 600);
+	text[600] = '\0';
+	ortmem__text_fit(small, sizeof(small), text);
+	EXPECT_EQ(sizeof(small) - 1, strlen(small));
+	EXPECT_NONNULL(strstr(small, " [...]"));
+}
+
 TEST(allocation_failed_never_reports_success)
 {
 	EXPECT_EQ(-EIO, ortmem__err_alloc_failed(0, ORTMEM_TIER_DISK, 1, "odd"));

@@ -178,9 +178,9 @@ TEST_F(gov, generation_wrap_retires_the_slot)
 
 	/* Every free slot is one release away from running out. */
 	for (i = 0; i < 64; i++)
-		ASSERT_EQ(0, ortmem__binding_set_gen(self->gov, i, UINT32_MAX));
+		ASSERT_EQ(0, ortmem__binding_set_gen(self->gov, i, SLOT_GEN_MAX));
 	ASSERT_EQ(0, ortmem_gov_reserve(self->gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_KV_CACHE, 100, &h));
-	EXPECT_EQ(UINT32_MAX, handle_gen(h.id));
+	EXPECT_EQ(SLOT_GEN_MAX, handle_gen(h.id));
 	idx = handle_idx(h.id);
 	ASSERT_EQ(0, ortmem_gov_release(self->gov, h, 0));
 	EXPECT_EQ(-ORTMEM_E_STALE_HANDLE, ortmem_gov_release(self->gov, h, 0));

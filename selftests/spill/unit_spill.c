@@ -6,6 +6,7 @@
  * the file, nothing left in the directory, and concurrent callers.
  */
 #include <pthread.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "spill/spill_internal.h"
@@ -324,7 +325,29 @@ TEST(options_are_checked)
 	}
 	EXPECT_EQ(-ENOENT, spill_open_in("/nonexistent/ortmem", 0, 0, 0, &s));
 	EXPECT_EQ(ORTMEM_TIER_DISK, ortmem_last_error()->tier);
+	/* The message names the directory's fault, not an allocation's. */
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "does not exist"));
+	EXPECT_NULL(strstr(ortmem_last_error_message(), "allocate"));
+	EXPECT_NULL(strstr(ortmem_last_error_message(), "lower the demand"));
 	EXPECT_EQ(-ENOTDIR, spill_open_in("/dev/null", 0, 0, 0, &s));
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "not a directory"));
+	EXPECT_NULL(strstr(ortmem_last_error_message(), "allocate"));
+	{
+		char sub[300];
+
+		snprintf(sub, sizeof(sub), "%s/closed", dir);
+		ASSERT_EQ(0, mkdir(sub, 0500));
+		if (geteuid()) {
+			EXPECT_EQ(-EACCES, spill_open_in(sub, 0, 0, 0, &s));
+			EXPECT_NONNULL(strstr(ortmem_last_error_message(), "may not create files"));
+		} else if (!mount("tmpfs", sub, "tmpfs", MS_RDONLY, "size=1m")) {
+			/* root writes anywhere but on a read-only filesystem */
+			EXPECT_EQ(-EROFS, spill_open_in(sub, 0, 0, 0, &s));
+			EXPECT_NONNULL(strstr(ortmem_last_error_message(), "read-only"));
+			umount2(sub, MNT_DETACH);
+		}
+		rmdir(sub);
+	}
 	rmdir(dir);
 }
 
