@@ -35,7 +35,6 @@
 #include "plan_internal.h"
 
 #define GAP_RULES 4
-#define GAP_REPACKS 3
 
 struct gap {
 	uint32_t k;		/* touch that opens it */
@@ -55,6 +54,8 @@ struct gap_ctx {
 	uint32_t *by_first_idx;
 	uint64_t *base;		/* profile with every gap kept */
 	uint64_t *prof;
+	uint64_t *bud;		/* budget per step */
+	uint64_t *foot;		/* bytes the step itself touches */
 	uint32_t *active;
 	bool *written;
 	uint8_t *off;		/* per touch: the gap it opens is off */
@@ -102,13 +103,15 @@ static int gp_alloc(struct gap_ctx *c)
 	c->by_first_idx = calloc(n + 2, sizeof(*c->by_first_idx));
 	c->base = calloc(n + 1, sizeof(*c->base));
 	c->prof = malloc(sizeof(*c->prof) * (n + 1));
+	c->bud = malloc(sizeof(*c->bud) * (n + 1));
+	c->foot = calloc(n + 1, sizeof(*c->foot));
 	c->active = malloc(sizeof(*c->active) * (nt + 1));
 	c->written = malloc(sizeof(*c->written) * (nb + 1));
 	c->off = calloc(nt + 1, 1);
 	c->best = calloc(nt + 1, 1);
 	c->order = malloc(sizeof(*c->order) * (nt + 1));
 	if (!c->asz || !c->gaps || !c->by_first || !c->by_first_idx || !c->base ||
-	    !c->prof || !c->active || !c->written || !c->off || !c->best || !c->order)
+	    !c->prof || !c->bud || !c->foot || !c->active || !c->written || !c->off || !c->best || !c->order)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot index the gaps of %u buffers", nb);
 	for (b = 0; b < nb; b++) {
 		const struct pl_buf *pb = &plan->bufs[b];
@@ -167,7 +170,7 @@ static void gp_evict(struct gap_ctx *c, const struct gap *g, uint32_t from)
 }
 
 /* One sweep under @rule; the off gaps land in c->off, the cost returned. */
-static uint64_t gp_sweep(struct gap_ctx *c, uint64_t budget, int rule)
+static uint64_t gp_sweep(struct gap_ctx *c, int rule)
 {
 	uint32_t n = c->plan->n_nodes, s, i, na = 0, ne = 0;
 
@@ -177,7 +180,7 @@ static uint64_t gp_sweep(struct gap_ctx *c, uint64_t budget, int rule)
 	for (s = 0; s < n; s++) {
 		for (i = c->by_first_idx[s]; i < c->by_first_idx[s + 1]; i++)
 			c->active[na++] = c->by_first[i];
-		while (c->prof[s] > budget) {
+		while (c->prof[s] > c->bud[s]) {
 			double best = -1.0, sc;
 			uint32_t at = 0, j;
 
@@ -188,7 +191,7 @@ static uint64_t gp_sweep(struct gap_ctx *c, uint64_t budget, int rule)
 					c->active[j] = c->active[--na];
 					continue;
 				}
-				sc = gp_score(c, g, s, c->prof[s] - budget, rule);
+				sc = gp_score(c, g, s, c->prof[s] - c->bud[s], rule);
 				if (sc > best) {
 					best = sc;
 					at = j;
@@ -212,7 +215,7 @@ static uint64_t gp_sweep(struct gap_ctx *c, uint64_t budget, int rule)
 		bool fits = true;
 
 		for (s = g->first; s < g->end && fits; s++)
-			fits = c->prof[s] + c->asz[g->buf] <= budget;
+			fits = c->prof[s] + c->asz[g->buf] <= c->bud[s];
 		if (!fits)
 			continue;
 		c->off[g->k] = 0;
@@ -222,15 +225,15 @@ static uint64_t gp_sweep(struct gap_ctx *c, uint64_t budget, int rule)
 	return ortmem__plan_gap_cost(c->plan, c->off);
 }
 
-/* The cheapest of the rules under @budget, into c->best. */
-static void gp_place(struct gap_ctx *c, uint64_t budget)
+/* The cheapest of the rules under c->bud, into c->best. */
+static void gp_place(struct gap_ctx *c)
 {
 	uint64_t best = UINT64_MAX, cost;
 	uint32_t nt = c->plan->touch_idx[c->plan->n_bufs];
 	int rule;
 
 	for (rule = 0; rule < GAP_RULES; rule++) {
-		cost = gp_sweep(c, budget, rule);
+		cost = gp_sweep(c, rule);
 		if (cost < best) {
 			best = cost;
 			memcpy(c->best, c->off, nt);
@@ -279,45 +282,19 @@ static int gp_pack(struct gap_ctx *c, uint64_t deadline, struct pk_result *res)
 	return ret;
 }
 
-/* Worst case: every gap off; each step's touches stacked from 0. */
-static void gp_stack(struct gap_ctx *c, struct pk_result *res)
-{
-	struct ortmem_plan *plan = c->plan;
-	uint32_t b, k;
-
-	memset(c->prof, 0, sizeof(*c->prof) * plan->n_nodes);
-	for (b = 0; b < plan->n_bufs; b++)
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-			c->best[k] = k + 1 < plan->touch_idx[b + 1] ||
-				     plan->bufs[b].hi > plan->touch_step[k] + 1u;
-	res->height = 0;
-	for (b = 0; b < plan->n_bufs; b++)
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
-			uint32_t s = plan->touch_step[k];
-
-			plan->touch_off[k] = c->prof[s];
-			c->prof[s] += c->asz[b];
-			if (c->prof[s] > res->height)
-				res->height = c->prof[s];
-		}
-	res->lb = res->height;
-	res->optimal = true;
-}
-
 /* The largest single step's footprint; refuse a budget below it. */
 static int gp_footprint(struct gap_ctx *c, uint64_t *foot)
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t b, k, s, at = 0;
 
-	memset(c->prof, 0, sizeof(*c->prof) * plan->n_nodes);
 	*foot = 0;
 	for (b = 0; b < plan->n_bufs; b++)
 		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-			c->prof[plan->touch_step[k]] += c->asz[b];
+			c->foot[plan->touch_step[k]] += c->asz[b];
 	for (s = 0; s < plan->n_nodes; s++)
-		if (c->prof[s] > *foot) {
-			*foot = c->prof[s];
+		if (c->foot[s] > *foot) {
+			*foot = c->foot[s];
 			at = s;
 		}
 	if (*foot <= c->budget)
@@ -337,6 +314,8 @@ static void gp_free(struct gap_ctx *c)
 	free(c->by_first_idx);
 	free(c->base);
 	free(c->prof);
+	free(c->bud);
+	free(c->foot);
 	free(c->active);
 	free(c->written);
 	free(c->off);
@@ -347,27 +326,49 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		      struct pk_result *res)
 {
 	struct gap_ctx c = { .plan = plan, .budget = plan->o.budget[ORTMEM_TIER_DEVICE] };
-	uint64_t foot, budget = c.budget;
-	uint32_t b, k;
-	int ret, round;
+	uint32_t nt = plan->touch_idx[plan->n_bufs], b, k, s;
+	uint64_t foot, cost = UINT64_MAX, h, *toff = NULL;
+	uint8_t *off = NULL;
+	int ret, rule;
 
 	ret = gp_alloc(&c);
 	if (!ret)
 		ret = gp_footprint(&c, &foot);
-	for (round = 0; !ret && round <= GAP_REPACKS; round++) {
-		gp_place(&c, budget);
+	for (s = 0; !ret && s < plan->n_nodes; s++)
+		c.bud[s] = c.budget;
+	/* The profile sweep, packed once in the time budget. */
+	if (!ret) {
+		gp_place(&c);
 		ret = gp_pack(&c, deadline, res);
-		if (ret || res->height <= c.budget)
-			break;
-		if (round == GAP_REPACKS) {
-			gp_stack(&c, res);
+		if (!ret && res->height <= c.budget)
+			cost = ortmem__plan_gap_cost(plan, c.best);
+	}
+	/* The allocator's passes: always fit; kept when cheaper. */
+	if (!ret) {
+		off = malloc(nt + 1);
+		toff = malloc(sizeof(*toff) * (nt + 1));
+		if (!off || !toff)
+			ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	}
+	for (rule = 0; !ret && rule < 2; rule++) {
+		uint64_t oc;
+
+		h = ortmem__plan_online(plan, c.asz, c.budget, rule, off, toff);
+		if (h == UINT64_MAX) {
+			ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 			break;
 		}
-		/* Lost to fragmentation: ask the sweep for the excess again. */
-		budget = budget - foot > res->height - c.budget ?
-			 budget - (res->height - c.budget) : foot;
-		deadline = ortmem__now_ns();
+		oc = ortmem__plan_gap_cost(plan, off);
+		if (oc >= cost)
+			continue;
+		cost = oc;
+		memcpy(c.best, off, nt);
+		memcpy(plan->touch_off, toff, sizeof(*toff) * nt);
+		res->height = h;
+		res->optimal = false;
 	}
+	free(off);
+	free(toff);
 	if (!ret) {
 		for (b = 0; b < plan->n_bufs; b++) {
 			struct pl_buf *pb = &plan->bufs[b];
