@@ -21,6 +21,9 @@
 
 #include "plan_internal.h"
 
+struct ol;
+static void ol_send_off(struct ol *o, uint32_t at);
+
 struct ol {
 	const struct ortmem_plan *plan;
 	uint64_t budget;
@@ -32,7 +35,7 @@ struct ol {
 	bool *res, *pin, *written;
 	uint32_t *live;		/* resident buffers */
 	uint32_t n_live;
-	uint64_t (*hole)[2];	/* scratch: occupied ranges */
+	uint64_t (*hole)[3];	/* scratch: occupied ranges, buffer */
 	uint32_t *st_idx, *st_k;	/* touches per step, CSR */
 };
 
@@ -43,8 +46,9 @@ static int ol_cmp(const void *a, const void *b)
 	return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* Best fit for @size in [0, budget), or UINT64_MAX. */
-static uint64_t ol_fit(struct ol *o, uint64_t size)
+/* Best fit for @size in [0, budget), or UINT64_MAX; the occupied
+ * ranges left sorted in o->hole, their count in *nd. */
+static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
 {
 	uint64_t cur = 0, best = UINT64_MAX, best_len = UINT64_MAX, len;
 	uint32_t i, d = 0;
@@ -53,7 +57,8 @@ static uint64_t ol_fit(struct ol *o, uint64_t size)
 		uint32_t b = o->live[i];
 
 		o->hole[d][0] = o->addr[b];
-		o->hole[d++][1] = o->addr[b] + o->asz[b];
+		o->hole[d][1] = o->addr[b] + o->asz[b];
+		o->hole[d++][2] = b;
 	}
 	qsort(o->hole, d, sizeof(*o->hole), ol_cmp);
 	for (i = 0; i <= d; i++) {
@@ -67,38 +72,78 @@ static uint64_t ol_fit(struct ol *o, uint64_t size)
 		if (i < d && o->hole[i][1] > cur)
 			cur = o->hole[i][1];
 	}
+	*nd = d;
 	return best;
+}
+
+/* What sending buffer @b off at step @s costs, per step it frees. */
+static double ol_penalty(const struct ol *o, uint32_t b, uint32_t s, int rule)
+{
+	const struct ortmem_plan *plan = o->plan;
+	uint32_t k = o->cur[b];
+	bool tail = k + 1 == plan->touch_idx[b + 1];
+	double units = (tail ? 0 : 1) + (o->written[b] ? 0 : 1);
+	double dist = (double)(tail ? plan->n_nodes + 1u : plan->touch_step[k + 1]) - s;
+
+	if (rule == 0)
+		units = 1;
+	return (units + 1e-3) * (double)o->asz[b] / dist;
+}
+
+/*
+ * The window of @size in [0, budget) whose residents cost least to send
+ * off (none the step touches); its start, or UINT64_MAX.  Windows start at
+ * 0 or where a resident ends.
+ */
+static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, int rule)
+{
+	uint64_t best_at = UINT64_MAX, a;
+	double best = 0, pen;
+	uint32_t i, j, first = 0;
+
+	for (i = 0; i <= d; i++) {
+		a = i ? o->hole[i - 1][1] : 0;
+		if (a + size > o->budget)
+			continue;
+		while (first < d && o->hole[first][1] <= a)
+			first++;
+		pen = 0;
+		for (j = first; j < d && o->hole[j][0] < a + size; j++) {
+			if (o->hole[j][1] <= a)
+				continue;
+			if (o->pin[o->hole[j][2]]) {
+				pen = -1;
+				break;
+			}
+			pen += ol_penalty(o, (uint32_t)o->hole[j][2], s, rule);
+		}
+		if (pen >= 0 && (best_at == UINT64_MAX || pen < best)) {
+			best = pen;
+			best_at = a;
+		}
+	}
+	return best_at;
+}
+
+/* Send off every resident overlapping [a, a + size). */
+static void ol_clear(struct ol *o, uint64_t a, uint64_t size)
+{
+	uint32_t i;
+
+	for (i = 0; i < o->n_live;) {
+		uint32_t b = o->live[i];
+
+		if (o->addr[b] < a + size && o->addr[b] + o->asz[b] > a && o->asz[b])
+			ol_send_off(o, i);
+		else
+			i++;
+	}
 }
 
 static void ol_drop(struct ol *o, uint32_t at)
 {
 	o->res[o->live[at]] = false;
 	o->live[at] = o->live[--o->n_live];
-}
-
-/* The resident, unpinned buffer to send off at step @s, or UINT32_MAX. */
-static uint32_t ol_victim(const struct ol *o, uint32_t s, int rule)
-{
-	const struct ortmem_plan *plan = o->plan;
-	double best = -1.0, sc;
-	uint32_t i, at = UINT32_MAX;
-
-	for (i = 0; i < o->n_live; i++) {
-		uint32_t b = o->live[i], k = o->cur[b];
-		bool tail = k + 1 == plan->touch_idx[b + 1];
-		double units = (tail ? 0 : 1) + (o->written[b] ? 0 : 1);
-		double dist = (double)(tail ? plan->n_nodes + 1u : plan->touch_step[k + 1]) - s;
-
-		if (o->pin[b])
-			continue;
-		sc = rule == 0 ? dist * 4.0 + (double)o->asz[b] / (double)(o->asz[b] + 1) :
-		     units == 0 ? 1e300 : dist / units;
-		if (sc > best) {
-			best = sc;
-			at = i;
-		}
-	}
-	return at;
 }
 
 /* Send live[at] off after its latest touch. */
@@ -170,7 +215,7 @@ static void ol_reseat(struct ol *o, uint32_t s)
 static void ol_step(struct ol *o, uint32_t s, int rule)
 {
 	const struct ortmem_plan *plan = o->plan;
-	uint32_t i, j, v;
+	uint32_t i, j, d;
 
 	for (i = 0; i < o->n_live;)
 		if (plan->bufs[o->live[i]].hi <= s)
@@ -188,11 +233,11 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 			o->cur[b] = k;
 			continue;
 		}
-		while ((addr = ol_fit(o, o->asz[b])) == UINT64_MAX) {
-			v = ol_victim(o, s, rule);
-			if (v == UINT32_MAX)
-				break;
-			ol_send_off(o, v);
+		addr = ol_fit(o, o->asz[b], &d);
+		if (addr == UINT64_MAX) {
+			addr = ol_window(o, d, o->asz[b], s, rule);
+			if (addr != UINT64_MAX)
+				ol_clear(o, addr, o->asz[b]);
 		}
 		if (addr == UINT64_MAX) {
 			ol_reseat(o, s);
