@@ -48,9 +48,14 @@ struct ortmem_handle {
 #define ORTMEM_BACKEND_CAP_VIRTUAL (1u << 1)
 /* The memory can be shared with another process or device mapping. */
 #define ORTMEM_BACKEND_CAP_SHARED_MAPPING (1u << 2)
+/* An allocation demoted in place (the demote hook) stays usable through
+ * its address: a touch brings its bytes back (the module's spill mapping).
+ * Without it, an allocation demoted in place must be promoted before use. */
+#define ORTMEM_BACKEND_CAP_FAULT_BACK (1u << 3)
 #define ORTMEM_BACKEND_CAP_ALL (ORTMEM_BACKEND_CAP_HOST_POINTER | \
 				ORTMEM_BACKEND_CAP_VIRTUAL | \
-				ORTMEM_BACKEND_CAP_SHARED_MAPPING)
+				ORTMEM_BACKEND_CAP_SHARED_MAPPING | \
+				ORTMEM_BACKEND_CAP_FAULT_BACK)
 
 /*
  * One tier's allocator.  A backend names its allocations with a 64-bit
@@ -91,10 +96,19 @@ struct ortmem_backend_ops {
 	int (*busy)(void *ctx, uint64_t bh);
 	/* Called by ortmem_gov_close() after the last free. */
 	void (*close)(void *ctx);
+	/*
+	 * Optional: demote @bh in place, to the backend's own disk tier,
+	 * giving its RAM back while ptr(@bh) stays the same; -EOPNOTSUPP lets
+	 * the governor copy it to a lower tier instead.  promote brings it
+	 * back (required with demote).  The governor gives the tier's budget
+	 * back at demote and charges it again at promote.
+	 */
+	int (*demote)(void *ctx, uint64_t bh, uint64_t size);
+	int (*promote)(void *ctx, uint64_t bh, uint64_t size);
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_backend_ops__last_field close
+#define ortmem_backend_ops__last_field promote
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.
@@ -199,6 +213,20 @@ struct ortmem_alloc_info {
 	uint64_t size;
 	int has_memory;		/* an allocation, not a bare lease */
 	int movable;
+	int demote_mode;	/* enum ortmem_demote_mode; 0 when not demoted */
+	int pad;
+};
+
+/* How a demoted allocation's bytes left its home tier (ortmem_alloc_info). */
+enum ortmem_demote_mode {
+	/* Copied to a lower tier (tier says which); its pointer changes. */
+	ORTMEM_DEMOTE_COPIED = 1,
+	/* In place, address kept; a touch brings the bytes back (the host
+	 * tier on the module's spill mapping). */
+	ORTMEM_DEMOTE_IN_PLACE_MAPPED = 2,
+	/* In place, address kept but unusable until promoted (the host tier
+	 * on the mlock fallback). */
+	ORTMEM_DEMOTE_IN_PLACE_RELEASED = 3,
 };
 ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
 				struct ortmem_alloc_info *info);

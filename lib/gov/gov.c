@@ -229,6 +229,7 @@ static void gov_slot_publish(struct ortmem_gov *gov, uint32_t idx, int tier,
 	atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
 	atomic_store_explicit(&s->home, (uint8_t)tier, memory_order_relaxed);
 	atomic_store_explicit(&s->tier, (uint8_t)tier, memory_order_relaxed);
+	atomic_store_explicit(&s->in_place, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->movable, !!(flags & ORTMEM_ALLOC_MOVABLE),
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->bh, bh, memory_order_relaxed);

@@ -96,7 +96,9 @@ static int finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
 	if (atomic_load(&s->kind) == SLOT_KIND_ALLOC)
 		ret = ortmem__backend_free(gov, tier, atomic_load(&s->bh), size,
 					   &freed);
-	ortmem__tier_uncharge(gov, tier, freed);
+	/* Demoted in place: its budget went back at demotion. */
+	if (!atomic_load(&s->in_place))
+		ortmem__tier_uncharge(gov, tier, freed);
 	if (ret)
 		return quarantine_refusal(gov, idx, id, ORTMEM_OWNER_BACKEND,
 					  size, size - freed, ret);

@@ -193,6 +193,14 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 				"cannot pin handle %#" PRIx64 ": it already holds the most pins (%u)",
 				h.id, SLOT_PINS_MAX);
 		if (slot_state(w) == SLOT_DEMOTED &&
+		    (flags & ORTMEM_PIN_NO_PROMOTE) &&
+		    atomic_load(&s->in_place) &&
+		    !(ortmem__backend_caps(&gov->tiers[atomic_load(&s->tier)]) &
+		      ORTMEM_BACKEND_CAP_FAULT_BACK))
+			return ortmem__err_plain(-EBUSY,
+				"cannot pin handle %#" PRIx64 " without promoting it: it is demoted in place by a backend whose memory is released until promotion (pin without ORTMEM_PIN_NO_PROMOTE)",
+				h.id);
+		if (slot_state(w) == SLOT_DEMOTED &&
 		    !(flags & ORTMEM_PIN_NO_PROMOTE)) {
 			if (slot_pins(w))
 				return gov_refuse_busy(h, w, "promote");
@@ -315,6 +323,15 @@ ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
 	info->size = atomic_load(&s->size);
 	info->has_memory = atomic_load(&s->kind) == SLOT_KIND_ALLOC;
 	info->movable = atomic_load(&s->movable);
+	if (slot_state(w) == SLOT_DEMOTED) {
+		info->demote_mode = ORTMEM_DEMOTE_COPIED;
+		if (atomic_load(&s->in_place))
+			info->demote_mode =
+				ortmem__backend_caps(&gov->tiers[info->tier]) &
+				ORTMEM_BACKEND_CAP_FAULT_BACK ?
+				ORTMEM_DEMOTE_IN_PLACE_MAPPED :
+				ORTMEM_DEMOTE_IN_PLACE_RELEASED;
+	}
 	return slot_recheck(gov, h, idx, "query");
 }
 

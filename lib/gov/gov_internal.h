@@ -110,6 +110,7 @@ struct gov_slot {
 	_Atomic uint8_t home;
 	/* Changed only by the slot's owner in state MOVING. */
 	_Atomic uint8_t tier;
+	_Atomic uint8_t in_place;	/* demoted by the backend's demote hook */
 	_Atomic uint64_t bh;
 	_Atomic uint64_t last_use;
 };

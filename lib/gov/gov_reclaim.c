@@ -141,6 +141,7 @@ static int pick_victim(struct ortmem_gov *gov, int tier, uint32_t *idxp,
 		    atomic_load_explicit(&s->kind, memory_order_relaxed) !=
 			    SLOT_KIND_ALLOC ||
 		    !atomic_load_explicit(&s->movable, memory_order_relaxed) ||
+		    atomic_load_explicit(&s->in_place, memory_order_relaxed) ||
 		    atomic_load_explicit(&s->tier, memory_order_relaxed) != tier)
 			continue;
 		use = atomic_load_explicit(&s->last_use, memory_order_relaxed);
