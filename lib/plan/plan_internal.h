@@ -13,6 +13,7 @@
  *   plan_gaps.c      device residency per gap, its offsets and moves
  *   plan_place.c     tier placement and offsets under the budgets
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
+ *   plan_sched_xfer.c  ortmem_plan_transfers(): the transfer schedule
  */
 #ifndef ORTMEM_LIB_PLAN_INTERNAL_H
 #define ORTMEM_LIB_PLAN_INTERNAL_H

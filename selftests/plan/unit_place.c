@@ -243,7 +243,79 @@ TEST(repeated_inputs_are_read_back_once)
 	for (s = 0; s < 5; s++)
 		EXPECT_EQ(s == 1 || s == 2 ? -ENOENT : 0,
 			  ortmem_plan_staging_offset(p, v[0], s, &off));
+	/* the schedule: one read-back at step 3, one write-out after step 0 */
+	{
+		struct ortmem_plan_transfer x[4];
+		uint64_t stall = 99;
+
+		ASSERT_EQ(1, ortmem_plan_transfers(p, 3, x, 4, &stall));
+		EXPECT_EQ(v[0], x[0].value);
+		EXPECT_EQ(ORTMEM_PLAN_XFER_IN, x[0].dir);
+		EXPECT_EQ(ORTMEM_TIER_HOST, x[0].from_tier);
+		EXPECT_EQ(ORTMEM_TIER_DEVICE, x[0].to_tier);
+		EXPECT_EQ(1024, x[0].bytes);
+		ASSERT_EQ(0, ortmem_plan_staging_offset(p, v[0], 3, &off));
+		EXPECT_EQ(off, x[0].device_offset);
+		EXPECT_LE(x[0].earliest, 3);
+		EXPECT_GE(x[0].earliest, 1);
+		EXPECT_EQ(x[0].earliest == 3 ? 1024 : 0, stall);
+		ASSERT_EQ(1, ortmem_plan_transfers(p, 0, x, 4, NULL));
+		EXPECT_EQ(ORTMEM_PLAN_XFER_OUT, x[0].dir);
+		EXPECT_EQ(ORTMEM_TIER_HOST, x[0].to_tier);
+		EXPECT_EQ(0, ortmem_plan_transfers(p, 1, x, 4, NULL));
+		EXPECT_EQ(1, ortmem_plan_transfers(p, 3, NULL, 0, NULL));
+		EXPECT_EQ(-EINVAL, ortmem_plan_transfers(p, 5, x, 4, NULL));
+		EXPECT_EQ(-EINVAL, ortmem_plan_transfers(p, 3, NULL, 4, NULL));
+		EXPECT_EQ(-EINVAL, ortmem_plan_transfers(NULL, 3, x, 4, NULL));
+	}
 	ortmem_plan_free(p);
+}
+
+/*
+ * The schedule of random plans adds up to the plan's moves; no read-back
+ * starts after its step, and the stall bytes are those that start at it.
+ */
+TEST_TIMEOUT(transfer_schedule_matches_the_moves, 120)
+{
+	uint64_t seed = 4242;
+	int g;
+
+	for (g = 0; g < 150; g++) {
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		struct ortmem_plan *p = plan_with(0);
+		uint32_t n = 8 + (uint32_t)(rnd(&seed) % 40), at = 0, s;
+		uint64_t s2 = seed, foot, in = 0, out = 0, stall;
+		struct ortmem_plan_transfer x[64];
+
+		random_graph(p, n, &seed);
+		foot = largest_step(p, &at);
+		ortmem_plan_free(p);
+		p = plan_with(foot + ALIGN * (rnd(&seed) % 32));
+		random_graph(p, n, &s2);
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+		for (s = 0; s < n; s++) {
+			int c = ortmem_plan_transfers(p, s, x, 64, &stall), i;
+			uint64_t st_in = 0;
+
+			ASSERT_LE(0, c);
+			ASSERT_GE(64, c);
+			for (i = 0; i < c; i++) {
+				ASSERT_LE(x[i].earliest, s);
+				if (x[i].dir == ORTMEM_PLAN_XFER_OUT) {
+					out += x[i].bytes;
+					continue;
+				}
+				in += x[i].bytes;
+				if (x[i].earliest == s)
+					st_in += x[i].bytes;
+			}
+			EXPECT_EQ(st_in, stall);
+		}
+		EXPECT_EQ(st.prefetch_bytes, in);
+		EXPECT_EQ(st.spill_bytes, out);
+		ortmem_plan_free(p);
+	}
 }
 
 /* The validator checks each resident interval, not the buffer's life. */
