@@ -589,7 +589,9 @@ int main(void)
 		case 5: random_dag(&g, 300, 7); g.name = "dag-300"; break;
 		default: random_dag(&g, 1500, 11); g.name = "dag-1500"; break;
 		}
-		bench_graph(&g, &tot);
+		/* PLACE_ONLY=name: one workload (profiling) */
+		if (!getenv("PLACE_ONLY") || !strcmp(getenv("PLACE_ONLY"), g.name))
+			bench_graph(&g, &tot);
 		graph_free(&g);
 	}
 	printf("structured: %.2fx bound (max); random DAGs: %.2fx bound (max)\n",

@@ -35,6 +35,7 @@
 #include "plan_internal.h"
 
 #define GAP_RULES 4
+#define GAP_SEARCH_MAX 2048
 
 struct gap {
 	uint32_t k;		/* touch that opens it */
@@ -266,6 +267,11 @@ static int gp_pack(struct gap_ctx *c, uint64_t deadline, struct pk_result *res)
 				c->best[j] || j + 1 < plan->touch_idx[b + 1] ?
 				plan->touch_step[j] + 1ull : plan->bufs[b].hi, c->asz[b] };
 		}
+	/* Past a few thousand intervals the packer's search overruns any
+	 * budget (its local search checks the clock per whole plan): its
+	 * first heuristic only; the allocator's pass is the other candidate. */
+	if (n > GAP_SEARCH_MAX)
+		po.deadline_ns = 0;
 	ret = ortmem__pack(it, n, &po, off, res);
 	if (ret)
 		ret = ortmem__err_plain(ret, "planner: cannot pack %u device intervals", n);

@@ -39,13 +39,6 @@ struct ol {
 	uint32_t *st_idx, *st_k;	/* touches per step, CSR */
 };
 
-static int ol_cmp(const void *a, const void *b)
-{
-	const uint64_t *x = a, *y = b;
-
-	return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
 /* Best fit for @size in [0, budget), or UINT64_MAX; the occupied
  * ranges left sorted in o->hole, their count in *nd. */
 static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
@@ -60,7 +53,6 @@ static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
 		o->hole[d][1] = o->addr[b] + o->asz[b];
 		o->hole[d++][2] = b;
 	}
-	qsort(o->hole, d, sizeof(*o->hole), ol_cmp);
 	for (i = 0; i <= d; i++) {
 		uint64_t next = i < d ? o->hole[i][0] : o->budget;
 
@@ -140,10 +132,11 @@ static void ol_clear(struct ol *o, uint64_t a, uint64_t size)
 	}
 }
 
+/* o->live stays sorted by offset: holes are read off it in order. */
 static void ol_drop(struct ol *o, uint32_t at)
 {
 	o->res[o->live[at]] = false;
-	o->live[at] = o->live[--o->n_live];
+	memmove(&o->live[at], &o->live[at + 1], sizeof(*o->live) * (--o->n_live - at));
 }
 
 /* Send live[at] off after its latest touch. */
@@ -158,9 +151,21 @@ static void ol_send_off(struct ol *o, uint32_t at)
 
 static void ol_seat(struct ol *o, uint32_t b, uint32_t k, uint64_t addr)
 {
+	uint32_t lo = 0, hi = o->n_live;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (o->addr[o->live[mid]] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&o->live[lo + 1], &o->live[lo], sizeof(*o->live) * (o->n_live - lo));
 	o->addr[b] = addr;
 	o->res[b] = true;
-	o->live[o->n_live++] = b;
+	o->live[lo] = b;
+	o->n_live++;
 	o->toff[k] = addr;
 }
 
