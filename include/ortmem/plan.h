@@ -314,8 +314,9 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
  * @plan: the plan.
  * @value: the value id (a view: its root's buffer).
  * @step: a node that reads or writes the value.
- * @offset: receives the offset of the staging copy in the device arena,
- *	valid for that step only (prefetched before it, spilled after it).
+ * @offset: receives the buffer's offset in the device arena at that step
+ *	(the offset of its resident interval there; ortmem_plan_transfers()
+ *	lists when it is read back and written out).
  *
  * Return: 0; -ENOENT when there is no staging copy (the buffer is on the
  * device: see ortmem_plan_offset(); a graph input; or @step does not use
