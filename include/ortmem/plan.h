@@ -137,6 +137,38 @@ struct ortmem_plan_moves {
 	uint64_t spill[ORTMEM_TIER_COUNT];
 };
 
+/* Directions of struct ortmem_plan_transfer. */
+#define ORTMEM_PLAN_XFER_IN 0	/* read back onto the device before the step */
+#define ORTMEM_PLAN_XFER_OUT 1	/* written out from the device after the step */
+
+/*
+ * One transfer of ortmem_plan_transfers().
+ *
+ * @value: the value whose buffer moves (the buffer's owner; its views and
+ *	in-place successors share it).
+ * @dir: ORTMEM_PLAN_XFER_IN or ORTMEM_PLAN_XFER_OUT.
+ * @from_tier, @to_tier: where the bytes come from and go to.
+ * @bytes: how many.
+ * @device_offset: where the buffer lies in the device arena (for IN, from
+ *	the copy's start to its next write-out or end; for OUT, where it is
+ *	read from).
+ * @earliest: for IN, the earliest step before which the read may start:
+ *	its device range is free from there to the step, so the copy overlaps
+ *	the compute of steps @earliest .. step - 1 (== step: it cannot start
+ *	ahead, and stalls).  For OUT, the step after which it may start (the
+ *	buffer is immutable: from its production on).
+ */
+struct ortmem_plan_transfer {
+	uint32_t value;
+	uint32_t dir;
+	int32_t from_tier;
+	int32_t to_tier;
+	uint64_t bytes;
+	uint64_t device_offset;
+	uint32_t earliest;
+	uint32_t pad;
+};
+
 /* One buffer of ortmem_plan_pack(): live over [lower, upper). */
 struct ortmem_plan_buffer {
 	uint64_t lower;
@@ -287,8 +319,9 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
  * @value: the value id (a view: its root's buffer).
  * @step: a node that reads or writes the value (itself or a view of it;
  *	not merely another value of its in-place chain).
- * @offset: receives the offset of the staging copy in the device arena,
- *	valid for that step only (prefetched before it, spilled after it).
+ * @offset: receives the buffer's offset in the device arena at that step
+ *	(the offset of its resident interval there; ortmem_plan_transfers()
+ *	lists when it is read back and written out).
  *
  * Return: 0; -ENOENT when there is no staging copy (the buffer is on the
  * device: see ortmem_plan_offset(); a graph input; or @step does not use
@@ -298,6 +331,26 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
 ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
 					  uint32_t value, uint32_t step,
 					  uint64_t *offset);
+
+/**
+ * ortmem_plan_transfers() - The transfers a runtime runs around a step.
+ * @plan: the plan.
+ * @step: the node.
+ * @xfers: receives up to @cap transfers: read-backs the step needs before
+ *	it runs, write-outs that follow it (may be NULL when @cap is 0).
+ * @cap: room in @xfers.
+ * @stall_bytes: if not NULL, receives the bytes of the step's read-backs
+ *	that cannot start before the step (their device range is busy until
+ *	then).
+ *
+ * Return: how many transfers the step has (more than @cap: call again with
+ * more room); -EINVAL (unknown step, NULL @xfers with @cap); -ENODATA (no
+ * solved plan).
+ */
+ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,
+				     uint32_t step,
+				     struct ortmem_plan_transfer *xfers,
+				     size_t cap, uint64_t *stall_bytes);
 
 /**
  * ortmem_plan_stats() - Figures of the solved plan.

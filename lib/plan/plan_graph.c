@@ -146,6 +146,8 @@ void ortmem__plan_reset(struct ortmem_plan *plan)
 	free(plan->touch_idx);
 	free(plan->touch_step);
 	free(plan->touch_off);
+	free(plan->gap_off);
+	plan->gap_off = NULL;
 	plan->touch_idx = NULL;
 	plan->touch_step = NULL;
 	plan->touch_off = NULL;

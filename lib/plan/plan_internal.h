@@ -9,8 +9,11 @@
  *   plan_graph.c     the graph: values, nodes, views, hints, options
  *   plan_live.c      sizes, liveness, views folded, in-place hints
  *   plan_validate.c  the independent validator
+ *   plan_online.c    residency and offsets in one allocator's pass
+ *   plan_gaps.c      device residency per gap, its offsets and moves
  *   plan_place.c     tier placement and offsets under the budgets
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
+ *   plan_sched_xfer.c  ortmem_plan_transfers(): the transfer schedule
  */
 #ifndef ORTMEM_LIB_PLAN_INTERNAL_H
 #define ORTMEM_LIB_PLAN_INTERNAL_H
@@ -83,7 +86,8 @@ struct ortmem_plan {
 	/* steps each buffer is read or written at, CSR over buffers */
 	uint32_t *touch_idx;
 	uint32_t *touch_step;
-	uint64_t *touch_off;	/* device staging offset when off-device */
+	uint64_t *touch_off;	/* device offset of the interval holding it */
+	uint8_t *gap_off;	/* per touch: the gap after it is off-device */
 	uint64_t *prefetch;	/* [step * ORTMEM_TIER_COUNT + tier] */
 	uint64_t *spill;
 	struct ortmem_plan_stats st;
@@ -100,6 +104,16 @@ int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 				uint32_t n, uint32_t *a, uint32_t *b);
 /* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
 int ortmem__plan_liveness(struct ortmem_plan *plan);
+/* plan_online.c: off gaps and device offsets per touch under @budget by
+ * an allocator's pass; returns the arena height (UINT64_MAX: no memory). */
+uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
+			     uint64_t budget, int rule, uint8_t *off, uint64_t *toff);
+/* plan_gaps.c: which gaps of each buffer leave the device (under its
+ * budget, buffers sent off going to @home) and the device offsets. */
+int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
+		      struct pk_result *res);
+uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off);
+void ortmem__plan_gap_moves(struct ortmem_plan *plan);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
 int ortmem__plan_place(struct ortmem_plan *plan);
 

@@ -1,24 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * Tier placement.  Every node runs on the device, so a buffer placed on
- * the host or disk tier is staged on the device at each step that reads or
- * writes it (the staging copy is packed in the device arena, live for that
- * step only): read before the step (prefetch), written back after it
- * (spill).  With a device budget, buffers are demoted greedily while the
- * device's live bytes exceed it: at the most crowded step, the buffer live
- * there but not used there with the fewest uses (then the most bytes x
- * steps) goes down, so the most used buffers stay on the fastest tier.
- * The host tier is then held to its budget the same way, demoting to disk.
- * The packing of each arena may exceed its lower bound; the loop demotes
- * more until the packed arena fits, or refuses with every figure.
+ * Tier placement.  Every node runs on the device.  Under a device budget,
+ * plan_gaps.c decides, per gap between two steps that touch a buffer,
+ * whether the buffer stays on the device or leaves it, and packs the
+ * resident intervals; a buffer that leaves the device at least once has a
+ * home copy on the next allowed tier (written once, read back before each
+ * touch that ends an off gap).  The host tier is then held to its budget
+ * by demoting whole home copies to disk: at the most crowded step, the one
+ * with the fewest uses (then the most bytes x steps) goes down.  The packing
+ * of each arena may exceed its lower bound; the loop demotes more until the
+ * packed arena fits, or refuses with every figure.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 
 #include "plan_internal.h"
-
-#define PLACE_ROUNDS 64
 
 static uint64_t pl_align_up(uint64_t x, uint64_t a)
 {
@@ -85,7 +82,7 @@ static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
 			struct pk_result *res)
 {
 	uint64_t a = plan->o.align[tier], *off = NULL;
-	uint32_t b, k, n = 0, cap = 0;
+	uint32_t b, n = 0, cap = 0;
 	struct pk_item *it = NULL;
 	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
 			      .max_iter = plan->o.max_iterations,
@@ -97,8 +94,6 @@ static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
 
 		if (pb->tier == tier)
 			cap++;
-		else if (tier == ORTMEM_TIER_DEVICE)
-			cap += plan->touch_idx[b + 1] - plan->touch_idx[b];
 	}
 	it = malloc(sizeof(*it) * (cap ? cap : 1));
 	off = malloc(sizeof(*off) * (cap ? cap : 1));
@@ -109,13 +104,8 @@ static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
 	for (b = 0; b < plan->n_bufs; b++) {
 		const struct pl_buf *pb = &plan->bufs[b];
 
-		if (pb->tier == tier) {
+		if (pb->tier == tier)
 			it[n++] = (struct pk_item){ pb->lo, pb->hi, pl_align_up(pb->size, a) };
-		} else if (tier == ORTMEM_TIER_DEVICE) {
-			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-				it[n++] = (struct pk_item){ plan->touch_step[k],
-					plan->touch_step[k] + 1ull, pl_align_up(pb->size, a) };
-		}
 	}
 	ret = ortmem__pack(it, n, &po, off, res);
 	if (ret) {
@@ -128,9 +118,6 @@ static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
 
 		if (pb->tier == tier)
 			pb->off = off[n++];
-		else if (tier == ORTMEM_TIER_DEVICE)
-			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-				plan->touch_off[k] = off[n++];
 	}
 out:
 	free(it);
@@ -138,11 +125,11 @@ out:
 	return ret;
 }
 
-/* Live bytes per step on @tier (staging included for the device). */
+/* Live bytes per step on @tier (whole buffers). */
 static void pl_profile(const struct ortmem_plan *plan, int tier, uint64_t *prof)
 {
 	uint64_t a = plan->o.align[tier];
-	uint32_t b, s, k;
+	uint32_t b, s;
 
 	memset(prof, 0, sizeof(*prof) * (plan->n_nodes + 1ull));
 	for (b = 0; b < plan->n_bufs; b++) {
@@ -152,20 +139,7 @@ static void pl_profile(const struct ortmem_plan *plan, int tier, uint64_t *prof)
 		if (pb->tier == tier)
 			for (s = pb->lo; s < pb->hi; s++)
 				prof[s] += sz;
-		else if (tier == ORTMEM_TIER_DEVICE)
-			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-				prof[plan->touch_step[k]] += sz;
 	}
-}
-
-static bool pl_touched_at(const struct ortmem_plan *plan, uint32_t b, uint32_t s)
-{
-	uint32_t k;
-
-	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-		if (plan->touch_step[k] == s)
-			return true;
-	return false;
 }
 
 /* The buffer to demote from @tier at step @s, or -1. */
@@ -177,8 +151,7 @@ static int32_t pl_victim(const struct ortmem_plan *plan, int tier, uint32_t s)
 	for (b = 0; b < plan->n_bufs; b++) {
 		const struct pl_buf *pb = &plan->bufs[b], *q;
 
-		if (pb->tier != tier || pb->lo > s || pb->hi <= s || !pb->size ||
-		    (tier == ORTMEM_TIER_DEVICE && pl_touched_at(plan, b, s)))
+		if (pb->tier != tier || pb->lo > s || pb->hi <= s || !pb->size)
 			continue;
 		if (best < 0) {
 			best = (int32_t)b;
@@ -230,11 +203,13 @@ static int pl_fit_tier(struct ortmem_plan *plan, int tier, uint64_t *prof,
 		       uint64_t deadline, struct pk_result *res)
 {
 	uint64_t budget = plan->o.budget[tier], peak;
-	int next = pl_next_tier(plan, tier), round, ret;
+	int next = pl_next_tier(plan, tier), ret;
+	uint32_t round;
 	uint32_t at;
 	int32_t v;
 
-	for (round = 0; round < PLACE_ROUNDS; round++) {
+	/* Each round demotes one buffer or returns. */
+	for (round = 0; round <= plan->n_bufs; round++) {
 		at = 0;
 		peak = 0;
 		if (budget) {
@@ -262,26 +237,6 @@ static int pl_fit_tier(struct ortmem_plan *plan, int tier, uint64_t *prof,
 		deadline = ortmem__now_ns();
 	}
 	return pl_refuse(plan, tier, res->height, 0, "placement did not converge");
-}
-
-static void pl_moves(struct ortmem_plan *plan)
-{
-	uint32_t s, k;
-
-	for (s = 0; s < plan->n_nodes; s++) {
-		const struct pl_node *nd = &plan->nodes[s];
-
-		for (k = 0; k < nd->n_in + nd->n_out; k++) {
-			int32_t b = pl_buf_of(plan, plan->edges[nd->in + k]);
-			uint64_t *m = k < nd->n_in ? plan->prefetch : plan->spill;
-			int t;
-
-			if (b < 0 || plan->bufs[b].tier == ORTMEM_TIER_DEVICE)
-				continue;
-			t = plan->bufs[b].tier;
-			m[(size_t)s * ORTMEM_TIER_COUNT + t] += plan->bufs[b].size;
-		}
-	}
 }
 
 int ortmem__plan_place(struct ortmem_plan *plan)
@@ -312,7 +267,10 @@ int ortmem__plan_place(struct ortmem_plan *plan)
 	for (t = 0; t < ORTMEM_TIER_COUNT && !ret; t++) {
 		if (!(plan->o.tiers & (1u << t)))
 			continue;
-		ret = pl_fit_tier(plan, t, prof, t ? ortmem__now_ns() : deadline, &res[t]);
+		if (t == ORTMEM_TIER_DEVICE && plan->o.budget[t] && pl_next_tier(plan, t) >= 0)
+			ret = ortmem__plan_gaps(plan, pl_next_tier(plan, t), deadline, &res[t]);
+		else
+			ret = pl_fit_tier(plan, t, prof, t ? ortmem__now_ns() : deadline, &res[t]);
 		plan->st.arena[t] = res[t].height;
 		plan->st.tier_lower_bound[t] = res[t].lb;
 		plan->st.iterations += res[t].iters;
@@ -330,7 +288,7 @@ int ortmem__plan_place(struct ortmem_plan *plan)
 		if (!plan->prefetch || !plan->spill)
 			return ortmem__err_plain(-ENOMEM, "planner: cannot record the moves of %u steps",
 						 plan->n_nodes);
-		pl_moves(plan);
+		ortmem__plan_gap_moves(plan);
 	}
 	return ret;
 }

@@ -265,11 +265,36 @@ static int vl_arenas(const struct ortmem_plan *plan)
 	return 0;
 }
 
-/* Buffers and device staging copies of one tier must not collide. */
+/*
+ * The device intervals of a buffer sent off it: from a touch, over the kept
+ * gaps, to the touch that opens an off gap (or the buffer's end).  Every
+ * touch of one interval must have the interval's offset.
+ */
+static int vl_intervals(const struct ortmem_plan *plan, uint32_t b,
+			struct pk_item *it, uint64_t *off, uint32_t *n)
+{
+	const struct pl_buf *pb = &plan->bufs[b];
+	uint32_t k, j, end = plan->touch_idx[b + 1];
+
+	for (k = plan->touch_idx[b]; k < end; k = j + 1) {
+		for (j = k; j + 1 < end && !plan->gap_off[j]; j++)
+			if (plan->touch_off[j + 1] != plan->touch_off[k])
+				return ortmem__err_plain(-EFAULT,
+					"validator: buffer %u moves on the device between steps %u and %u without leaving it",
+					b, plan->touch_step[j], plan->touch_step[j + 1]);
+		off[*n] = plan->touch_off[k];
+		it[(*n)++] = (struct pk_item){ plan->touch_step[k],
+			plan->gap_off[j] || j + 1 < end ? plan->touch_step[j] + 1ull : pb->hi,
+			pb->size };
+	}
+	return 0;
+}
+
+/* Buffers and device intervals of one tier must not collide. */
 static int vl_overlap(const struct ortmem_plan *plan, int tier)
 {
 	/* No uses indexed when no budget let a buffer leave the device. */
-	uint32_t b, k, n = 0, cap = plan->n_bufs +
+	uint32_t b, n = 0, cap = plan->n_bufs +
 		(plan->touch_idx ? plan->touch_idx[plan->n_bufs] : 0);
 	struct pk_item *it = malloc(sizeof(*it) * (cap ? cap : 1));
 	uint64_t *off = malloc(sizeof(*off) * (cap ? cap : 1));
@@ -279,25 +304,68 @@ static int vl_overlap(const struct ortmem_plan *plan, int tier)
 		ret = ortmem__err_plain(-ENOMEM, "validator: out of memory");
 		goto out;
 	}
-	for (b = 0; b < plan->n_bufs; b++) {
+	for (b = 0; b < plan->n_bufs && !ret; b++) {
 		const struct pl_buf *pb = &plan->bufs[b];
 
 		if (pb->tier == tier) {
 			off[n] = pb->off;
 			it[n++] = (struct pk_item){ pb->lo, pb->hi, pb->size };
 		} else if (tier == ORTMEM_TIER_DEVICE) {
-			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
-				off[n] = plan->touch_off[k];
-				it[n++] = (struct pk_item){ plan->touch_step[k],
-					plan->touch_step[k] + 1ull, pb->size };
-			}
+			ret = plan->gap_off ? vl_intervals(plan, b, it, off, &n) :
+				ortmem__err_plain(-EFAULT,
+					"validator: buffer %u is off the device but no gap says when", b);
 		}
 	}
-	ret = ortmem__plan_check_disjoint(it, off, n, NULL, NULL);
+	for (b = 0; b < n && !ret; b++)
+		if (tier == ORTMEM_TIER_DEVICE &&
+		    ((off[b] & (plan->o.align[tier] - 1)) ||
+		     (it[b].size && off[b] + it[b].size > plan->st.arena[tier])))
+			ret = ortmem__err_plain(-EFAULT,
+				"validator: a device interval at offset %llu (+%llu) is misaligned or ends past the device arena (%llu)",
+				(unsigned long long)off[b], (unsigned long long)it[b].size,
+				(unsigned long long)plan->st.arena[tier]);
+	if (!ret)
+		ret = ortmem__plan_check_disjoint(it, off, n, NULL, NULL);
 out:
 	free(it);
 	free(off);
 	return ret;
+}
+
+/* Every value a node reads or writes is on the device at that step: a
+ * buffer sent off has a touch (a resident interval) there. */
+static int vl_resident(const struct ortmem_plan *plan)
+{
+	uint32_t s, k;
+
+	for (s = 0; s < plan->n_nodes; s++) {
+		const struct pl_node *nd = &plan->nodes[s];
+
+		for (k = 0; k < nd->n_in + nd->n_out; k++) {
+			const struct pl_value *x = &plan->vals[plan->edges[nd->in + k]];
+			int32_t b = x->inplace_of >= 0 ? x->buf : plan->vals[x->root].buf;
+			uint32_t lo, hi;
+
+			if (plan->vals[x->root].def < 0 || b < 0 ||
+			    plan->bufs[b].tier == ORTMEM_TIER_DEVICE)
+				continue;
+			lo = plan->touch_idx[b];
+			hi = plan->touch_idx[b + 1];
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (plan->touch_step[mid] < s)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo == plan->touch_idx[b + 1] || plan->touch_step[lo] != s)
+				return ortmem__err_plain(-EFAULT,
+					"validator: step %u uses value %u, whose buffer is not on the device then",
+					s, plan->edges[nd->in + k]);
+		}
+	}
+	return 0;
 }
 
 ORTMEM_API int ortmem_plan_validate(const struct ortmem_plan *plan)
@@ -320,6 +388,8 @@ ORTMEM_API int ortmem_plan_validate(const struct ortmem_plan *plan)
 		ret = vl_buffer(plan, v, lo, hi);
 	if (!ret)
 		ret = vl_arenas(plan);
+	if (!ret)
+		ret = vl_resident(plan);
 	for (t = 0; t < ORTMEM_TIER_COUNT && !ret; t++)
 		ret = vl_overlap(plan, t);
 out:

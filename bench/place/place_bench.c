@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: MIT
+/*
+ * make bench-place: bytes moved between the device and the slower tiers by
+ * ortmem's placement, against two peers computed in the same run on the
+ * same schedule:
+ *
+ *  - Belady: a simulation of furthest-next-use eviction (a value leaves the
+ *    device when the step's live bytes exceed the budget, the resident value
+ *    not used at that step whose next use is furthest going first; written
+ *    out the first time it leaves, read back before its next use);
+ *  - a lower bound: the LP relaxation of the gap covering model (GLPK), with
+ *    x_g the fraction of gap g spent off the device and w_b the fraction of
+ *    buffer b written out: min sum w_b size_b + sum x_g size_b (gaps a touch
+ *    ends) subject to, at each step, sum over kept gaps <= budget - touches,
+ *    and w_b >= x_g.
+ *
+ * Workloads: U-Net inference, ResNet and transformer training steps
+ * (activations saved for the backward pass, read twice), transformer
+ * inference stacks, random DAGs of 300 and 1,500 nodes.  Budgets: 30 % to
+ * 90 % of the all-on-device lower bound, and exactly the largest step's
+ * footprint.  Each plan is solved RUNS times (median and spread of the
+ * time); every plan passes ortmem_plan_validate().
+ */
+#include <glpk.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ortmem/ortmem.h>
+#include <ortmem/plan.h>
+
+#define RUNS 5
+#define ALIGN 256
+#define MAX_IO 8
+
+struct g_node {
+	uint32_t in[MAX_IO], n_in;
+	uint32_t out[MAX_IO], n_out;
+};
+
+struct graph {
+	const char *name;
+	bool structured;
+	uint64_t *size;
+	bool *output;
+	uint32_t n_vals, cap_vals;
+	struct g_node *nodes;
+	uint32_t n_nodes, cap_nodes;
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n);
+	if (!p) {
+		fprintf(stderr, "place_bench: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static uint32_t g_val(struct graph *g, uint64_t size, bool output)
+{
+	if (g->n_vals == g->cap_vals) {
+		g->cap_vals = g->cap_vals ? g->cap_vals * 2 : 64;
+		g->size = xrealloc(g->size, sizeof(*g->size) * g->cap_vals);
+		g->output = xrealloc(g->output, sizeof(*g->output) * g->cap_vals);
+	}
+	g->size[g->n_vals] = size;
+	g->output[g->n_vals] = output;
+	return g->n_vals++;
+}
+
+/* A node reading @n_in values, producing one new value of @size. */
+static uint32_t g_op(struct graph *g, const uint32_t *in, uint32_t n_in, uint64_t size)
+{
+	struct g_node *nd;
+	uint32_t v = g_val(g, size, false);
+
+	if (g->n_nodes == g->cap_nodes) {
+		g->cap_nodes = g->cap_nodes ? g->cap_nodes * 2 : 64;
+		g->nodes = xrealloc(g->nodes, sizeof(*g->nodes) * g->cap_nodes);
+	}
+	nd = &g->nodes[g->n_nodes++];
+	memset(nd, 0, sizeof(*nd));
+	memcpy(nd->in, in, sizeof(*in) * n_in);
+	nd->n_in = n_in;
+	nd->out[0] = v;
+	nd->n_out = 1;
+	return v;
+}
+
+static uint32_t op1(struct graph *g, uint32_t a, uint64_t size)
+{
+	return g_op(g, &a, 1, size);
+}
+
+static uint32_t op2(struct graph *g, uint32_t a, uint32_t b, uint64_t size)
+{
+	uint32_t in[2] = { a, b };
+
+	return g_op(g, in, 2, size);
+}
+
+static uint32_t g_input(struct graph *g, uint64_t size)
+{
+	return op1(g, g_val(g, 0, false), size);	/* a producer of the input */
+}
+
+#define MiB (1024ull * 1024)
+
+/* Diffusion-style U-Net: three blocks a level, each output kept as a skip
+ * that the decoder reads at the same level on the way up. */
+static void unet(struct graph *g)
+{
+	uint32_t skip[16], n = 0, x, l, b;
+	uint64_t sz = 16 * MiB;
+
+	g->name = "unet-infer";
+	x = g_input(g, sz);
+	for (l = 0; l < 4; l++, sz /= 2) {
+		for (b = 0; b < 3; b++)
+			x = skip[n++] = op1(g, x, sz);
+		if (l < 3)
+			x = op1(g, x, sz / 2);		/* down-sample */
+	}
+	x = op1(g, x, sz * 2);				/* middle */
+	for (l = 4; l-- > 0;) {
+		sz *= 2;
+		for (b = 0; b < 3; b++)
+			x = op2(g, x, skip[--n], sz);	/* conv over (x, skip) */
+		if (l)
+			x = op1(g, x, sz * 2);		/* up-sample */
+	}
+	g->output[op1(g, x, sz / 4)] = true;
+}
+
+/* Backward of a saved chain: gradients flow back, each step reading the
+ * gradient and the activation saved for it. */
+static void backward(struct graph *g, const uint32_t *saved, uint32_t n, uint32_t loss)
+{
+	uint32_t grad = loss;
+
+	while (n--)
+		grad = op2(g, grad, saved[n], g->size[saved[n]]);
+	g->output[grad] = true;
+}
+
+static void resnet_train(struct graph *g)
+{
+	uint32_t saved[256], n = 0, x, b, st;
+	uint64_t sz = 24 * MiB;
+
+	g->name = "resnet-train";
+	x = g_input(g, sz);
+	for (st = 0; st < 4; st++, sz /= 2)
+		for (b = 0; b < 3; b++) {
+			uint32_t in = x, y;
+
+			y = saved[n++] = op1(g, in, sz);	/* conv */
+			y = saved[n++] = op1(g, y, sz);		/* bn+relu */
+			y = saved[n++] = op1(g, y, sz);		/* conv */
+			x = saved[n++] = op2(g, y, in, sz);	/* add */
+		}
+	backward(g, saved, n, op1(g, x, 4096));
+}
+
+static uint32_t tf_layer(struct graph *g, uint32_t x, uint64_t d, uint32_t *saved, uint32_t *n)
+{
+	uint32_t ln, qkv, sc, pr, at, o, r, ln2, up, ge, dn;
+
+	ln = op1(g, x, d);
+	qkv = op1(g, ln, 3 * d);
+	sc = op1(g, qkv, 2 * d);		/* attention scores */
+	pr = op1(g, sc, 2 * d);			/* softmax */
+	at = op2(g, pr, qkv, d);
+	o = op1(g, at, d);
+	r = op2(g, o, x, d);
+	ln2 = op1(g, r, d);
+	up = op1(g, ln2, 4 * d);
+	ge = op1(g, up, 4 * d);
+	dn = op1(g, ge, d);
+	if (saved) {
+		uint32_t keep[] = { ln, qkv, pr, at, r, ln2, up, ge };
+
+		memcpy(saved + *n, keep, sizeof(keep));
+		*n += sizeof(keep) / sizeof(keep[0]);
+	}
+	return op2(g, dn, r, d);
+}
+
+static void transformer(struct graph *g, uint32_t layers, bool train)
+{
+	uint32_t *saved = xrealloc(NULL, sizeof(*saved) * 8 * (layers + 1)), n = 0, x, l;
+	uint64_t d = 4 * MiB;
+
+	x = g_input(g, d);
+	for (l = 0; l < layers; l++)
+		x = tf_layer(g, x, d, train ? saved : NULL, &n);
+	if (train)
+		backward(g, saved, n, op1(g, x, 4096));
+	else
+		g->output[op1(g, x, d / 4)] = true;
+	free(saved);
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Random DAG: each node reads 1-3 earlier values, mostly recent ones, and
+ * now and then one from far back (a skip connection). */
+static void random_dag(struct graph *g, uint32_t n, uint64_t seed)
+{
+	uint32_t *outs = xrealloc(NULL, sizeof(*outs) * n), i, k, v;
+
+	for (i = 0; i < n; i++) {
+		uint32_t in[3], nin = i ? 1 + (uint32_t)(rnd(&seed) % 3) : 1;
+		uint64_t size = (1 + rnd(&seed) % 64) * 64 * 1024;
+
+		for (k = 0; k < nin && i; k++) {
+			uint32_t back = rnd(&seed) % 4 ? 1 + (uint32_t)(rnd(&seed) % 8) :
+				1 + (uint32_t)(rnd(&seed) % i);
+
+			in[k] = outs[back > i ? 0 : i - back];
+		}
+		if (!i)
+			in[0] = g_val(g, 0, false);
+		v = g_op(g, in, nin, size);
+		outs[i] = v;
+		g->output[v] = rnd(&seed) % 50 == 0;
+	}
+	g->output[outs[n - 1]] = true;
+	free(outs);
+}
+
+/* ---- the gap model, from the graph (no library code) ---- */
+
+struct model {
+	uint32_t n;			/* steps */
+	uint32_t *t_idx, *t_step;	/* touches per value, CSR */
+	uint32_t *hi;
+	uint64_t *asz;
+	uint64_t *foot;			/* touched bytes per step */
+	uint64_t max_foot, live_max;
+};
+
+static void model_build(const struct graph *g, struct model *m)
+{
+	uint32_t v, s, k, *last = xrealloc(NULL, sizeof(*last) * g->n_vals), total = 0;
+	int pass;
+
+	m->n = g->n_nodes;
+	m->t_idx = calloc(g->n_vals + 1, sizeof(*m->t_idx));
+	m->hi = calloc(g->n_vals, sizeof(*m->hi));
+	m->asz = calloc(g->n_vals, sizeof(*m->asz));
+	m->foot = calloc(m->n + 1, sizeof(*m->foot));
+	m->t_step = NULL;
+	for (v = 0; v < g->n_vals; v++)
+		m->asz[v] = (g->size[v] + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+	for (pass = 0; pass < 2; pass++) {
+		memset(last, 0xff, sizeof(*last) * g->n_vals);
+		for (s = 0; s < m->n; s++) {
+			const struct g_node *nd = &g->nodes[s];
+
+			for (k = 0; k < nd->n_in + nd->n_out; k++) {
+				v = k < nd->n_in ? nd->in[k] : nd->out[k - nd->n_in];
+				if (!g->size[v] || last[v] == s)
+					continue;
+				last[v] = s;
+				if (pass) {
+					m->t_step[m->t_idx[v]++] = s;
+					m->foot[s] += m->asz[v];
+				} else {
+					m->t_idx[v + 1]++;
+					total++;
+				}
+				if (m->hi[v] < s + 1)
+					m->hi[v] = s + 1;
+			}
+		}
+		if (pass)
+			break;
+		for (v = 0; v < g->n_vals; v++)
+			m->t_idx[v + 1] += m->t_idx[v];
+		m->t_step = xrealloc(NULL, sizeof(*m->t_step) * (total + 1));
+	}
+	for (v = g->n_vals; v > 0; v--)
+		m->t_idx[v] = m->t_idx[v - 1];
+	m->t_idx[0] = 0;
+	for (v = 0; v < g->n_vals; v++)
+		if (g->output[v] && g->size[v])
+			m->hi[v] = m->n;
+	m->max_foot = 0;
+	for (s = 0; s < m->n; s++)
+		if (m->foot[s] > m->max_foot)
+			m->max_foot = m->foot[s];
+	free(last);
+}
+
+static void model_free(struct model *m)
+{
+	free(m->t_idx);
+	free(m->t_step);
+	free(m->hi);
+	free(m->asz);
+	free(m->foot);
+}
+
+/* Next touch of @v after step @s, or UINT32_MAX. */
+static uint32_t next_use(const struct model *m, uint32_t v, uint32_t s)
+{
+	uint32_t k;
+
+	for (k = m->t_idx[v]; k < m->t_idx[v + 1]; k++)
+		if (m->t_step[k] > s)
+			return m->t_step[k];
+	return UINT32_MAX;
+}
+
+/* Furthest-next-use eviction; bytes moved (UINT64_MAX: does not fit). */
+static uint64_t belady(const struct graph *g, const struct model *m, uint64_t budget)
+{
+	bool *res = calloc(g->n_vals, 1), *wr = calloc(g->n_vals, 1);
+	uint64_t moved = 0, used = 0;
+	uint32_t s, v, k;
+
+	for (s = 0; s < m->n; s++) {
+		const struct g_node *nd = &g->nodes[s];
+
+		/* values whose life ended leave */
+		for (v = 0; v < g->n_vals; v++)
+			if (res[v] && m->hi[v] <= s) {
+				res[v] = false;
+				used -= m->asz[v];
+			}
+		for (k = 0; k < nd->n_in + nd->n_out; k++) {
+			v = k < nd->n_in ? nd->in[k] : nd->out[k - nd->n_in];
+			if (!g->size[v] || res[v])
+				continue;
+			if (k < nd->n_in)
+				moved += g->size[v];	/* read back */
+			res[v] = true;
+			used += m->asz[v];
+		}
+		while (used > budget) {
+			uint32_t best = UINT32_MAX, far = 0, nu;
+
+			for (v = 0; v < g->n_vals; v++) {
+				if (!res[v] || next_use(m, v, s - 1) == s)
+					continue;
+				nu = next_use(m, v, s);
+				if (best == UINT32_MAX || nu > far ||
+				    (nu == far && m->asz[v] > m->asz[best])) {
+					best = v;
+					far = nu;
+				}
+			}
+			if (best == UINT32_MAX) {
+				moved = UINT64_MAX;
+				goto out;
+			}
+			res[best] = false;
+			used -= m->asz[best];
+			if (!wr[best])
+				moved += g->size[best];
+			wr[best] = true;
+		}
+	}
+out:
+	free(res);
+	free(wr);
+	return moved;
+}
+
+/* The LP relaxation of the gap covering model. */
+static double lp_bound(const struct graph *g, const struct model *m, uint64_t budget)
+{
+	glp_prob *lp = glp_create_prob();
+	int *ia = NULL, *ja = NULL, nz = 0, cap = 0, col, row, ret;
+	double *ar = NULL, obj;
+	uint32_t v, k, s, end, *wcol = calloc(g->n_vals, sizeof(*wcol));
+	uint64_t *need = calloc(m->n, sizeof(*need));
+	glp_smcp parm;
+
+#define NZ(r, c, a) do { if (nz + 1 >= cap) { cap = cap ? cap * 2 : 4096; \
+	ia = xrealloc(ia, sizeof(int) * cap); ja = xrealloc(ja, sizeof(int) * cap); \
+	ar = xrealloc(ar, sizeof(double) * cap); } \
+	nz++; ia[nz] = (r); ja[nz] = (c); ar[nz] = (a); } while (0)
+
+	glp_set_obj_dir(lp, GLP_MIN);
+	/* rows 1..n: covering per step, scaled to MiB for the solver */
+	glp_add_rows(lp, (int)m->n);
+	for (v = 0; v < g->n_vals; v++)
+		for (s = m->t_idx[v] < m->t_idx[v + 1] ? m->t_step[m->t_idx[v]] : m->hi[v];
+		     s < m->hi[v]; s++)
+			need[s] += m->asz[v];
+	for (s = 0; s < m->n; s++)
+		glp_set_row_bnds(lp, (int)s + 1, GLP_LO,
+				 need[s] > budget ? (double)(need[s] - budget) / MiB : 0, 0);
+	for (v = 0; v < g->n_vals; v++)
+		for (k = m->t_idx[v]; k < m->t_idx[v + 1]; k++) {
+			bool tail = k + 1 == m->t_idx[v + 1];
+
+			end = tail ? m->hi[v] : m->t_step[k + 1];
+			if (end <= m->t_step[k] + 1)
+				continue;
+			if (!wcol[v]) {
+				wcol[v] = (uint32_t)glp_add_cols(lp, 1);
+				glp_set_col_bnds(lp, (int)wcol[v], GLP_DB, 0, 1);
+				glp_set_obj_coef(lp, (int)wcol[v], (double)g->size[v] / MiB);
+			}
+			col = glp_add_cols(lp, 1);
+			glp_set_col_bnds(lp, col, GLP_DB, 0, 1);
+			glp_set_obj_coef(lp, col, tail ? 0 : (double)g->size[v] / MiB);
+			for (s = m->t_step[k] + 1; s < end; s++)
+				NZ((int)s + 1, col, (double)m->asz[v] / MiB);
+			row = glp_add_rows(lp, 1);	/* w_v - x_g >= 0 */
+			glp_set_row_bnds(lp, row, GLP_LO, 0, 0);
+			NZ(row, (int)wcol[v], 1.0);
+			NZ(row, col, -1.0);
+		}
+	glp_load_matrix(lp, nz, ia, ja, ar);
+	glp_init_smcp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.presolve = GLP_ON;
+	ret = glp_simplex(lp, &parm);
+	obj = ret == 0 && glp_get_status(lp) == GLP_OPT ? glp_get_obj_val(lp) * MiB : -1;
+	glp_delete_prob(lp);
+	free(ia);
+	free(ja);
+	free(ar);
+	free(wcol);
+	free(need);
+	return obj;
+#undef NZ
+}
+
+struct run {
+	uint64_t moved;
+	double ms[RUNS];
+	int ok;
+};
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static struct ortmem_plan *build_plan(const struct graph *g, uint64_t budget)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
+		    .align = { ALIGN, 64, 4096 });
+	struct ortmem_plan *p = NULL;
+	uint32_t v, s;
+
+	if (ortmem_plan_new(&o, &p))
+		return NULL;
+	for (v = 0; v < g->n_vals; v++)
+		ortmem_plan_add_value(p, g->size[v], g->output[v] ? ORTMEM_PLAN_VALUE_OUTPUT : 0);
+	for (s = 0; s < g->n_nodes; s++)
+		ortmem_plan_add_node(p, g->nodes[s].in, g->nodes[s].n_in,
+				     g->nodes[s].out, g->nodes[s].n_out);
+	return p;
+}
+
+static uint64_t all_on_device_bound(const struct graph *g)
+{
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	struct ortmem_plan *p = build_plan(g, 0);
+
+	if (!p || ortmem_plan_solve(p) || ortmem_plan_stats(p, &st)) {
+		fprintf(stderr, "place_bench: %s: %s\n", g->name, ortmem_last_error_message());
+		exit(1);
+	}
+	ortmem_plan_free(p);
+	return st.lower_bound;
+}
+
+/* One plan, RUNS times: bytes moved, times; validated. */
+static void ortmem_run(const struct graph *g, uint64_t budget, struct run *r)
+{
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	int i;
+
+	r->ok = 1;
+	for (i = 0; i < RUNS; i++) {
+		struct ortmem_plan *p = build_plan(g, budget);
+
+		if (!p || ortmem_plan_solve(p) || ortmem_plan_stats(p, &st) ||
+		    ortmem_plan_validate(p)) {
+			if (r->ok)
+				fprintf(stderr, "place_bench: %s at %" PRIu64 ": %s\n", g->name,
+					budget, ortmem_last_error_message());
+			r->ok = 0;
+			ortmem_plan_free(p);
+			return;
+		}
+		r->moved = st.prefetch_bytes + st.spill_bytes;
+		r->ms[i] = (double)st.solve_ns / 1e6;
+		ortmem_plan_free(p);
+	}
+	qsort(r->ms, RUNS, sizeof(r->ms[0]), cmp_d);
+}
+
+struct totals {
+	double x_struct, x_rand, y;
+	double t_max;
+	uint32_t solved, feasible;
+};
+
+static void bench_graph(struct graph *g, struct totals *tot)
+{
+	static const int pct[] = { 30, 40, 50, 60, 70, 80, 90, 0 };
+	uint64_t lb = all_on_device_bound(g), budget, bel;
+	struct model m;
+	unsigned i;
+
+	model_build(g, &m);
+	printf("%-16s %5u nodes, all-on-device bound %.1f MiB, largest step %.1f MiB\n",
+	       g->name, g->n_nodes, (double)lb / MiB, (double)m.max_foot / MiB);
+	for (i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
+		struct run r = { 0 };
+		double bound, x, y;
+
+		budget = pct[i] ? lb * (uint64_t)pct[i] / 100 : m.max_foot;
+		if (budget < m.max_foot) {
+			printf("  %3d%% %9.1f MiB: below the largest step, infeasible\n",
+			       pct[i], (double)budget / MiB);
+			continue;
+		}
+		tot->feasible++;
+		ortmem_run(g, budget, &r);
+		if (!r.ok) {
+			printf("  %3d%% %9.1f MiB: REFUSED\n", pct[i], (double)budget / MiB);
+			continue;
+		}
+		tot->solved++;
+		bel = belady(g, &m, budget);
+		bound = lp_bound(g, &m, budget);
+		x = bound > 0 ? (double)r.moved / bound : (r.moved ? INFINITY : 1.0);
+		y = bel ? (double)r.moved / (double)bel : (r.moved ? INFINITY : 1.0);
+		if (g->structured)
+			tot->x_struct = fmax(tot->x_struct, x);
+		else
+			tot->x_rand = fmax(tot->x_rand, x);
+		tot->y = fmax(tot->y, y);
+		tot->t_max = fmax(tot->t_max, r.ms[RUNS / 2]);
+		printf("  %3d%% %9.1f MiB: moved %10.1f MiB, Belady %10.1f, bound %10.1f"
+		       "  (%.3fx bound, %.3fx Belady)  solve %.2f ms [%.2f-%.2f]\n",
+		       pct[i] ? pct[i] : 0, (double)budget / MiB, (double)r.moved / MiB,
+		       (double)bel / MiB, bound / MiB, x, y, r.ms[RUNS / 2], r.ms[0],
+		       r.ms[RUNS - 1]);
+	}
+	model_free(&m);
+}
+
+static void graph_free(struct graph *g)
+{
+	free(g->size);
+	free(g->output);
+	free(g->nodes);
+	memset(g, 0, sizeof(*g));
+}
+
+int main(void)
+{
+	struct totals tot = { 0 };
+	struct graph g = { 0 };
+	int w;
+
+	glp_term_out(GLP_OFF);
+	for (w = 0; w < 7; w++) {
+		g.structured = w < 5;
+		switch (w) {
+		case 0: unet(&g); break;
+		case 1: resnet_train(&g); break;
+		case 2: transformer(&g, 8, true); g.name = "tf8-train"; break;
+		case 3: transformer(&g, 24, true); g.name = "tf24-train"; break;
+		case 4: transformer(&g, 24, false); g.name = "tf24-infer"; break;
+		case 5: random_dag(&g, 300, 7); g.name = "dag-300"; break;
+		default: random_dag(&g, 1500, 11); g.name = "dag-1500"; break;
+		}
+		/* PLACE_ONLY=name: one workload (profiling) */
+		if (!getenv("PLACE_ONLY") || !strcmp(getenv("PLACE_ONLY"), g.name))
+			bench_graph(&g, &tot);
+		graph_free(&g);
+	}
+	printf("structured: %.2fx bound (max); random DAGs: %.2fx bound (max)\n",
+	       tot.x_struct, tot.x_rand);
+	printf("place: moved %.2fx bound (max), %.2fx Belady (max), %u/%u feasible budgets solved, %.1f ms max\n",
+	       fmax(tot.x_struct, tot.x_rand), tot.y, tot.solved, tot.feasible, tot.t_max);
+	return tot.solved == tot.feasible ? 0 : 1;
+}

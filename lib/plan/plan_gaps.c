@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device residency per gap (Documentation/lib/planner.rst, "Placement").
+ *
+ * A buffer's life is split at the steps that touch it (read or write it):
+ * gap k runs from its k-th touch to the next one (the last gap of a graph
+ * output runs to the end of the plan).  Every touch is on the device.  In a
+ * gap the buffer is either kept on the device or sent off it: buffers are
+ * immutable once produced, so it is written out once in its whole life, the
+ * first time a gap of it goes off, and read back once before the touch that
+ * ends each off gap (a trailing gap needs no read-back).
+ *
+ * The placement is a sweep over the steps, as Belady's rule would run it:
+ * at a step where the bytes kept on the device exceed the budget, send off
+ * a gap live there until it fits.  Which gap is the only choice, and the
+ * sweep is run under a few rules (furthest next use; furthest next use per
+ * byte of transfer it costs; useful bytes freed per byte of transfer), the
+ * cheapest result kept: plain furthest-next-use is one of the rules, so
+ * the plan never moves more than Belady's.  A last pass takes back onto the
+ * device every off gap that fits again (a later eviction may have made the
+ * room).  Each sweep is O(steps x gaps live at a step).
+ *
+ * Offsets: each resident interval (a run of touches joined by kept gaps)
+ * is one packing item.  The profile fitting the budget does not promise
+ * the packing does; when it does not, the sweep runs again under a budget
+ * lowered by the excess, down to the largest single step's footprint, and
+ * at worst every gap goes off (even the empty ones between adjacent
+ * steps), which leaves one-step items that stack to exactly that
+ * footprint: a budget at or above it is never refused.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "plan_internal.h"
+
+#define GAP_RULES 4
+#define GAP_SEARCH_MAX 2048
+
+struct gap {
+	uint32_t k;		/* touch that opens it */
+	uint32_t buf;
+	uint32_t first;		/* first step inside it */
+	uint32_t end;		/* the next touch, or the buffer's end */
+	bool tail;		/* no touch ends it: no read-back */
+};
+
+struct gap_ctx {
+	struct ortmem_plan *plan;
+	uint64_t budget;
+	uint64_t *asz;		/* aligned size per buffer */
+	struct gap *gaps;
+	uint32_t n_gaps;
+	uint32_t *by_first;	/* gap ids, CSR over their first step */
+	uint32_t *by_first_idx;
+	uint64_t *base;		/* profile with every gap kept */
+	uint64_t *prof;
+	uint64_t *bud;		/* budget per step */
+	uint64_t *foot;		/* bytes the step itself touches */
+	uint32_t *active;
+	bool *written;
+	uint8_t *off;		/* per touch: the gap it opens is off */
+	uint8_t *best;
+	uint32_t *order;	/* evictions of one sweep, in order */
+};
+
+static uint64_t gp_align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) & ~(a - 1);
+}
+
+/* Bytes a plan with these off gaps moves: one write per buffer sent off,
+ * one read per off gap a touch ends. */
+uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off)
+{
+	uint64_t cost = 0;
+	uint32_t b, k;
+
+	for (b = 0; b < plan->n_bufs; b++) {
+		bool w = false;
+
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			if (!off[k])
+				continue;
+			w = true;
+			if (k + 1 < plan->touch_idx[b + 1])
+				cost += plan->bufs[b].size;
+		}
+		if (w)
+			cost += plan->bufs[b].size;
+	}
+	return cost;
+}
+
+static int gp_alloc(struct gap_ctx *c)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint32_t n = plan->n_nodes, nb = plan->n_bufs;
+	uint32_t nt = plan->touch_idx[nb], b, k, i;
+
+	c->asz = malloc(sizeof(*c->asz) * (nb + 1));
+	c->gaps = malloc(sizeof(*c->gaps) * (nt + 1));
+	c->by_first = malloc(sizeof(*c->by_first) * (nt + 1));
+	c->by_first_idx = calloc(n + 2, sizeof(*c->by_first_idx));
+	c->base = calloc(n + 1, sizeof(*c->base));
+	c->prof = malloc(sizeof(*c->prof) * (n + 1));
+	c->bud = malloc(sizeof(*c->bud) * (n + 1));
+	c->foot = calloc(n + 1, sizeof(*c->foot));
+	c->active = malloc(sizeof(*c->active) * (nt + 1));
+	c->written = malloc(sizeof(*c->written) * (nb + 1));
+	c->off = calloc(nt + 1, 1);
+	c->best = calloc(nt + 1, 1);
+	c->order = malloc(sizeof(*c->order) * (nt + 1));
+	if (!c->asz || !c->gaps || !c->by_first || !c->by_first_idx || !c->base ||
+	    !c->prof || !c->bud || !c->foot || !c->active || !c->written || !c->off || !c->best || !c->order)
+		return ortmem__err_plain(-ENOMEM, "planner: cannot index the gaps of %u buffers", nb);
+	for (b = 0; b < nb; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+
+		c->asz[b] = gp_align_up(pb->size, plan->o.align[ORTMEM_TIER_DEVICE]);
+		for (i = pb->lo; i < pb->hi; i++)
+			c->base[i] += c->asz[b];
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			struct gap g = { .k = k, .buf = b, .first = plan->touch_step[k] + 1 };
+
+			g.tail = k + 1 == plan->touch_idx[b + 1];
+			g.end = g.tail ? pb->hi : plan->touch_step[k + 1];
+			if (g.end <= g.first || !pb->size)
+				continue;	/* nothing inside: never worth sending off */
+			c->gaps[c->n_gaps++] = g;
+			c->by_first_idx[g.first + 1]++;
+		}
+	}
+	for (i = 0; i <= n; i++)
+		c->by_first_idx[i + 1] += c->by_first_idx[i];
+	for (i = 0; i < c->n_gaps; i++)
+		c->by_first[c->by_first_idx[c->gaps[i].first]++] = i;
+	for (i = n + 1; i > 0; i--)
+		c->by_first_idx[i] = c->by_first_idx[i - 1];
+	c->by_first_idx[0] = 0;
+	return 0;
+}
+
+/* Larger is a better victim: the rules the sweep is run under. */
+static double gp_score(const struct gap_ctx *c, const struct gap *g, uint32_t s,
+		       uint64_t need, int rule)
+{
+	double units = (g->tail ? 0 : 1) + (c->written[g->buf] ? 0 : 1);
+	double dist = (double)(g->tail ? c->plan->n_nodes + 1u : g->end) - s;
+	double useful = (double)(c->asz[g->buf] < need ? c->asz[g->buf] : need);
+
+	if (rule == 0)		/* Belady: furthest next use, larger first */
+		return dist * 4.0 + (double)c->asz[g->buf] / (double)(c->asz[g->buf] + need);
+	if (units == 0)
+		return 1e300;	/* already written, never read again: free */
+	if (rule == 1)
+		return dist / units;
+	if (rule == 2)
+		return useful * dist / (units * (double)c->asz[g->buf]);
+	return useful / (units * (double)c->asz[g->buf]) * 1e6 + dist;
+}
+
+static void gp_evict(struct gap_ctx *c, const struct gap *g, uint32_t from)
+{
+	uint32_t t;
+
+	c->off[g->k] = 1;
+	c->written[g->buf] = true;
+	for (t = from; t < g->end; t++)
+		c->prof[t] -= c->asz[g->buf];
+}
+
+/* One sweep under @rule; the off gaps land in c->off, the cost returned. */
+static uint64_t gp_sweep(struct gap_ctx *c, int rule)
+{
+	uint32_t n = c->plan->n_nodes, s, i, na = 0, ne = 0;
+
+	memcpy(c->prof, c->base, sizeof(*c->prof) * n);
+	memset(c->off, 0, c->plan->touch_idx[c->plan->n_bufs]);
+	memset(c->written, 0, sizeof(*c->written) * c->plan->n_bufs);
+	for (s = 0; s < n; s++) {
+		for (i = c->by_first_idx[s]; i < c->by_first_idx[s + 1]; i++)
+			c->active[na++] = c->by_first[i];
+		while (c->prof[s] > c->bud[s]) {
+			double best = -1.0, sc;
+			uint32_t at = 0, j;
+
+			for (j = 0; j < na;) {
+				const struct gap *g = &c->gaps[c->active[j]];
+
+				if (g->end <= s || c->off[g->k]) {
+					c->active[j] = c->active[--na];
+					continue;
+				}
+				sc = gp_score(c, g, s, c->prof[s] - c->bud[s], rule);
+				if (sc > best) {
+					best = sc;
+					at = j;
+				}
+				j++;
+			}
+			if (best < 0)
+				break;	/* only touches left: the step's own footprint */
+			c->order[ne++] = c->active[at];
+			gp_evict(c, &c->gaps[c->active[at]], s);
+		}
+	}
+	/* Take back what fits again, latest eviction first. */
+	memcpy(c->prof, c->base, sizeof(*c->prof) * n);
+	for (i = 0; i < c->n_gaps; i++)
+		if (c->off[c->gaps[i].k])
+			for (s = c->gaps[i].first; s < c->gaps[i].end; s++)
+				c->prof[s] -= c->asz[c->gaps[i].buf];
+	while (ne--) {
+		const struct gap *g = &c->gaps[c->order[ne]];
+		bool fits = true;
+
+		for (s = g->first; s < g->end && fits; s++)
+			fits = c->prof[s] + c->asz[g->buf] <= c->bud[s];
+		if (!fits)
+			continue;
+		c->off[g->k] = 0;
+		for (s = g->first; s < g->end; s++)
+			c->prof[s] += c->asz[g->buf];
+	}
+	return ortmem__plan_gap_cost(c->plan, c->off);
+}
+
+/* The cheapest of the rules under c->bud, into c->best. */
+static void gp_place(struct gap_ctx *c)
+{
+	uint64_t best = UINT64_MAX, cost;
+	uint32_t nt = c->plan->touch_idx[c->plan->n_bufs];
+	int rule;
+
+	for (rule = 0; rule < GAP_RULES; rule++) {
+		cost = gp_sweep(c, rule);
+		if (cost < best) {
+			best = cost;
+			memcpy(c->best, c->off, nt);
+		}
+	}
+}
+
+/* Pack the resident intervals; offsets to the buffers and touches. */
+static int gp_pack(struct gap_ctx *c, uint64_t deadline, struct pk_result *res)
+{
+	struct ortmem_plan *plan = c->plan;
+	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
+			      .max_iter = plan->o.max_iterations,
+			      .threads = plan->o.threads };
+	uint32_t nt = plan->touch_idx[plan->n_bufs], n = 0, b, k, j;
+	struct pk_item *it = malloc(sizeof(*it) * (nt + plan->n_bufs + 1));
+	uint64_t *off = malloc(sizeof(*off) * (nt + plan->n_bufs + 1));
+	int ret;
+
+	if (!it || !off) {
+		free(it);
+		free(off);
+		return ortmem__err_plain(-ENOMEM, "planner: cannot pack %u intervals", nt);
+	}
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1) {
+			for (j = k; j + 1 < plan->touch_idx[b + 1] && !c->best[j]; j++)
+				;
+			it[n++] = (struct pk_item){ plan->touch_step[k],
+				c->best[j] || j + 1 < plan->touch_idx[b + 1] ?
+				plan->touch_step[j] + 1ull : plan->bufs[b].hi, c->asz[b] };
+		}
+	/* Past a few thousand intervals the packer's search overruns any
+	 * budget (its local search checks the clock per whole plan): its
+	 * first heuristic only; the allocator's pass is the other candidate. */
+	if (n > GAP_SEARCH_MAX)
+		po.deadline_ns = 0;
+	ret = ortmem__pack(it, n, &po, off, res);
+	if (ret)
+		ret = ortmem__err_plain(ret, "planner: cannot pack %u device intervals", n);
+	for (b = 0, n = 0; !ret && b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1, n++) {
+			for (j = k; j + 1 < plan->touch_idx[b + 1] && !c->best[j]; j++)
+				;
+			for (; k <= j; k++)
+				plan->touch_off[k] = off[n];
+			k = j;
+		}
+	free(it);
+	free(off);
+	return ret;
+}
+
+/* The largest single step's footprint; refuse a budget below it. */
+static int gp_footprint(struct gap_ctx *c, uint64_t *foot)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint32_t b, k, s, at = 0;
+
+	*foot = 0;
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			c->foot[plan->touch_step[k]] += c->asz[b];
+	for (s = 0; s < plan->n_nodes; s++)
+		if (c->foot[s] > *foot) {
+			*foot = c->foot[s];
+			at = s;
+		}
+	if (*foot <= c->budget)
+		return 0;
+	return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
+		*foot, c->budget,
+		"step %u alone needs %" PRIu64 " device bytes (its inputs and outputs, aligned), %" PRIu64
+		" more than the device budget of %" PRIu64 "; raise the budget to at least %" PRIu64,
+		at, *foot, *foot - c->budget, c->budget, *foot);
+}
+
+static void gp_free(struct gap_ctx *c)
+{
+	free(c->asz);
+	free(c->gaps);
+	free(c->by_first);
+	free(c->by_first_idx);
+	free(c->base);
+	free(c->prof);
+	free(c->bud);
+	free(c->foot);
+	free(c->active);
+	free(c->written);
+	free(c->off);
+	free(c->order);
+}
+
+int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
+		      struct pk_result *res)
+{
+	struct gap_ctx c = { .plan = plan, .budget = plan->o.budget[ORTMEM_TIER_DEVICE] };
+	uint32_t nt = plan->touch_idx[plan->n_bufs], b, k, s;
+	uint64_t foot, cost = UINT64_MAX, h, *toff = NULL;
+	uint8_t *off = NULL;
+	int ret, rule;
+
+	ret = gp_alloc(&c);
+	if (!ret)
+		ret = gp_footprint(&c, &foot);
+	for (s = 0; !ret && s < plan->n_nodes; s++)
+		c.bud[s] = c.budget;
+	/* The profile sweep, packed once in the time budget. */
+	if (!ret) {
+		gp_place(&c);
+		ret = gp_pack(&c, deadline, res);
+		if (!ret && res->height <= c.budget)
+			cost = ortmem__plan_gap_cost(plan, c.best);
+	}
+	/* The allocator's passes: always fit; kept when cheaper. */
+	if (!ret) {
+		off = malloc(nt + 1);
+		toff = malloc(sizeof(*toff) * (nt + 1));
+		if (!off || !toff)
+			ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	}
+	for (rule = 0; !ret && rule < 2; rule++) {
+		uint64_t oc;
+
+		h = ortmem__plan_online(plan, c.asz, c.budget, rule, off, toff);
+		if (h == UINT64_MAX) {
+			ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+			break;
+		}
+		oc = ortmem__plan_gap_cost(plan, off);
+		if (oc >= cost)
+			continue;
+		cost = oc;
+		memcpy(c.best, off, nt);
+		memcpy(plan->touch_off, toff, sizeof(*toff) * nt);
+		res->height = h;
+		res->optimal = false;
+	}
+	free(off);
+	free(toff);
+	if (!ret) {
+		for (b = 0; b < plan->n_bufs; b++) {
+			struct pl_buf *pb = &plan->bufs[b];
+
+			pb->tier = ORTMEM_TIER_DEVICE;
+			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+				if (c.best[k])
+					pb->tier = home;
+			if (pb->tier == ORTMEM_TIER_DEVICE)
+				pb->off = plan->touch_idx[b] < plan->touch_idx[b + 1] ?
+					  plan->touch_off[plan->touch_idx[b]] : 0;
+		}
+		plan->gap_off = c.best;
+		c.best = NULL;
+	}
+	free(c.best);
+	gp_free(&c);
+	return ret;
+}
+
+/* Bytes moved per step: the write-out after the touch that opens a
+ * buffer's first off gap, a read-back before each touch that ends one. */
+void ortmem__plan_gap_moves(struct ortmem_plan *plan)
+{
+	uint32_t b, k;
+
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+		bool written = false;
+		int t = pb->tier;
+
+		if (t == ORTMEM_TIER_DEVICE)
+			continue;
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			if (!plan->gap_off[k])
+				continue;
+			if (!written)
+				plan->spill[(size_t)plan->touch_step[k] * ORTMEM_TIER_COUNT + t] +=
+					pb->size;
+			written = true;
+			if (k + 1 < plan->touch_idx[b + 1])
+				plan->prefetch[(size_t)plan->touch_step[k + 1] *
+					       ORTMEM_TIER_COUNT + t] += pb->size;
+		}
+	}
+}

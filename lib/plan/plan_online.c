@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Residency and device offsets in one pass, as an allocator running the
+ * schedule would see them: at each step, the buffers it touches that are
+ * not on the device (produced there, or read back) take the best-fitting
+ * hole of [0, budget) among the resident buffers; when no hole holds one,
+ * resident buffers the step does not touch leave the device, the one with
+ * the furthest next use per byte of transfer first, until one does.  When
+ * the step's own buffers are what splits the space, every buffer the step
+ * touches is re-seated from offset 0 (those already resident are written
+ * out after their last touch and read back: legal in the gap model, and it
+ * fits whenever the step's footprint does).
+ *
+ * Unlike the profile sweep and the packer (plan_gaps.c) this cannot lose to
+ * fragmentation: what it places fits by construction, so it is both the
+ * fallback that makes every budget at or above the largest step's
+ * footprint solvable and a candidate of its own.  O(steps x residents x
+ * log residents).
+ */
+#include <stdlib.h>
+
+#include "plan_internal.h"
+
+struct ol;
+static void ol_send_off(struct ol *o, uint32_t at);
+
+struct ol {
+	const struct ortmem_plan *plan;
+	uint64_t budget;
+	const uint64_t *asz;
+	uint8_t *off;		/* per touch: the gap it opens is off */
+	uint64_t *toff;		/* per touch: device offset */
+	uint32_t *cur;		/* per buffer: its latest touch, or UINT32_MAX */
+	uint64_t *addr;		/* per buffer, while resident */
+	bool *res, *pin, *written;
+	uint32_t *live;		/* resident buffers */
+	uint32_t n_live;
+	uint64_t (*hole)[3];	/* scratch: occupied ranges, buffer */
+	uint32_t *st_idx, *st_k;	/* touches per step, CSR */
+};
+
+/* Best fit for @size in [0, budget), or UINT64_MAX; the occupied
+ * ranges left sorted in o->hole, their count in *nd. */
+static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
+{
+	uint64_t cur = 0, best = UINT64_MAX, best_len = UINT64_MAX, len;
+	uint32_t i, d = 0;
+
+	for (i = 0; i < o->n_live; i++) {
+		uint32_t b = o->live[i];
+
+		o->hole[d][0] = o->addr[b];
+		o->hole[d][1] = o->addr[b] + o->asz[b];
+		o->hole[d++][2] = b;
+	}
+	for (i = 0; i <= d; i++) {
+		uint64_t next = i < d ? o->hole[i][0] : o->budget;
+
+		len = next > cur ? next - cur : 0;
+		if (len >= size && len < best_len) {
+			best_len = len;
+			best = cur;
+		}
+		if (i < d && o->hole[i][1] > cur)
+			cur = o->hole[i][1];
+	}
+	*nd = d;
+	return best;
+}
+
+/* What sending buffer @b off at step @s costs, per step it frees. */
+static double ol_penalty(const struct ol *o, uint32_t b, uint32_t s, int rule)
+{
+	const struct ortmem_plan *plan = o->plan;
+	uint32_t k = o->cur[b];
+	bool tail = k + 1 == plan->touch_idx[b + 1];
+	double units = (tail ? 0 : 1) + (o->written[b] ? 0 : 1);
+	double dist = (double)(tail ? plan->n_nodes + 1u : plan->touch_step[k + 1]) - s;
+
+	if (rule == 0)
+		units = 1;
+	return (units + 1e-3) * (double)o->asz[b] / dist;
+}
+
+/*
+ * The window of @size in [0, budget) whose residents cost least to send
+ * off (none the step touches); its start, or UINT64_MAX.  Windows start at
+ * 0 or where a resident ends.
+ */
+static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, int rule)
+{
+	uint64_t best_at = UINT64_MAX, a;
+	double best = 0, pen;
+	uint32_t i, j, first = 0;
+
+	for (i = 0; i <= d; i++) {
+		a = i ? o->hole[i - 1][1] : 0;
+		if (a + size > o->budget)
+			continue;
+		while (first < d && o->hole[first][1] <= a)
+			first++;
+		pen = 0;
+		for (j = first; j < d && o->hole[j][0] < a + size; j++) {
+			if (o->hole[j][1] <= a)
+				continue;
+			if (o->pin[o->hole[j][2]]) {
+				pen = -1;
+				break;
+			}
+			pen += ol_penalty(o, (uint32_t)o->hole[j][2], s, rule);
+		}
+		if (pen >= 0 && (best_at == UINT64_MAX || pen < best)) {
+			best = pen;
+			best_at = a;
+		}
+	}
+	return best_at;
+}
+
+/* Send off every resident overlapping [a, a + size). */
+static void ol_clear(struct ol *o, uint64_t a, uint64_t size)
+{
+	uint32_t i;
+
+	for (i = 0; i < o->n_live;) {
+		uint32_t b = o->live[i];
+
+		if (o->addr[b] < a + size && o->addr[b] + o->asz[b] > a && o->asz[b])
+			ol_send_off(o, i);
+		else
+			i++;
+	}
+}
+
+/* o->live stays sorted by offset: holes are read off it in order. */
+static void ol_drop(struct ol *o, uint32_t at)
+{
+	o->res[o->live[at]] = false;
+	memmove(&o->live[at], &o->live[at + 1], sizeof(*o->live) * (--o->n_live - at));
+}
+
+/* Send live[at] off after its latest touch. */
+static void ol_send_off(struct ol *o, uint32_t at)
+{
+	uint32_t b = o->live[at];
+
+	o->off[o->cur[b]] = 1;
+	o->written[b] = true;
+	ol_drop(o, at);
+}
+
+static void ol_seat(struct ol *o, uint32_t b, uint32_t k, uint64_t addr)
+{
+	uint32_t lo = 0, hi = o->n_live;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (o->addr[o->live[mid]] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&o->live[lo + 1], &o->live[lo], sizeof(*o->live) * (o->n_live - lo));
+	o->addr[b] = addr;
+	o->res[b] = true;
+	o->live[lo] = b;
+	o->n_live++;
+	o->toff[k] = addr;
+}
+
+static uint32_t ol_buf_of(const struct ortmem_plan *plan, uint32_t k)
+{
+	uint32_t lo = 0, hi = plan->n_bufs;
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (plan->touch_idx[mid] <= k)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Re-seat every buffer step @s touches from offset 0. */
+static void ol_reseat(struct ol *o, uint32_t s)
+{
+	const struct ortmem_plan *plan = o->plan;
+	uint64_t at = 0;
+	uint32_t i, j;
+
+	for (i = 0; i < o->n_live;) {
+		uint32_t b = o->live[i], k = o->cur[b];
+
+		if (!o->pin[b]) {
+			ol_send_off(o, i);
+			continue;
+		}
+		/* touched here and resident: out after its touch before this
+		 * step (none when this step produced it) */
+		if (plan->touch_step[k] == s)
+			k = k > plan->touch_idx[b] ? k - 1 : UINT32_MAX;
+		if (k != UINT32_MAX) {
+			o->off[k] = 1;
+			o->written[b] = true;
+		}
+		ol_drop(o, i);
+	}
+	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++) {
+		uint32_t k = o->st_k[j], b = ol_buf_of(plan, k);
+
+		ol_seat(o, b, k, at);
+		o->cur[b] = k;
+		at += o->asz[b];
+	}
+}
+
+static void ol_step(struct ol *o, uint32_t s, int rule)
+{
+	const struct ortmem_plan *plan = o->plan;
+	uint32_t i, j, d;
+
+	for (i = 0; i < o->n_live;)
+		if (plan->bufs[o->live[i]].hi <= s)
+			ol_drop(o, i);
+		else
+			i++;
+	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++)
+		o->pin[ol_buf_of(plan, o->st_k[j])] = true;
+	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++) {
+		uint32_t k = o->st_k[j], b = ol_buf_of(plan, k);
+		uint64_t addr;
+
+		if (o->res[b]) {
+			o->toff[k] = o->addr[b];
+			o->cur[b] = k;
+			continue;
+		}
+		addr = ol_fit(o, o->asz[b], &d);
+		if (addr == UINT64_MAX) {
+			addr = ol_window(o, d, o->asz[b], s, rule);
+			if (addr != UINT64_MAX)
+				ol_clear(o, addr, o->asz[b]);
+		}
+		if (addr == UINT64_MAX) {
+			ol_reseat(o, s);
+			break;
+		}
+		ol_seat(o, b, k, addr);
+		o->cur[b] = k;
+	}
+	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++)
+		o->pin[ol_buf_of(plan, o->st_k[j])] = false;
+}
+
+/* Touches of each step, largest buffer first (they seat best that way). */
+static int ol_index(struct ol *o)
+{
+	const struct ortmem_plan *plan = o->plan;
+	uint32_t n = plan->n_nodes, b, k, s, j, *pos = malloc(sizeof(*pos) * (n + 1));
+
+	if (!pos)
+		return -1;
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			o->st_idx[plan->touch_step[k] + 1]++;
+	for (s = 0; s < n; s++) {
+		o->st_idx[s + 1] += o->st_idx[s];
+		pos[s] = o->st_idx[s];
+	}
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			s = plan->touch_step[k];
+			for (j = pos[s]; j > o->st_idx[s] &&
+			     o->asz[ol_buf_of(plan, o->st_k[j - 1])] < o->asz[b]; j--)
+				o->st_k[j] = o->st_k[j - 1];
+			o->st_k[j] = k;
+			pos[s]++;
+		}
+	free(pos);
+	return 0;
+}
+
+/*
+ * One pass under @rule (0: furthest next use; 1: per byte of transfer).
+ * Fills @off and @toff; returns the device arena's height, or UINT64_MAX
+ * when out of memory.
+ */
+uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
+			     uint64_t budget, int rule, uint8_t *off, uint64_t *toff)
+{
+	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s, k, b;
+	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .off = off,
+			.toff = toff };
+	uint64_t h = UINT64_MAX;
+
+	o.cur = malloc(sizeof(*o.cur) * (nb + 1));
+	o.addr = malloc(sizeof(*o.addr) * (nb + 1));
+	o.res = calloc(nb + 1, 1);
+	o.pin = calloc(nb + 1, 1);
+	o.written = calloc(nb + 1, 1);
+	o.live = malloc(sizeof(*o.live) * (nb + 1));
+	o.hole = malloc(sizeof(*o.hole) * (nb + 1));
+	o.st_idx = calloc(plan->n_nodes + 2, sizeof(*o.st_idx));
+	o.st_k = malloc(sizeof(*o.st_k) * (nt + 1));
+	if (!o.cur || !o.addr || !o.res || !o.pin || !o.written || !o.live ||
+	    !o.hole || !o.st_idx || !o.st_k)
+		goto out;
+	memset(off, 0, nt);
+	if (ol_index(&o))
+		goto out;
+	for (s = 0; s < plan->n_nodes; s++)
+		ol_step(&o, s, rule);
+	for (h = 0, b = 0; b < nb; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			if (toff[k] + asz[b] > h)
+				h = toff[k] + asz[b];
+out:
+	free(o.cur);
+	free(o.addr);
+	free(o.res);
+	free(o.pin);
+	free(o.written);
+	free(o.live);
+	free(o.hole);
+	free(o.st_idx);
+	free(o.st_k);
+	return h;
+}

@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Placement by residency per gap (lib/plan/plan_gaps.c, plan_online.c):
+ * the validator sees resident intervals, tiny graphs against a brute-force
+ * optimum of the gap model, every budget at or above the largest step's
+ * footprint solved on random graphs (and one below it refused, naming the
+ * step), and a node reading one off-device value twice pays one read-back.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ortmem/ortmem.h>
+
+#include "plan/plan_internal.h"
+#include "../harness.h"
+
+#define ALIGN 256
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A random graph of @n nodes, one output each, reading 1-3 earlier ones;
+ * sizes multiples of ALIGN so the footprint below is exact. */
+static void random_graph(struct ortmem_plan *p, uint32_t n, uint64_t *seed)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < n; i++)
+		ortmem_plan_add_value(p, ALIGN * (1 + rnd(seed) % 16),
+				      rnd(seed) % 10 ? 0 : ORTMEM_PLAN_VALUE_OUTPUT);
+	ortmem_plan_add_node(p, NULL, 0, &(uint32_t){ 0 }, 1);
+	for (i = 1; i < n; i++) {
+		uint32_t in[3], nin = 1 + (uint32_t)(rnd(seed) % 3);
+
+		for (k = 0; k < nin; k++)
+			in[k] = (uint32_t)(rnd(seed) % i);
+		ortmem_plan_add_node(p, in, nin, &i, 1);
+	}
+}
+
+/* The largest step's footprint: distinct values read or written, aligned. */
+static uint64_t largest_step(const struct ortmem_plan *p, uint32_t *at)
+{
+	uint64_t best = 0;
+	uint32_t s, k, j;
+
+	for (s = 0; s < p->n_nodes; s++) {
+		const struct pl_node *nd = &p->nodes[s];
+		uint64_t sum = 0;
+
+		for (k = 0; k < nd->n_in + nd->n_out; k++) {
+			uint32_t v = p->edges[nd->in + k];
+			bool seen = false;
+
+			for (j = 0; j < k; j++)
+				seen |= p->edges[nd->in + j] == v;
+			if (!seen)
+				sum += p->vals[v].size;
+		}
+		if (sum > best) {
+			best = sum;
+			*at = s;
+		}
+	}
+	return best;
+}
+
+static struct ortmem_plan *plan_with(uint64_t budget)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
+		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20,
+		    .flags = ORTMEM_PLAN_F_VALIDATE);
+	struct ortmem_plan *p = NULL;
+
+	return ortmem_plan_new(&o, &p) ? NULL : p;
+}
+
+TEST_TIMEOUT(every_feasible_budget_is_solved, 120)
+{
+	uint64_t seed = 0x5eed;
+	int g;
+
+	for (g = 0; g < 300; g++) {
+		struct ortmem_plan *p = plan_with(0);
+		uint32_t n = 4 + (uint32_t)(rnd(&seed) % 60), at = 0;
+		uint64_t foot, budget, gseed = seed;
+		char want[32];
+
+		ASSERT_NONNULL(p);
+		random_graph(p, n, &seed);
+		foot = largest_step(p, &at);
+		ortmem_plan_free(p);
+		/* exactly the footprint, and a few above it */
+		for (budget = foot; budget < 4 * foot; budget += ALIGN * (1 + rnd(&seed) % 24)) {
+			uint64_t s2 = gseed;
+
+			p = plan_with(budget);
+			random_graph(p, n, &s2);
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			ASSERT_EQ(0, ortmem_plan_validate(p));
+			ortmem_plan_free(p);
+		}
+		/* below it: refused, naming the step and the shortfall */
+		{
+			uint64_t s2 = gseed;
+
+			p = plan_with(foot - ALIGN);
+			random_graph(p, n, &s2);
+			ASSERT_EQ(-ORTMEM_E_CAPACITY_UNAVAILABLE, ortmem_plan_solve(p));
+			snprintf(want, sizeof(want), "step %u alone", at);
+			EXPECT_NONNULL(strstr(ortmem_last_error_message(), want));
+			EXPECT_NONNULL(strstr(ortmem_last_error_message(), "256 more"));
+			ortmem_plan_free(p);
+		}
+	}
+}
+
+/* The cheapest set of off gaps whose profile fits @budget, by brute force
+ * over every subset of the gaps that have steps inside them. */
+static uint64_t brute_force(const struct ortmem_plan *p, uint64_t budget)
+{
+	uint32_t nt = p->touch_idx[p->n_bufs], gaps[20], ng = 0, b, k, s, m;
+	uint8_t off[64];
+	uint64_t best = UINT64_MAX;
+
+	for (b = 0; b < p->n_bufs; b++)
+		for (k = p->touch_idx[b]; k < p->touch_idx[b + 1]; k++) {
+			uint32_t end = k + 1 < p->touch_idx[b + 1] ? p->touch_step[k + 1] : p->bufs[b].hi;
+
+			if (end > p->touch_step[k] + 1 && ng < 20)
+				gaps[ng++] = k;
+		}
+	for (m = 0; m < (1u << ng); m++) {
+		uint64_t prof[64] = { 0 };
+		bool fits = true;
+
+		memset(off, 0, nt);
+		for (k = 0; k < ng; k++)
+			off[gaps[k]] = (m >> k) & 1;
+		for (b = 0; b < p->n_bufs; b++)
+			for (k = p->touch_idx[b]; k < p->touch_idx[b + 1]; k++) {
+				uint32_t end = k + 1 < p->touch_idx[b + 1] ? p->touch_step[k + 1] :
+					       p->bufs[b].hi;
+
+				prof[p->touch_step[k]] += p->bufs[b].size;
+				for (s = p->touch_step[k] + 1; !off[k] && s < end; s++)
+					prof[s] += p->bufs[b].size;
+			}
+		for (s = 0; s < p->n_nodes; s++)
+			fits &= prof[s] <= budget;
+		if (fits && ortmem__plan_gap_cost(p, off) < best)
+			best = ortmem__plan_gap_cost(p, off);
+	}
+	return best;
+}
+
+TEST_TIMEOUT(tiny_graphs_against_brute_force, 120)
+{
+	uint64_t seed = 77, sum_plan = 0, sum_opt = 0;
+	int g, exact = 0, tried = 0;
+
+	for (g = 0; g < 400; g++) {
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		uint32_t n = 4 + (uint32_t)(rnd(&seed) % 8), at;
+		struct ortmem_plan *p = plan_with(0);
+		uint64_t foot, s2 = seed, budget, opt;
+
+		random_graph(p, n, &seed);
+		foot = largest_step(p, &at);
+		ortmem_plan_free(p);
+		budget = foot + ALIGN * (rnd(&seed) % 16);
+		p = plan_with(budget);
+		random_graph(p, n, &s2);
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+		if (!p->touch_idx || p->touch_idx[p->n_bufs] > 60) {
+			ortmem_plan_free(p);
+			continue;
+		}
+		opt = brute_force(p, budget);
+		ASSERT_NE(UINT64_MAX, opt);
+		/* the brute force ignores fragmentation: it bounds every plan */
+		ASSERT_GE(st.prefetch_bytes + st.spill_bytes, opt);
+		ASSERT_EQ(st.prefetch_bytes + st.spill_bytes, ortmem__plan_gap_cost(p, p->gap_off));
+		exact += st.prefetch_bytes + st.spill_bytes == opt;
+		sum_plan += st.prefetch_bytes + st.spill_bytes;
+		sum_opt += opt;
+		tried++;
+		ortmem_plan_free(p);
+	}
+	TH_LOG("%d/%d tiny plans at the optimum, bytes %.3fx the optimum",
+		       exact, tried, sum_opt ? (double)sum_plan / (double)sum_opt : 1.0);
+	ASSERT_GT(tried, 100);
+	/* most are optimal, and all of them together within a quarter */
+	EXPECT_GE(exact * 10, tried * 7);
+	EXPECT_LE(sum_plan * 4, sum_opt * 5);
+}
+
+/*
+ * v0 (1 KiB) is produced at step 0, read twice by step 3 and once by step
+ * 4; steps 1 and 2 produce 1 KiB values in between.  Under 2.5 KiB v0 must
+ * leave the device over steps 1-2 and come back once for step 3, read
+ * twice there.
+ */
+TEST(repeated_inputs_are_read_back_once)
+{
+	struct ortmem_plan *p = plan_with(2560);
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	ORTMEM_OPTS(ortmem_plan_moves, m);
+	uint32_t v[5], in[3], s;
+	uint64_t off;
+
+	ASSERT_NONNULL(p);
+	v[0] = (uint32_t)ortmem_plan_add_value(p, 1024, 0);
+	v[1] = (uint32_t)ortmem_plan_add_value(p, 1024, 0);
+	v[2] = (uint32_t)ortmem_plan_add_value(p, 1024, 0);
+	v[3] = (uint32_t)ortmem_plan_add_value(p, 512, 0);
+	v[4] = (uint32_t)ortmem_plan_add_value(p, 256, ORTMEM_PLAN_VALUE_OUTPUT);
+	ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &v[0], 1));
+	ASSERT_EQ(1, ortmem_plan_add_node(p, NULL, 0, &v[1], 1));
+	in[0] = v[1];
+	ASSERT_EQ(2, ortmem_plan_add_node(p, in, 1, &v[2], 1));
+	in[0] = v[0];
+	in[1] = v[2];
+	in[2] = v[0];
+	ASSERT_EQ(3, ortmem_plan_add_node(p, in, 3, &v[3], 1));
+	in[1] = v[3];
+	ASSERT_EQ(4, ortmem_plan_add_node(p, in, 2, &v[4], 1));
+	ASSERT_EQ(0, ortmem_plan_solve(p));
+	ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+	ASSERT_EQ(ORTMEM_TIER_HOST, ortmem_plan_offset(p, v[0], &off));
+	/* written once, read back once, though step 3 reads it twice */
+	EXPECT_EQ(1024, st.spill_bytes);
+	EXPECT_EQ(1024, st.prefetch_bytes);
+	ASSERT_EQ(0, ortmem_plan_step_moves(p, 3, &m));
+	EXPECT_EQ(1024, m.prefetch[ORTMEM_TIER_HOST]);
+	for (s = 0; s < 5; s++)
+		EXPECT_EQ(s == 1 || s == 2 ? -ENOENT : 0,
+			  ortmem_plan_staging_offset(p, v[0], s, &off));
+	/* the schedule: one read-back at step 3, one write-out after step 0 */
+	{
+		struct ortmem_plan_transfer x[4];
+		uint64_t stall = 99;
+
+		ASSERT_EQ(1, ortmem_plan_transfers(p, 3, x, 4, &stall));
+		EXPECT_EQ(v[0], x[0].value);
+		EXPECT_EQ(ORTMEM_PLAN_XFER_IN, x[0].dir);
+		EXPECT_EQ(ORTMEM_TIER_HOST, x[0].from_tier);
+		EXPECT_EQ(ORTMEM_TIER_DEVICE, x[0].to_tier);
+		EXPECT_EQ(1024, x[0].bytes);
+		ASSERT_EQ(0, ortmem_plan_staging_offset(p, v[0], 3, &off));
+		EXPECT_EQ(off, x[0].device_offset);
+		EXPECT_LE(x[0].earliest, 3);
+		EXPECT_GE(x[0].earliest, 1);
+		EXPECT_EQ(x[0].earliest == 3 ? 1024 : 0, stall);
+		ASSERT_EQ(1, ortmem_plan_transfers(p, 0, x, 4, NULL));
+		EXPECT_EQ(ORTMEM_PLAN_XFER_OUT, x[0].dir);
+		EXPECT_EQ(ORTMEM_TIER_HOST, x[0].to_tier);
+		EXPECT_EQ(0, ortmem_plan_transfers(p, 1, x, 4, NULL));
+		EXPECT_EQ(1, ortmem_plan_transfers(p, 3, NULL, 0, NULL));
+		EXPECT_EQ(-EINVAL, ortmem_plan_transfers(p, 5, x, 4, NULL));
+		EXPECT_EQ(-EINVAL, ortmem_plan_transfers(p, 3, NULL, 4, NULL));
+		EXPECT_EQ(-EINVAL, ortmem_plan_transfers(NULL, 3, x, 4, NULL));
+	}
+	ortmem_plan_free(p);
+}
+
+/*
+ * The schedule of random plans adds up to the plan's moves; no read-back
+ * starts after its step, and the stall bytes are those that start at it.
+ */
+TEST_TIMEOUT(transfer_schedule_matches_the_moves, 120)
+{
+	uint64_t seed = 4242;
+	int g;
+
+	for (g = 0; g < 150; g++) {
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		struct ortmem_plan *p = plan_with(0);
+		uint32_t n = 8 + (uint32_t)(rnd(&seed) % 40), at = 0, s;
+		uint64_t s2 = seed, foot, in = 0, out = 0, stall;
+		struct ortmem_plan_transfer x[64];
+
+		random_graph(p, n, &seed);
+		foot = largest_step(p, &at);
+		ortmem_plan_free(p);
+		p = plan_with(foot + ALIGN * (rnd(&seed) % 32));
+		random_graph(p, n, &s2);
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+		for (s = 0; s < n; s++) {
+			int c = ortmem_plan_transfers(p, s, x, 64, &stall), i;
+			uint64_t st_in = 0;
+
+			ASSERT_LE(0, c);
+			ASSERT_GE(64, c);
+			for (i = 0; i < c; i++) {
+				ASSERT_LE(x[i].earliest, s);
+				if (x[i].dir == ORTMEM_PLAN_XFER_OUT) {
+					out += x[i].bytes;
+					continue;
+				}
+				in += x[i].bytes;
+				if (x[i].earliest == s)
+					st_in += x[i].bytes;
+			}
+			EXPECT_EQ(st_in, stall);
+		}
+		EXPECT_EQ(st.prefetch_bytes, in);
+		EXPECT_EQ(st.spill_bytes, out);
+		ortmem_plan_free(p);
+	}
+}
+
+/* The validator checks each resident interval, not the buffer's life. */
+TEST(validator_covers_intervals)
+{
+	uint64_t seed = 99;
+	int g, broken = 0;
+
+	for (g = 0; g < 200 && broken < 20; g++) {
+		struct ortmem_plan *p = plan_with(0);
+		uint32_t n = 10 + (uint32_t)(rnd(&seed) % 30), at = 0, b, k, j;
+		uint64_t s2 = seed, foot, keep;
+
+		random_graph(p, n, &seed);
+		foot = largest_step(p, &at);
+		ortmem_plan_free(p);
+		p = plan_with(foot + ALIGN * 4);
+		random_graph(p, n, &s2);
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_validate(p));
+		/* move one touch of a buffer kept over a gap: the interval
+		 * then changes place on the device, which is refused */
+		for (b = 0; b < p->n_bufs; b++)
+			for (k = p->touch_idx[b]; k + 1 < p->touch_idx[b + 1]; k++)
+				if (p->bufs[b].tier != ORTMEM_TIER_DEVICE && !p->gap_off[k])
+					goto found;
+		ortmem_plan_free(p);
+		continue;
+found:
+		keep = p->touch_off[k + 1];
+		p->touch_off[k + 1] += ALIGN;
+		EXPECT_EQ(-EFAULT, ortmem_plan_validate(p));
+		p->touch_off[k + 1] = keep;
+		/* stack two intervals live at one step on the same offset */
+		for (j = 0; j < p->touch_idx[p->n_bufs]; j++) {
+			uint32_t c;
+
+			for (c = 0; c < p->n_bufs && !(p->touch_idx[c] <= j && j < p->touch_idx[c + 1]); c++)
+				;
+			if (c != b && p->touch_step[j] == p->touch_step[k] && p->bufs[c].size &&
+			    p->bufs[c].tier != ORTMEM_TIER_DEVICE) {
+				uint64_t o = p->touch_off[j];
+
+				p->touch_off[j] = p->touch_off[k];
+				EXPECT_EQ(-EFAULT, ortmem_plan_validate(p));
+				p->touch_off[j] = o;
+				break;
+			}
+		}
+		EXPECT_EQ(0, ortmem_plan_validate(p));
+		broken++;
+		ortmem_plan_free(p);
+	}
+	EXPECT_GT(broken, 5);
+}
+
+TEST_HARNESS_MAIN
