@@ -19,9 +19,9 @@ static int gov_check_opts(const struct ortmem_gov_opts *opts)
 
 	if (ret)
 		return ret;
-	if (ORTMEM_OPTS_GET(opts, flags, 0))
+	if (ORTMEM_OPTS_GET(opts, flags, 0) & ~ORTMEM_GOV_NO_PUBLISH)
 		return ortmem__err_invalid(-1, 0,
-			"ortmem_gov_opts.flags %#x has unknown bits; pass 0",
+			"ortmem_gov_opts.flags %#x has unknown bits; pass 0 or ORTMEM_GOV_NO_PUBLISH",
 			ORTMEM_OPTS_GET(opts, flags, 0));
 	if (ORTMEM_OPTS_GET(opts, max_handles, 0) > GOV_MAX_HANDLES)
 		return ortmem__err_invalid(-1, 0,
@@ -80,6 +80,14 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 		goto err_free;
 	if (ortmem__binding_init(gov, n ? n : GOV_DEFAULT_HANDLES))
 		goto err_locks;
+	/* Publishing is best effort: a governor without a run folder
+	 * works all the same, ortmem-stat just does not see it. */
+	if (!(ORTMEM_OPTS_GET(opts, flags, 0) & ORTMEM_GOV_NO_PUBLISH) &&
+	    ortmem__publish_open(gov, ORTMEM_OPTS_GET(opts, run_dir, NULL),
+				 ORTMEM_OPTS_GET(opts, name, NULL))) {
+		ortmem__binding_fini(gov);
+		goto err_locks;
+	}
 	*govp = gov;
 	return 0;
 err_locks:
@@ -120,6 +128,7 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 
 	if (!gov)
 		return;
+	ortmem__publish_close(gov);
 	pthread_mutex_lock(&gov->lock);
 	ortmem__poll_locked(gov);
 	ortmem__deferred_fini(gov);
