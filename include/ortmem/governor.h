@@ -77,7 +77,9 @@ struct ortmem_backend_ops {
 	 * free of the rest, which is called with the residual size.
 	 */
 	int (*free)(void *ctx, uint64_t bh, uint64_t size, uint64_t *freedp);
-	/* CPU address of @bh; required with ORTMEM_BACKEND_CAP_HOST_POINTER. */
+	/* Address of @bh, as ortmem_gov_pin() returns it: a CPU address
+	 * with ORTMEM_BACKEND_CAP_HOST_POINTER (then required), else the
+	 * tier's own (the device tier's: the GPU address). */
 	void *(*ptr)(void *ctx, uint64_t bh);
 	/* Create an allocation holding @len bytes copied from @src. */
 	int (*store)(void *ctx, const void *src, uint64_t len, uint64_t *bhp);

@@ -13,5 +13,6 @@
 #include <ortmem/spill.h>
 #include <ortmem/governor.h>
 #include <ortmem/host.h>
+#include <ortmem/device.h>
 
 #endif /* ORTMEM_ORTMEM_H */

@@ -167,7 +167,8 @@ static void *gov_slot_ptr(struct ortmem_gov *gov, struct gov_slot *s)
 	    SLOT_KIND_ALLOC)
 		return NULL;
 	t = &gov->tiers[atomic_load_explicit(&s->tier, memory_order_relaxed)];
-	if (!(ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER))
+	/* A CPU address with HOST_POINTER; a device tier's is a GPU one. */
+	if (!t->has_backend || !t->ops.ptr)
 		return NULL;
 	return t->ops.ptr(t->ctx, atomic_load_explicit(&s->bh,
 						       memory_order_relaxed));

@@ -1,0 +1,104 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The device tier on a real NVIDIA GPU, in one run:
+#   1. builds the library, the tests and the bandwidth bench (make);
+#   2. runs the device-tier tests (selftests/device/) against the real
+#      driver (ORTMEM_CUDA_LIBRARY=libcuda.so.1; the tests that need the
+#      fake driver's fault injection skip there);
+#   3. measures h2d and d2h from pinned host-tier buffers against
+#      cuMemcpyHtoD/DtoH from cuMemHostAlloc memory, and disk->VRAM
+#      streaming against min(fio read, h2d) (bench/device/bw.c);
+# and ends with
+#   gpu: N passed, N failed; h2d X.XXx, d2h Y.YYx, disk->vram Z.ZZx bound
+#
+#   selftests/gpu/run.sh [--fake] [-s MiB] [-r RUNS] [-d DIR]
+#
+# Without libcuda.so.1 or a GPU it says so and exits 4 (skipped), before
+# building anything.  --fake runs the whole script on the fake driver of
+# selftests/device/ (to check the script where no GPU is; its figures mean
+# nothing).  Nothing is downloaded; make needs the build dependencies of
+# scripts/packages.txt to be installed already.  It is not part of
+# make check (the selftests Makefile leaves the gpu group out).
+KSFT_SKIP=4
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+fake=0
+mib=256
+runs=7
+dir=${ORTMEM_SPILL_DIR:-/var/tmp}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--fake) fake=1 ;;
+	-s) mib=$2; shift ;;
+	-r) runs=$2; shift ;;
+	-d) dir=$2; shift ;;
+	*) echo "usage: $0 [--fake] [-s MiB] [-r RUNS] [-d DIR]" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+skip() {
+	echo "gpu: skipped: $1"
+	exit $KSFT_SKIP
+}
+
+if [ $fake -eq 0 ]; then
+	if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' &&
+	   [ -z "$(ls /usr/lib/*/libcuda.so.1 /usr/lib64/libcuda.so.1 /usr/local/cuda*/compat/libcuda.so.1 2>/dev/null)" ]; then
+		skip "no libcuda.so.1 (no NVIDIA driver installed)"
+	fi
+	if ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
+		skip "no GPU (no /dev/nvidiaN device node)"
+	fi
+fi
+
+cd "$top" || exit 1
+jobs=$(nproc 2>/dev/null || echo 2)
+echo "# building (make -j$jobs lib selftests)"
+if ! make -j"$jobs" lib selftests >/tmp/ortmem-gpu-build.$$ 2>&1; then
+	tail -n 30 /tmp/ortmem-gpu-build.$$
+	rm -f /tmp/ortmem-gpu-build.$$
+	echo "gpu: 0 passed, 1 failed; build failed"
+	exit 1
+fi
+rm -f /tmp/ortmem-gpu-build.$$
+build=${O:-$top/build/gcc}
+make -s -C bench "$build/bench/device/bw" || { echo "gpu: 0 passed, 1 failed; bench build failed"; exit 1; }
+
+if [ $fake -eq 1 ]; then
+	lib="$build/selftests/device/fakecuda/libcuda.so.1"
+	echo "# --fake: the fake driver $lib stands for the GPU; figures mean nothing"
+else
+	lib=libcuda.so.1
+fi
+
+echo "# device tests against $lib"
+out=$(ORTMEM_CUDA_LIBRARY=$lib "$top/selftests/run_tests.sh" -p gpu \
+	"$build/selftests/device/memory" "$build/selftests/device/transfers" 2>&1)
+echo "$out"
+summary=$(echo "$out" | tail -n 1)
+passed=$(echo "$summary" | sed -n 's/^gpu: \([0-9]*\) passed.*/\1/p')
+failed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+: "${passed:=0}" "${failed:=1}"
+
+echo "# bandwidth: $mib MiB, $runs runs, spill and fio files in $dir"
+bw=$(ORTMEM_CUDA_LIBRARY=$lib "$build/bench/device/bw" -s "$mib" -r "$runs" -d "$dir" 2>&1)
+rc=$?
+echo "$bw"
+h2d=$(echo "$bw" | sed -n 's/^RESULT h2d=\([0-9.]*\) .*/\1/p')
+d2h=$(echo "$bw" | sed -n 's/^RESULT .* d2h=\([0-9.]*\) .*/\1/p')
+disk=$(echo "$bw" | sed -n 's/^RESULT .* disk=\([0-9.]*\)$/\1/p')
+if [ $rc -ne 0 ] || [ -z "$h2d" ]; then
+	failed=$((failed + 1))
+	h2d=0.00 d2h=0.00 disk=0.00
+fi
+# Targets: h2d and d2h >= 0.95x of cuMemHostAlloc memory, disk->vram
+# >= 0.9x of the bound; said, not counted as test failures.
+echo "$h2d $d2h $disk" | awk '{
+	printf "# targets: h2d %s (>= 0.95), d2h %s (>= 0.95), disk->vram %s (>= 0.90)\n",
+		($1 >= 0.95 ? "met" : "MISSED"), ($2 >= 0.95 ? "met" : "MISSED"),
+		($3 >= 0.90 ? "met" : "MISSED") }'
+echo "gpu: $passed passed, $failed failed; h2d ${h2d}x, d2h ${d2h}x, disk->vram ${disk}x bound"
+[ "$failed" -eq 0 ]
