@@ -5,7 +5,7 @@
 include scripts/build.mk
 
 .PHONY: all deps lib tools selftests kmod man check check-host check-vm kmod-all \
-	bench install clean
+	bench install uninstall dist clean
 
 all: lib tools selftests man
 
@@ -52,10 +52,36 @@ bench: deps all
 bench-%: deps all
 	$(Q)$(MAKE) -C bench bench-$*
 
+# Install, as liburing and GDRCopy do: PREFIX (/usr/local), LIBDIR
+# ($(PREFIX)/lib), DESTDIR (a staging root), UDEVDIR, DKMSDIR.  The module's
+# sources go to DKMSDIR/ortmem-VERSION with dkms.conf, for
+# "dkms install ortmem/VERSION" (Documentation/admin-guide/kernels.rst).
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+UDEVDIR ?= $(PREFIX)/lib/udev/rules.d
+DKMSDIR ?= $(PREFIX)/src
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+DKMS_SRC := $(DKMSDIR)/ortmem-$(VERSION)
+KMOD_SRCS := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild kmod/Makefile kmod/conftest.sh
+
 install: all
 	$(Q)$(MAKE) -C lib install
 	$(Q)$(MAKE) -C tools install
 	$(Q)$(MAKE) -C Documentation install
+	install -d $(DESTDIR)$(UDEVDIR)
+	install -m 0644 udev/60-ortmem.rules $(DESTDIR)$(UDEVDIR)/
+	install -d $(DESTDIR)$(DKMS_SRC)/kmod $(DESTDIR)$(DKMS_SRC)/include/uapi/linux
+	install -m 0644 $(filter-out kmod/conftest.sh,$(KMOD_SRCS)) $(DESTDIR)$(DKMS_SRC)/kmod/
+	install -m 0755 kmod/conftest.sh $(DESTDIR)$(DKMS_SRC)/kmod/
+	install -m 0644 include/uapi/linux/ortmem.h $(DESTDIR)$(DKMS_SRC)/include/uapi/linux/
+	sed 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' dkms.conf > $(DESTDIR)$(DKMS_SRC)/dkms.conf
+
+uninstall:
+	$(Q)$(MAKE) -C lib uninstall
+	$(Q)$(MAKE) -C tools uninstall
+	$(Q)$(MAKE) -C Documentation uninstall
+	rm -f $(DESTDIR)$(UDEVDIR)/60-ortmem.rules
+	rm -rf $(DESTDIR)$(DKMS_SRC)
 
 clean:
 	$(Q)rm -rf build
