@@ -5,7 +5,7 @@
 include scripts/build.mk
 
 .PHONY: all deps lib tools selftests kmod man check check-host check-vm kmod-all \
-	bench install uninstall dist clean
+	bench install uninstall dist distcheck clean
 
 all: lib tools selftests man
 
@@ -75,6 +75,25 @@ install: all
 	install -m 0755 kmod/conftest.sh $(DESTDIR)$(DKMS_SRC)/kmod/
 	install -m 0644 include/uapi/linux/ortmem.h $(DESTDIR)$(DKMS_SRC)/include/uapi/linux/
 	sed 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' dkms.conf > $(DESTDIR)$(DKMS_SRC)/dkms.conf
+
+# A release tarball of the committed tree (git archive: exactly what is
+# tracked, nothing built), build/ortmem-VERSION.tar.gz; distcheck unpacks it
+# elsewhere and runs make check there, as automake's distcheck does.
+DIST := ortmem-$(VERSION)
+DIST_TAR := $(TOPDIR)/build/$(DIST).tar.gz
+
+dist:
+	@git -C $(TOPDIR) diff --quiet HEAD -- || \
+		echo "dist: uncommitted changes are not in the tarball (it is made from HEAD)" >&2
+	@mkdir -p $(TOPDIR)/build
+	$(Q)git -C $(TOPDIR) archive --format=tar.gz --prefix=$(DIST)/ -o $(DIST_TAR) HEAD
+	@echo "dist: $(DIST_TAR)"
+
+distcheck: dist
+	$(Q)rm -rf $(TOPDIR)/build/distcheck && mkdir -p $(TOPDIR)/build/distcheck
+	$(Q)tar -C $(TOPDIR)/build/distcheck -xzf $(DIST_TAR)
+	$(Q)env -u O $(MAKE) -C $(TOPDIR)/build/distcheck/$(DIST) check
+	@echo "distcheck: $(DIST_TAR) builds and passes make check"
 
 uninstall:
 	$(Q)$(MAKE) -C lib uninstall
