@@ -3,8 +3,8 @@
 #
 # ortmem-stat as the node view: two real processes hold pinned host memory
 # (through /dev/ortmem when the module is loaded, as in the VM, else the
-# mmap + mlock fallback) and ortmem-stat --json, --prometheus and the table
-# must report each one's figures as they are; a killed process's file is
+# mmap + mlock fallback) and ortmem-stat --json, --prometheus, the table
+# and --watch (in tmux) must report each one's figures as they are; a killed process's file is
 # cleaned, a closed governor's file is gone.
 KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -109,17 +109,35 @@ awk '/^pid '"$pid_beta"' /{f=1} f && $1 == "host" {print $2; exit}' "$tmp/node.t
 	fail "table shows beta's host bytes"
 echo "ok 3 table: one block per process"
 
+# --watch in tmux: the view redraws in place (one frame on the screen) and
+# shows the processes.
+if command -v tmux >/dev/null; then
+	sock="$tmp/tmux.sock"
+	tmux -S "$sock" new-session -d -x 160 -y 80 \
+		"env ORTMEM_RUN_DIR='$ORTMEM_RUN_DIR' '$tool' --watch 0.2"
+	sleep 1.5
+	tmux -S "$sock" capture-pane -p > "$tmp/pane" 2>&1
+	tmux -S "$sock" kill-server 2>/dev/null
+	[ "$(grep -c '^ortmem-stat every 0.2s' "$tmp/pane")" = 1 ] ||
+		fail "--watch: not one frame in place: $(cat "$tmp/pane")"
+	grep -q "^pid $pid_alpha (alpha)" "$tmp/pane" && grep -q "^pid $pid_beta (beta)" "$tmp/pane" ||
+		fail "--watch shows both processes"
+	echo "ok 4 --watch redraws in place in tmux"
+else
+	echo "ok 4 --watch in tmux # SKIP tmux not installed"
+fi
+
 # Killed: its file stays until a reader finds the process gone.
 kill -9 "$pid_alpha"; wait "$pid_alpha" 2>/dev/null
 ls "$ORTMEM_RUN_DIR" | grep -q "^gov\.$pid_alpha\." || fail "a killed process leaves its file"
 "$tool" --json > "$tmp/after.json" || fail "json after kill"
 grep -q "\"pid\": $pid_alpha," "$tmp/after.json" && fail "a dead process is shown"
 ls "$ORTMEM_RUN_DIR" | grep -q "^gov\.$pid_alpha\." && fail "a stale file is not cleaned"
-echo "ok 4 a dead process's file is ignored and removed"
+echo "ok 5 a dead process's file is ignored and removed"
 
 # Closed: the file goes with the governor.
 exec 6>&-
 wait "$pid_beta" || fail "beta exit status"
 ls "$ORTMEM_RUN_DIR" | grep -q "^gov\.$pid_beta\." && fail "a closed governor's file is left"
-echo "ok 5 the file is removed at close"
+echo "ok 6 the file is removed at close"
 echo "ok: ortmem-stat node view"
