@@ -5,7 +5,7 @@
 include scripts/build.mk
 
 .PHONY: all deps lib tools selftests kmod man check check-host check-vm kmod-all \
-	bench install uninstall dist distcheck clean
+	bench install uninstall dist distcheck clean demo
 
 all: lib tools selftests man
 
@@ -45,6 +45,12 @@ check-host: all
 # per installed kernel (ORTMEM_VM_KERNELS="KVER ..." to choose).
 check-vm: all
 	$(Q)scripts/suites/vm.sh
+
+# The main job: a 2.25 GiB model streamed through a host budget of 1/8 of
+# it, with the output it has in RAM (scripts/demo.sh).
+demo: deps
+	$(Q)$(MAKE) lib tools
+	$(Q)scripts/demo.sh
 
 bench: deps all
 	$(Q)$(MAKE) -C bench

@@ -116,6 +116,41 @@ int ortmem_charge(unsigned long nr_pages, struct user_struct **userp)
 }
 
 /**
+ * ortmem_recharge() - Charge pages again to a region's user (fault-back).
+ * @nr_pages: pages about to come back from a spill file.
+ * @user: the user the region was charged to (its reference stays), or NULL
+ *	when it was exempt.
+ *
+ * The memlock limit checked is the calling task's, the one touching or
+ * restoring the pages (the region's owner, or its io_uring worker).
+ *
+ * Return: 0, -ENOSPC over the module cap, or -ENOMEM over RLIMIT_MEMLOCK.
+ */
+int ortmem_recharge(unsigned long nr_pages, struct user_struct *user)
+{
+	int ret = charge_cap(nr_pages);
+
+	if (ret || !user)
+		return ret;
+	ret = charge_user(user, nr_pages);
+	if (ret)
+		atomic_long_sub(nr_pages, &ortmem_pinned_pages);
+	return ret;
+}
+
+/**
+ * ortmem_discharge() - Give back the charge of evicted pages.
+ * @nr_pages: pages leaving RAM for their spill extent.
+ * @user: the region's user, or NULL; its reference stays with the region.
+ */
+void ortmem_discharge(unsigned long nr_pages, struct user_struct *user)
+{
+	if (user)
+		atomic_long_sub(nr_pages, &user->locked_vm);
+	atomic_long_sub(nr_pages, &ortmem_pinned_pages);
+}
+
+/**
  * ortmem_uncharge() - Give back what ortmem_charge() took.
  * @nr_pages: the pages charged.
  * @user: the user ortmem_charge() returned (its reference is dropped), or NULL.

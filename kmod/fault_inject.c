@@ -38,8 +38,14 @@
  * - ``page``: allocating one page, called once per page (-ENOMEM);
  * - ``handle``: reserving the handle in the file's xarray (-ENOMEM);
  * - ``fault``: faulting one page of a mapping in, called once per fault
- *   (SIGBUS on a touch by the process; a system call copying from the
- *   address retries the fault, so one failure does not reach it).
+ *   (SIGBUS on a touch by the process; a system call that pins the page,
+ *   as O_DIRECT, vmsplice and io_uring do, fails with -EFAULT: the pinning
+ *   does not retry a fault that gave VM_FAULT_SIGBUS);
+ * - ``spill_state``: allocating a region's spill state at its first bind
+ *   (-ENOMEM);
+ * - ``spill_read``: reading pages back from a spill file, once per read
+ *   (SIGBUS on a fault-back, -EIO from a restore; counted as a read
+ *   failure).
  *
  * A production build (``make kmod``) has neither the points nor the files.
  */
@@ -52,6 +58,8 @@ static const char *const point_names[ORTMEM_FAIL_NR] = {
 	[ORTMEM_FAIL_PAGE] = "page",
 	[ORTMEM_FAIL_HANDLE] = "handle",
 	[ORTMEM_FAIL_FAULT] = "fault",
+	[ORTMEM_FAIL_SPILL_STATE] = "spill_state",
+	[ORTMEM_FAIL_SPILL_READ] = "spill_read",
 };
 
 static const char *const point_errors[ORTMEM_FAIL_NR] = {
@@ -62,6 +70,8 @@ static const char *const point_errors[ORTMEM_FAIL_NR] = {
 	[ORTMEM_FAIL_PAGE] = "ENOMEM",
 	[ORTMEM_FAIL_HANDLE] = "ENOMEM",
 	[ORTMEM_FAIL_FAULT] = "SIGBUS",
+	[ORTMEM_FAIL_SPILL_STATE] = "ENOMEM",
+	[ORTMEM_FAIL_SPILL_READ] = "EIO",
 };
 
 /* The armed failure; @point is ORTMEM_FAIL_NR when disarmed. */

@@ -23,7 +23,8 @@ static long ortmem_get_version(void __user *uarg)
 		return -EPROTO;
 	args.abi_version = ORTMEM_ABI_VERSION;
 	args.min_abi_version = ORTMEM_ABI_MIN_VERSION;
-	args.features = ORTMEM_FEAT_REGIONS | ORTMEM_FEAT_NUMA;
+	args.features = ORTMEM_FEAT_REGIONS | ORTMEM_FEAT_NUMA |
+			ORTMEM_FEAT_SPILL_MAP;
 	args.max_pinned_bytes = (u64)ortmem_cap_pages() << PAGE_SHIFT;
 	args.page_size = PAGE_SIZE;
 	if (copy_to_user(uarg, &args, sizeof(args)))
@@ -178,8 +179,8 @@ static long ortmem_query(struct ortmem_file *file, void __user *uarg)
  * @arg: user pointer to the command's struct.
  *
  * Return: 0, -ENOTTY for an unknown command, -EACCES when the caller's
- * process did not open @filp (all but %ORTMEM_IOC_GET_VERSION), or the
- * command's own error (see Documentation/userspace-api/ortmem.rst).
+ * process did not open @filp (all but %ORTMEM_IOC_GET_VERSION), -EBADF for
+ * an ALLOC on a file not opened O_RDWR, or the command's own error (see Documentation/userspace-api/ortmem.rst).
  */
 long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
@@ -191,11 +192,28 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	case ORTMEM_IOC_GET_VERSION:
 		return ortmem_get_version(uarg);
 	case ORTMEM_IOC_ALLOC:
-		return ortmem_file_owned(file) ? ortmem_alloc(file, uarg) : -EACCES;
+		if (!ortmem_file_owned(file))
+			return -EACCES;
+		/* Regions are mapped read-write: through this file, never. */
+		if ((filp->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+		    (FMODE_READ | FMODE_WRITE))
+			return -EBADF;
+		return ortmem_alloc(file, uarg);
 	case ORTMEM_IOC_FREE:
 		return ortmem_file_owned(file) ? ortmem_free(file, uarg) : -EACCES;
 	case ORTMEM_IOC_QUERY:
 		return ortmem_file_owned(file) ? ortmem_query(file, uarg) : -EACCES;
+	case ORTMEM_IOC_BIND:
+		return ortmem_file_owned(file) ? ortmem_bind(file, uarg) : -EACCES;
+	case ORTMEM_IOC_UNBIND:
+		return ortmem_file_owned(file) ? ortmem_unbind(file, uarg) : -EACCES;
+	case ORTMEM_IOC_EVICT:
+		return ortmem_file_owned(file) ?
+		       ortmem_evict(file, filp->f_mapping, uarg) : -EACCES;
+	case ORTMEM_IOC_RESTORE:
+		return ortmem_file_owned(file) ? ortmem_restore(file, uarg) : -EACCES;
+	case ORTMEM_IOC_SPILL_STATS:
+		return ortmem_file_owned(file) ? ortmem_spill_stats(file, uarg) : -EACCES;
 	default:
 		return -ENOTTY;
 	}

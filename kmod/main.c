@@ -49,6 +49,11 @@ static int ortmem_open(struct inode *inode, struct file *filp)
 	file = kzalloc(sizeof(*file), GFP_KERNEL_ACCOUNT);
 	if (!file)
 		return -ENOMEM;
+	file->counters = ortmem_counters_new();
+	if (!file->counters) {
+		kfree(file);
+		return -ENOMEM;
+	}
 	xa_init_flags(&file->regions, XA_FLAGS_ALLOC1);
 	file->offsets = RB_ROOT;
 	file->owner = get_pid(task_tgid(current));
@@ -72,6 +77,7 @@ static int ortmem_release(struct inode *inode, struct file *filp)
 		ortmem_region_put(region);
 	}
 	xa_destroy(&file->regions);
+	ortmem_counters_put(file->counters);
 	put_pid(file->owner);
 	mmdrop(file->mm);
 	kfree(file);

@@ -30,7 +30,6 @@ static vm_fault_t ortmem_vm_fault(struct vm_fault *vmf)
 	struct ortmem_region *region = vmf->vma->vm_private_data;
 	struct ortmem_file *file = vmf->vma->vm_file->private_data;
 	pgoff_t idx = vmf->pgoff - region->pgoff;
-	struct page *page;
 
 	/* A copy made by fork after MADV_DOFORK: never share the pages. */
 	if (vmf->vma->vm_mm != file->mm)
@@ -39,10 +38,8 @@ static vm_fault_t ortmem_vm_fault(struct vm_fault *vmf)
 		return VM_FAULT_SIGBUS;
 	if (ortmem_should_fail(ORTMEM_FAIL_FAULT))
 		return VM_FAULT_SIGBUS;
-	page = region->pages[idx];
-	get_page(page);
-	vmf->page = page;
-	return 0;
+	/* A resident page, or an evicted one read back from its extent. */
+	return ortmem_fault_back(region, idx, vmf);
 }
 
 static const struct vm_operations_struct ortmem_vm_ops = {

@@ -2,9 +2,12 @@
 /*
  * ortmem.h - internal declarations of the ortmem module.
  *
- * Lock order: the per-file xarray lock is taken alone; region lifetime is a
- * kref, never a lock.  Nothing here is taken from a fault or vm_ops
- * callback except the region kref.
+ * Lock order: mmap_lock -> region lock (&ortmem_region.lock) -> i_mmap_rwsem
+ * of the device inode (unmap_mapping_range() in evict).  The per-file xarray
+ * lock is taken alone; region lifetime is a kref, never a lock.  The fault
+ * handler takes the region lock for reading and drops it for the spill-file
+ * read of a fault-back; no user memory is touched under the region lock
+ * (Documentation/kmod/spill-map.rst).
  */
 #ifndef ORTMEM_KMOD_H
 #define ORTMEM_KMOD_H
@@ -14,6 +17,7 @@
 #include <linux/miscdevice.h>
 #include <linux/rbtree.h>
 #include <linux/mm.h>
+#include <linux/rwsem.h>
 #include <linux/xarray.h>
 
 #include <uapi/linux/ortmem.h>
@@ -35,6 +39,11 @@ struct seq_file;
  * @handle: the region's handle in its file.
  * @numa_node: node asked for, or %ORTMEM_NUMA_ANY.
  * @map_count: number of VMAs that map the region.
+ * @lock: region lock: @pages entries and the spill state; read side in the
+ *	fault handler, write side in bind, unbind and evict.
+ * @spill: the spill-mapping state, NULL until the first bind.
+ *
+ * An entry of @pages is NULL while its page is evicted (spill_map.c).
  */
 struct ortmem_region {
 	struct kref ref;
@@ -46,7 +55,12 @@ struct ortmem_region {
 	u32 handle;
 	int numa_node;
 	atomic_t map_count;
+	struct rw_semaphore lock;
+	struct ortmem_spill *spill;
 };
+
+struct ortmem_spill;
+struct ortmem_spill_counters;
 
 /**
  * struct ortmem_file - State of one open file description of /dev/ortmem.
@@ -60,6 +74,8 @@ struct ortmem_region {
  * @mm: address space of @owner when it opened the file (held by mmgrab(),
  *	so the pointer is never reused): the only one whose mappings of a
  *	region are faulted in.
+ * @counters: fault-back counters of the file (%ORTMEM_IOC_SPILL_STATS),
+ *	shared with its regions' spill state.
  */
 struct ortmem_file {
 	struct xarray regions;
@@ -68,6 +84,7 @@ struct ortmem_file {
 	u32 next_handle;
 	struct pid *owner;
 	struct mm_struct *mm;
+	struct ortmem_spill_counters *counters;
 };
 
 /* main.c */
@@ -81,6 +98,8 @@ extern atomic_t ortmem_nr_regions;
 unsigned long ortmem_cap_pages(void);
 int ortmem_charge(unsigned long nr_pages, struct user_struct **userp);
 void ortmem_uncharge(unsigned long nr_pages, struct user_struct *user);
+int ortmem_recharge(unsigned long nr_pages, struct user_struct *user);
+void ortmem_discharge(unsigned long nr_pages, struct user_struct *user);
 
 /* region.c */
 struct ortmem_region *ortmem_region_create(u64 size, int numa_node, u32 flags);
@@ -102,6 +121,22 @@ void ortmem_show_fdinfo(struct seq_file *m, struct file *filp);
 /* mmap.c */
 int ortmem_mmap(struct file *filp, struct vm_area_struct *vma);
 
+/* spill_map.c */
+extern const struct attribute_group ortmem_spill_group;
+struct ortmem_spill_counters *ortmem_counters_new(void);
+void ortmem_counters_put(struct ortmem_spill_counters *counters);
+unsigned long ortmem_spill_release(struct ortmem_region *region);
+long ortmem_bind(struct ortmem_file *file, void __user *uarg);
+long ortmem_unbind(struct ortmem_file *file, void __user *uarg);
+long ortmem_evict(struct ortmem_file *file, struct address_space *mapping,
+		  void __user *uarg);
+long ortmem_spill_stats(struct ortmem_file *file, void __user *uarg);
+
+/* fault_back.c */
+vm_fault_t ortmem_fault_back(struct ortmem_region *region, pgoff_t idx,
+			     struct vm_fault *vmf);
+long ortmem_restore(struct ortmem_file *file, void __user *uarg);
+
 /**
  * enum ortmem_fail_point - Points where a debug build can inject a failure.
  * @ORTMEM_FAIL_REGION: kzalloc() of &struct ortmem_region.
@@ -111,6 +146,8 @@ int ortmem_mmap(struct file *filp, struct vm_area_struct *vma);
  * @ORTMEM_FAIL_PAGE: allocating one page of a region.
  * @ORTMEM_FAIL_HANDLE: reserving a handle in the file's xarray.
  * @ORTMEM_FAIL_FAULT: faulting one page of a mapping in.
+ * @ORTMEM_FAIL_SPILL_STATE: allocating a region's spill state at bind.
+ * @ORTMEM_FAIL_SPILL_READ: reading pages back from a spill file.
  * @ORTMEM_FAIL_NR: number of points; also "none armed".
  */
 enum ortmem_fail_point {
@@ -121,6 +158,8 @@ enum ortmem_fail_point {
 	ORTMEM_FAIL_PAGE,
 	ORTMEM_FAIL_HANDLE,
 	ORTMEM_FAIL_FAULT,
+	ORTMEM_FAIL_SPILL_STATE,
+	ORTMEM_FAIL_SPILL_READ,
 	ORTMEM_FAIL_NR,
 };
 

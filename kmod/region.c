@@ -27,17 +27,20 @@
  * handler bring them back from a spill file.
  */
 
+/* Evicted pages have a NULL entry: they went back to the kernel at evict. */
 static void region_free_pages(struct ortmem_region *region, unsigned long n)
 {
-	unsigned long i;
+	unsigned long i, freed = 0;
 
 	for (i = 0; i < n; i++) {
-		put_page(region->pages[i]);
-		/* Freeing gigabytes takes a while; let others run. */
 		if (!(i & 511))
-			cond_resched();
+			cond_resched();	/* freeing gigabytes takes a while */
+		if (!region->pages[i])
+			continue;
+		put_page(region->pages[i]);
+		freed++;
 	}
-	atomic_long_sub(n, &ortmem_outstanding_pages);
+	atomic_long_sub(freed, &ortmem_outstanding_pages);
 }
 
 static int region_alloc_pages(struct ortmem_region *region, u32 flags)
@@ -104,6 +107,7 @@ struct ortmem_region *ortmem_region_create(u64 size, int numa_node, u32 flags)
 	if (!region)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&region->ref);
+	init_rwsem(&region->lock);
 	region->nr_pages = nr_pages;
 	region->numa_node = numa_node;
 
@@ -138,10 +142,11 @@ err_free:
 static void region_release(struct kref *ref)
 {
 	struct ortmem_region *region = container_of(ref, struct ortmem_region, ref);
+	unsigned long evicted = ortmem_spill_release(region);
 
 	region_free_pages(region, region->nr_pages);
 	kvfree(region->pages);
-	ortmem_uncharge(region->nr_pages, region->user);
+	ortmem_uncharge(region->nr_pages - evicted, region->user);
 	atomic_dec(&ortmem_nr_regions);
 	kfree(region);
 }

@@ -19,8 +19,14 @@
  * - ``pinned_bytes``: bytes charged to the cap now;
  * - ``regions``: regions alive now (freed handles still mapped count);
  * - ``max_pinned_bytes``: the cap (module parameter ``max_pinned_mb``);
- * - ``outstanding_pages``: pages allocated and not yet given back to the
- *   kernel; 0 whenever no region is alive.
+ * - ``outstanding_pages``: pages of live regions, which the module still
+ *   holds; 0 whenever no region is alive.  A page that something else
+ *   still references when its region goes (a pipe that vmsplice filled, an
+ *   I/O in flight) stops counting then; the kernel frees it when that last
+ *   reference goes, with its data intact until then.  Evicted pages are
+ *   not outstanding: they went back to the kernel.
+ *
+ * The spill mapping's figures are in the ``spill/`` folder (spill_map.c).
  */
 
 static ssize_t abi_version_show(struct device *dev,
@@ -76,5 +82,6 @@ static const struct attribute_group ortmem_group = {
 
 const struct attribute_group *ortmem_groups[] = {
 	&ortmem_group,
+	&ortmem_spill_group,
 	NULL,
 };

@@ -2,7 +2,8 @@
 /*
  * bench-plan: the offset packer on MiniMalloc-format CSVs (arena over the
  * lower bound, time), the planner against the seed's slot-sum scheme and
- * one-buffer-per-value on graphs with sharing, and a 100k-node graph.
+ * one-buffer-per-value on graphs with sharing, a 100k-node graph, and
+ * dense graphs (many buffers live at once) against the time budget.
  *
  *   plan_bench BUDGET_US [FILE.csv...]
  */
@@ -188,10 +189,91 @@ static double bench_100k(void)
 	return t[RUNS_100K / 2];
 }
 
+/*
+ * Dense graphs, where many buffers are live at once, against the time
+ * budget: a random recursive tree (node i reads one random earlier value),
+ * wide layers with long skip connections (layers of DENSE_WIDTH nodes,
+ * each reading its place in the layer before and a random value of any
+ * earlier layer), and a chain with skip connections (node i reads i - 1
+ * and a random earlier value).  For each: the first plan alone
+ * (max_iterations = 1) and a solve under the default budget, interleaved,
+ * DENSE_RUNS times each; medians, with the spread.
+ */
+enum dense_shape { DENSE_TREE, DENSE_LAYERS, DENSE_SKIP, DENSE_SHAPES };
+static const char *const dense_name[] = { "random tree", "wide layers+skips", "chain+skips" };
+#define DENSE_WIDTH 64
+#define DENSE_RUNS 5
+
+static void build_dense(struct ortmem_plan *p, int n, enum dense_shape shape, uint64_t seed)
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t in[2], out = (uint32_t)i, nin = 0;
+		int below = shape == DENSE_LAYERS ? i - i % DENSE_WIDTH : i;
+
+		ortmem_plan_add_value(p, 1024 * (1 + rnd(&seed) % 512),
+				      i == n - 1 ? ORTMEM_PLAN_VALUE_OUTPUT : 0);
+		if (i && shape == DENSE_SKIP)
+			in[nin++] = (uint32_t)(i - 1);
+		if (i >= DENSE_WIDTH && shape == DENSE_LAYERS)
+			in[nin++] = (uint32_t)(i - DENSE_WIDTH);
+		if (below) {
+			in[nin] = (uint32_t)(rnd(&seed) % (uint64_t)below);
+			nin += !nin || in[nin] != in[0];
+		}
+		ortmem_plan_add_node(p, in, nin, &out, 1);
+	}
+}
+
+static double dense_solve(int n, enum dense_shape shape, uint64_t max_iter,
+			  double *over_lb)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .max_iterations = max_iter);
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	struct ortmem_plan *p;
+	double t0, t;
+
+	if (ortmem_plan_new(&o, &p))
+		exit(1);
+	build_dense(p, n, shape, 77 + (uint64_t)n);
+	t0 = now_ms();
+	if (ortmem_plan_solve(p) || ortmem_plan_stats(p, &st)) {
+		fprintf(stderr, "plan_bench: dense: %s\n", ortmem_last_error_message());
+		exit(1);
+	}
+	t = now_ms() - t0;
+	*over_lb = st.arena_over_lb;
+	ortmem_plan_free(p);
+	return t;
+}
+
+struct dense_fig {
+	double first, total, over_lb;
+};
+
+static struct dense_fig bench_dense(int n, enum dense_shape shape)
+{
+	double first[DENSE_RUNS], total[DENSE_RUNS], r1, r;
+	struct dense_fig f;
+
+	for (int k = 0; k < DENSE_RUNS; k++) {
+		first[k] = dense_solve(n, shape, 1, &r1);
+		total[k] = dense_solve(n, shape, 0, &r);
+	}
+	qsort(first, DENSE_RUNS, sizeof(first[0]), cmp_double);
+	qsort(total, DENSE_RUNS, sizeof(total[0]), cmp_double);
+	f = (struct dense_fig){ first[DENSE_RUNS / 2], total[DENSE_RUNS / 2], r };
+	printf("dense %-17s %6d values: first plan %7.1f ms (%.1f..%.1f) %.3fx LB, total %7.1f ms (%.1f..%.1f, budget %d ms) %.3fx LB\n",
+	       dense_name[shape], n, f.first, first[0], first[DENSE_RUNS - 1], r1,
+	       f.total, total[0], total[DENSE_RUNS - 1],
+	       ORTMEM_PLAN_DEFAULT_BUDGET_US / 1000, r);
+	return f;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t budget = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
 	double worst = 0, ratio_min = 1e9, t100k;
+	struct dense_fig d10k = { 0, 0, 0 };
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int i;
 
@@ -230,6 +312,22 @@ int main(int argc, char **argv)
 		free(g.last);
 	}
 	t100k = bench_100k();
+	for (i = 0; i < 3; i++) {
+		static const int sizes[] = { 3000, 10000, 100000 };
+
+		for (int sh = 0; sh < DENSE_SHAPES; sh++) {
+			struct dense_fig f = bench_dense(sizes[i], sh);
+
+			/* The 10k line: the worst of the shapes, figure by figure. */
+			if (sizes[i] == 10000) {
+				d10k.first = f.first > d10k.first ? f.first : d10k.first;
+				d10k.total = f.total > d10k.total ? f.total : d10k.total;
+				d10k.over_lb = f.over_lb > d10k.over_lb ? f.over_lb : d10k.over_lb;
+			}
+		}
+	}
+	printf("plan dense: 10k values first plan %.0f ms, total %.0f ms (budget %d ms), arena %.2fx LB\n",
+	       d10k.first, d10k.total, ORTMEM_PLAN_DEFAULT_BUDGET_US / 1000, d10k.over_lb);
 	printf("plan: minimalloc max +%.1f%% over LB, slot-sum %.2fx, 100k nodes %.0f ms\n",
 	       worst, ratio_min, t100k);
 	return 0;

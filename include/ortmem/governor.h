@@ -48,9 +48,14 @@ struct ortmem_handle {
 #define ORTMEM_BACKEND_CAP_VIRTUAL (1u << 1)
 /* The memory can be shared with another process or device mapping. */
 #define ORTMEM_BACKEND_CAP_SHARED_MAPPING (1u << 2)
+/* An allocation demoted in place (the demote hook) stays usable through
+ * its address: a touch brings its bytes back (the module's spill mapping).
+ * Without it, an allocation demoted in place must be promoted before use. */
+#define ORTMEM_BACKEND_CAP_FAULT_BACK (1u << 3)
 #define ORTMEM_BACKEND_CAP_ALL (ORTMEM_BACKEND_CAP_HOST_POINTER | \
 				ORTMEM_BACKEND_CAP_VIRTUAL | \
-				ORTMEM_BACKEND_CAP_SHARED_MAPPING)
+				ORTMEM_BACKEND_CAP_SHARED_MAPPING | \
+				ORTMEM_BACKEND_CAP_FAULT_BACK)
 
 /*
  * One tier's allocator.  A backend names its allocations with a 64-bit
@@ -91,10 +96,19 @@ struct ortmem_backend_ops {
 	int (*busy)(void *ctx, uint64_t bh);
 	/* Called by ortmem_gov_close() after the last free. */
 	void (*close)(void *ctx);
+	/*
+	 * Optional: demote @bh in place, to the backend's own disk tier,
+	 * giving its RAM back while ptr(@bh) stays the same; -EOPNOTSUPP lets
+	 * the governor copy it to a lower tier instead.  promote brings it
+	 * back (required with demote).  The governor gives the tier's budget
+	 * back at demote and charges it again at promote.
+	 */
+	int (*demote)(void *ctx, uint64_t bh, uint64_t size);
+	int (*promote)(void *ctx, uint64_t bh, uint64_t size);
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_backend_ops__last_field close
+#define ortmem_backend_ops__last_field promote
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.
@@ -200,6 +214,68 @@ ORTMEM_API int ortmem_gov_unpin(struct ortmem_gov *gov,
 ORTMEM_API int ortmem_gov_demote(struct ortmem_gov *gov,
 				 struct ortmem_handle h);
 
+struct ortmem_wfile;
+
+/**
+ * ortmem_gov_alloc_file() - A read-only allocation backed by a file range.
+ * @gov: the governor.
+ * @tier: the home tier the bytes are promoted to (host or device).
+ * @role: what the bytes are; normally ORTMEM_ROLE_WEIGHTS.
+ * @wf: the weights file (<ortmem/wfile.h>); it must outlive the handle.
+ * @off: first byte of the range in the file.
+ * @len: its length, at least 1.
+ * @flags: 0 (reserved).
+ * @hp: receives the handle.
+ *
+ * The allocation starts in its file (ortmem_gov_query() says tier disk)
+ * and holds no budget there.  A pin (or ortmem_gov_prefetch()) promotes
+ * it: @len bytes of @tier are charged, reclaiming as any charge does, and
+ * the range is read with the spill engine (io_uring, O_DIRECT) and checked
+ * against the file's checksum list.  Demotion just drops the copy: the
+ * bytes are never written anywhere and the file never changes.  Pinned
+ * bytes are read-only by contract: writes to them are lost at the next
+ * demotion.  Such an allocation is always movable.
+ *
+ * Return: 0; -EINVAL (NULL argument, unknown flag, bad role, @tier disk or
+ * not a tier, empty range or one past the end of the file); -ENOSPC when
+ * the handle table is full.  A pin's promotion fails with
+ * -ORTMEM_E_CHECKSUM naming the file and the range when the bytes read do
+ * not match, or with the read's errno; the allocation then stays in its
+ * file and a later pin tries again.
+ */
+ORTMEM_API int ortmem_gov_alloc_file(struct ortmem_gov *gov, int tier,
+				     uint32_t role, struct ortmem_wfile *wf,
+				     uint64_t off, uint64_t len,
+				     uint32_t flags, struct ortmem_handle *hp);
+
+/**
+ * ortmem_gov_prefetch() - Start promoting allocations the caller needs next.
+ * @gov: the governor.
+ * @hs: the handles, in the order they will be needed.
+ * @n: their number, 1 to the handle table's size.
+ * @flags: 0 (reserved).
+ *
+ * Each demoted allocation, in order, is charged to its home tier and its
+ * transfer started on a worker thread, which moves it with the spill
+ * engine's rings while the caller computes; a later ortmem_gov_pin()
+ * waits only for what is still in flight.  What is already home or in
+ * flight counts as done.  A charge may reclaim as any charge does, but
+ * never evicts what a prefetch brought in and no pin has used yet, so a
+ * prefetch never thrashes: it stops at the first allocation that does not
+ * fit and returns how far it got.  A transfer that fails leaves the
+ * allocation where it was; the next pin of it returns that failure.
+ *
+ * Return: the number of leading handles of @hs now home or in flight
+ * (1 to @n); -ORTMEM_E_CAPACITY_UNAVAILABLE or -ORTMEM_E_TIER_EXHAUSTED
+ * (with the figures) when not even the first fits; -EINVAL (NULL
+ * argument, @n 0 or too large, unknown flag, a bare lease);
+ * -ORTMEM_E_STALE_HANDLE for a released or forged handle; -ENOMEM, or
+ * the errno of pthread_create() when the worker cannot start.
+ */
+ORTMEM_API int ortmem_gov_prefetch(struct ortmem_gov *gov,
+				   const struct ortmem_handle *hs,
+				   unsigned int n, uint32_t flags);
+
 /* What a handle refers to now. */
 struct ortmem_alloc_info {
 	int tier;		/* where the bytes are */
@@ -209,6 +285,20 @@ struct ortmem_alloc_info {
 	uint64_t size;
 	int has_memory;		/* an allocation, not a bare lease */
 	int movable;
+	int demote_mode;	/* enum ortmem_demote_mode; 0 when not demoted */
+	int pad;
+};
+
+/* How a demoted allocation's bytes left its home tier (ortmem_alloc_info). */
+enum ortmem_demote_mode {
+	/* Copied to a lower tier (tier says which); its pointer changes. */
+	ORTMEM_DEMOTE_COPIED = 1,
+	/* In place, address kept; a touch brings the bytes back (the host
+	 * tier on the module's spill mapping). */
+	ORTMEM_DEMOTE_IN_PLACE_MAPPED = 2,
+	/* In place, address kept but unusable until promoted (the host tier
+	 * on the mlock fallback). */
+	ORTMEM_DEMOTE_IN_PLACE_RELEASED = 3,
 };
 ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
 				struct ortmem_alloc_info *info);
@@ -280,6 +370,19 @@ struct ortmem_tier_stats {
 	char backend[32];	/* backend name, "" when none */
 };
 
+/* Asynchronous promotion (ortmem_gov_prefetch()). */
+struct ortmem_prefetch_stats {
+	uint64_t issued;	/* promotions started by prefetch */
+	uint64_t bytes;		/* their bytes */
+	uint64_t hits;		/* pins that found a prefetch done */
+	uint64_t waits;		/* pins that waited for one in flight */
+	uint64_t wait_ns;	/* time those pins waited */
+	uint64_t misses;	/* pins that promoted synchronously */
+	uint64_t refused;	/* prefetch calls refused: not one fit */
+	uint64_t failed;	/* prefetches whose transfer failed */
+	uint64_t inflight;	/* in flight now */
+};
+
 struct ortmem_gov_stats {
 	size_t sz;		/* sizeof(struct ortmem_gov_stats) */
 	struct ortmem_tier_stats tier[ORTMEM_TIER_COUNT];
@@ -288,6 +391,7 @@ struct ortmem_gov_stats {
 	uint64_t handles_retired;	/* slots whose generation ran out */
 	uint64_t pins;			/* pins held, all handles */
 	uint64_t quarantined;		/* entries */
+	struct ortmem_prefetch_stats prefetch;
 };
 
 ORTMEM_API int ortmem_gov_stats(struct ortmem_gov *gov,

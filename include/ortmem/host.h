@@ -26,6 +26,7 @@
 #define ORTMEM_HOST_H
 
 #include <ortmem/core.h>
+#include <ortmem/spill.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -120,6 +121,81 @@ ORTMEM_API int ortmem_host_backend(const struct ortmem_host *host);
  */
 ORTMEM_API const char *ortmem_host_backend_name(int backend);
 
+/*
+ * Demotion to disk (ortmem_host_demote()), as ortmem_host_stats() reports
+ * it in spill_mode.
+ */
+enum ortmem_host_spill_mode {
+	/* No spill handle set (ortmem_host_set_spill()): no demotion. */
+	ORTMEM_HOST_SPILL_NONE = 0,
+	/* The module's spill mapping: the RAM goes back, the address stays
+	 * valid, a touch brings the bytes back (verified); promote ahead of
+	 * use for speed. */
+	ORTMEM_HOST_SPILL_MAP = 1,
+	/* The mlock fallback: the bytes are written out and the memory
+	 * released; the address stays reserved but is inaccessible (SIGSEGV)
+	 * until ortmem_host_promote(). */
+	ORTMEM_HOST_SPILL_RELEASE = 2,
+};
+
+/**
+ * ortmem_host_set_spill() - Give the allocator a disk tier to demote to.
+ * @host: the allocator.
+ * @spill: a spill handle (ortmem_spill_open()) the caller keeps owning and
+ *	closes after @host; NULL to stop demoting (refused while a buffer is
+ *	demoted).
+ *
+ * Return: 0, -EINVAL (NULL @host), -EBUSY (a buffer is demoted).
+ */
+ORTMEM_API int ortmem_host_set_spill(struct ortmem_host *host,
+				     struct ortmem_spill *spill);
+
+/**
+ * ortmem_host_spill_mode() - How ortmem_host_demote() works on @host now.
+ * @host: the allocator.
+ *
+ * Return: an enum ortmem_host_spill_mode value, or -EINVAL for NULL.
+ */
+ORTMEM_API int ortmem_host_spill_mode(const struct ortmem_host *host);
+
+/**
+ * ortmem_host_demote() - Write a buffer to disk and give its RAM back.
+ * @host: the allocator, with a spill handle set.
+ * @ptr: a live buffer, exactly as returned by ortmem_host_alloc().
+ *
+ * The spill engine writes the bytes to a new extent; with the module
+ * (ORTMEM_HOST_SPILL_MAP) the module then evicts the buffer's pages: the
+ * address stays valid and any touch brings its page back, verified.
+ * Without it (ORTMEM_HOST_SPILL_RELEASE) the memory is released and the
+ * address made inaccessible until ortmem_host_promote().  The buffer keeps
+ * its address either way.  On failure the buffer is unchanged and resident.
+ *
+ * Return: 0; -EINVAL (not a live buffer); -EALREADY (demoted already);
+ * -EOPNOTSUPP (no spill handle, or a module without the spill mapping);
+ * -EBUSY (the module found a page pinned by I/O in flight or a device
+ * registration); the spill engine's errors (-ORTMEM_E_TIER_EXHAUSTED,
+ * -ENOSPC, -EIO).
+ */
+ORTMEM_API int ortmem_host_demote(struct ortmem_host *host, void *ptr);
+
+/**
+ * ortmem_host_promote() - Bring a demoted buffer back into RAM.
+ * @host: the allocator.
+ * @ptr: a live buffer.
+ *
+ * With the module: pages still evicted come back with one io_uring read of
+ * the spill engine (module restore without fill) or, when some were faulted
+ * back already, with the module's verified restore; bytes written since a
+ * fault-back are kept.  Without it: the memory is mapped and locked again
+ * and read back.  The extent is freed.  A buffer not demoted is left alone.
+ *
+ * Return: 0; -EINVAL (not a live buffer); -ORTMEM_E_CHECKSUM or -EBADMSG
+ * (the extent changed on disk: the buffer stays demoted, and a touch with
+ * the module gets SIGBUS, never wrong bytes); -ENOMEM/-ENOSPC (no room to
+ * pin it); -EIO.
+ */
+ORTMEM_API int ortmem_host_promote(struct ortmem_host *host, void *ptr);
+
 /* Usage of a host allocator and, with the module, of the whole module. */
 struct ortmem_host_stats {
 	size_t sz;
@@ -134,6 +210,15 @@ struct ortmem_host_stats {
 	uint64_t module_outstanding_pages;
 	uint32_t module_abi_version;
 	uint32_t pad2;
+	/* Demotion: enum ortmem_host_spill_mode, and this allocator's bytes
+	 * demoted now. */
+	int spill_mode;
+	uint32_t pad3;
+	uint64_t demoted_bytes;
+	/* Module-wide spill mapping (sysfs spill/); 0 without the module. */
+	uint64_t module_evicted_bytes;
+	uint64_t module_fault_backs;
+	uint64_t module_failed_fault_backs;
 };
 
 /**

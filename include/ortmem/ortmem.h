@@ -13,6 +13,7 @@
 #include <ortmem/spill.h>
 #include <ortmem/governor.h>
 #include <ortmem/host.h>
+#include <ortmem/wfile.h>
 #include <ortmem/device.h>
 
 #endif /* ORTMEM_ORTMEM_H */

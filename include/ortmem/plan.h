@@ -58,8 +58,10 @@ struct ortmem_plan;
  * Options; declare with ORTMEM_OPTS(ortmem_plan_opts, o, ...).  A zero field
  * means its default.
  *
- * @time_budget_us: time the improvement search may take after the first
- *	heuristic plan (default ORTMEM_PLAN_DEFAULT_BUDGET_US).  The search
+ * @time_budget_us: time a solve or pack may take, beyond the time of its
+ *	first complete plan (default ORTMEM_PLAN_DEFAULT_BUDGET_US): every
+ *	call returns within the budget plus the first plan, which costs
+ *	O(n log n) plus the conflicts it inspects on any graph.  The search
  *	stops early when the arena reaches the lower bound.
  * @max_iterations: stop the search after this many candidate plans (0: no
  *	limit but the time budget).  With a limit and a generous budget the

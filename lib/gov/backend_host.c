@@ -4,7 +4,9 @@
  * (ortmem_host_*: the /dev/ortmem module, or the mmap + mlock fallback).
  * Its context is a struct ortmem_host the caller opened and still owns (the
  * governor never closes it).  A buffer's bh is its address, so ptr is a
- * cast and demotion and promotion copy through it.
+ * cast.  With a spill handle set on the host allocator, demotion and
+ * promotion happen in place (ortmem_host_demote()): the address stays;
+ * without one they copy through it to and from a lower tier.
  */
 #include <errno.h>
 
@@ -19,7 +21,24 @@ static uint32_t host_caps(void *ctx)
 	 * can share; the fallback's anonymous memory is not. */
 	if (ortmem_host_backend(ctx) == ORTMEM_HOST_BACKEND_MODULE)
 		caps |= ORTMEM_BACKEND_CAP_SHARED_MAPPING;
+	if (ortmem_host_spill_mode(ctx) == ORTMEM_HOST_SPILL_MAP)
+		caps |= ORTMEM_BACKEND_CAP_FAULT_BACK;
 	return caps;
+}
+
+/* In place, through the host allocator's spill handle (ortmem_host_demote). */
+static int host_demote(void *ctx, uint64_t bh, uint64_t size)
+{
+	(void)size;
+	if (ortmem_host_spill_mode(ctx) == ORTMEM_HOST_SPILL_NONE)
+		return -EOPNOTSUPP;
+	return ortmem_host_demote(ctx, (void *)(uintptr_t)bh);
+}
+
+static int host_promote(void *ctx, uint64_t bh, uint64_t size)
+{
+	(void)size;
+	return ortmem_host_promote(ctx, (void *)(uintptr_t)bh);
 }
 
 static int host_alloc(void *ctx, uint64_t size, uint64_t *bhp)
@@ -56,6 +75,8 @@ static const struct ortmem_backend_ops host_ops = {
 	.alloc = host_alloc,
 	.free = host_free,
 	.ptr = host_ptr,
+	.demote = host_demote,
+	.promote = host_promote,
 };
 
 ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_host(void)

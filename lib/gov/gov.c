@@ -112,6 +112,10 @@ static void gov_close_slots(struct ortmem_gov *gov)
 		if (!slot_live_or_demoted(w) ||
 		    atomic_load(&s->kind) != SLOT_KIND_ALLOC)
 			continue;
+		if (ortmem__file_absent(s)) {
+			ortmem__file_forget(s);
+			continue;
+		}
 		if (slot_pins(w))
 			pr_warn("governor closed with slot %u still pinned (%u pins); freeing it\n",
 				i, slot_pins(w));
@@ -119,6 +123,8 @@ static void gov_close_slots(struct ortmem_gov *gov)
 					 atomic_load(&s->size), &freed))
 			pr_err("closing the governor: %s\n",
 			       ortmem_last_error_message());
+		if (atomic_load(&s->src))
+			ortmem__file_forget(s);
 	}
 }
 
@@ -129,6 +135,7 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 	if (!gov)
 		return;
 	ortmem__publish_close(gov);
+	ortmem__prefetch_fini(gov);
 	pthread_mutex_lock(&gov->lock);
 	ortmem__poll_locked(gov);
 	ortmem__deferred_fini(gov);
@@ -238,6 +245,7 @@ static void gov_slot_publish(struct ortmem_gov *gov, uint32_t idx, int tier,
 	atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
 	atomic_store_explicit(&s->home, (uint8_t)tier, memory_order_relaxed);
 	atomic_store_explicit(&s->tier, (uint8_t)tier, memory_order_relaxed);
+	atomic_store_explicit(&s->in_place, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->movable, !!(flags & ORTMEM_ALLOC_MOVABLE),
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->bh, bh, memory_order_relaxed);

@@ -24,6 +24,9 @@ static void slot_free_locked(struct ortmem_gov *gov, uint32_t idx)
 	struct gov_slot *s = &gov->slots[idx];
 	uint32_t gen = slot_gen(atomic_load(&s->word));
 
+	if (atomic_load(&s->src))
+		ortmem__file_forget(s);
+	atomic_store(&s->pf, PF_NONE);
 	if (gen == SLOT_GEN_MAX) {
 		atomic_store(&s->word, slot_word(gen, 0, SLOT_RETIRED));
 		atomic_fetch_add(&gov->retired, 1);
@@ -94,10 +97,17 @@ static int finish_release_locked(struct ortmem_gov *gov, uint32_t idx,
 	uint64_t size = atomic_load(&s->size), freed = size;
 	int tier = atomic_load(&s->tier), ret = 0;
 
+	if (ortmem__file_absent(s)) {
+		/* Only in its file: nothing to free, nothing charged. */
+		slot_free_locked(gov, idx);
+		return 0;
+	}
 	if (atomic_load(&s->kind) == SLOT_KIND_ALLOC)
 		ret = ortmem__backend_free(gov, tier, atomic_load(&s->bh), size,
 					   &freed);
-	ortmem__tier_uncharge(gov, tier, freed);
+	/* Demoted in place: its budget went back at demotion. */
+	if (!atomic_load(&s->in_place))
+		ortmem__tier_uncharge(gov, tier, freed);
 	if (ret)
 		return quarantine_refusal(gov, idx, id, ORTMEM_OWNER_BACKEND,
 					  size, size - freed, ret);
@@ -137,7 +147,7 @@ int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
 	struct gov_tier *t = &gov->tiers[atomic_load(&s->tier)];
 	int busy;
 
-	if (t->ops.busy) {
+	if (t->ops.busy && !ortmem__file_absent(s)) {
 		ortmem_error_clear();
 		busy = t->ops.busy(t->ctx, atomic_load(&s->bh));
 		if (busy > 0)

@@ -164,8 +164,8 @@ static void *gov_slot_ptr(struct ortmem_gov *gov, struct gov_slot *s)
 	struct gov_tier *t;
 
 	if (atomic_load_explicit(&s->kind, memory_order_relaxed) !=
-	    SLOT_KIND_ALLOC)
-		return NULL;
+	    SLOT_KIND_ALLOC || ortmem__file_absent(s))
+		return NULL;	/* a lease, or bytes only in their file */
 	t = &gov->tiers[atomic_load_explicit(&s->tier, memory_order_relaxed)];
 	/* A CPU address with HOST_POINTER; a device tier's is a GPU one. */
 	if (!t->has_backend || !t->ops.ptr)
@@ -178,12 +178,21 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp)
 {
 	struct gov_slot *s = &gov->slots[idx];
+	bool waited = false, promoted = false;
 	int ret;
 
 	for (;;) {
 		if (!slot_is_ours(w, h))
 			return ortmem__slot_refuse(gov, h, w, "pin");
 		if (!slot_is_live(w)) {
+			if (slot_state(w) == SLOT_MOVING &&
+			    ortmem__prefetch_wait(gov, idx, w)) {
+				/* A prefetch had it in flight: now it is done. */
+				waited = true;
+				w = atomic_load_explicit(&s->word,
+							 memory_order_acquire);
+				continue;
+			}
 			if (slot_state(w) == SLOT_MOVING)
 				return gov_refuse_busy(h, w, "pin");
 			return ortmem__slot_refuse(gov, h, w, "pin");
@@ -193,13 +202,25 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 				"cannot pin handle %#" PRIx64 ": it already holds the most pins (%u)",
 				h.id, SLOT_PINS_MAX);
 		if (slot_state(w) == SLOT_DEMOTED &&
+		    (flags & ORTMEM_PIN_NO_PROMOTE) &&
+		    atomic_load(&s->in_place) &&
+		    !(ortmem__backend_caps(&gov->tiers[atomic_load(&s->tier)]) &
+		      ORTMEM_BACKEND_CAP_FAULT_BACK))
+			return ortmem__err_plain(-EBUSY,
+				"cannot pin handle %#" PRIx64 " without promoting it: it is demoted in place by a backend whose memory is released until promotion (pin without ORTMEM_PIN_NO_PROMOTE)",
+				h.id);
+		if (slot_state(w) == SLOT_DEMOTED &&
 		    !(flags & ORTMEM_PIN_NO_PROMOTE)) {
 			if (slot_pins(w))
 				return gov_refuse_busy(h, w, "promote");
+			ret = ortmem__prefetch_failed(gov, idx, slot_gen(w));
+			if (ret)
+				return ret;
 			ret = ortmem__promote(gov, idx, w);
 			if (ret != -EAGAIN) {
 				if (ret)
 					return ret;
+				promoted = true;
 				break;
 			}
 			w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -214,6 +235,9 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 			      atomic_fetch_add_explicit(&gov->tick, 1,
 							memory_order_relaxed),
 			      memory_order_relaxed);
+	if (__builtin_expect(atomic_load_explicit(&gov->pf,
+						  memory_order_relaxed) != NULL, 0))
+		ortmem__prefetch_note_pin(gov, s, waited, promoted);
 	if (ptrp)
 		*ptrp = gov_slot_ptr(gov, s);
 	return 0;
@@ -315,6 +339,15 @@ ORTMEM_API int ortmem_gov_query(struct ortmem_gov *gov, struct ortmem_handle h,
 	info->size = atomic_load(&s->size);
 	info->has_memory = atomic_load(&s->kind) == SLOT_KIND_ALLOC;
 	info->movable = atomic_load(&s->movable);
+	if (slot_state(w) == SLOT_DEMOTED) {
+		info->demote_mode = ORTMEM_DEMOTE_COPIED;
+		if (atomic_load(&s->in_place))
+			info->demote_mode =
+				ortmem__backend_caps(&gov->tiers[info->tier]) &
+				ORTMEM_BACKEND_CAP_FAULT_BACK ?
+				ORTMEM_DEMOTE_IN_PLACE_MAPPED :
+				ORTMEM_DEMOTE_IN_PLACE_RELEASED;
+	}
 	return slot_recheck(gov, h, idx, "query");
 }
 

@@ -31,6 +31,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include <ortmem/governor.h>
 
@@ -111,8 +112,22 @@ struct gov_slot {
 	_Atomic uint8_t home;
 	/* Changed only by the slot's owner in state MOVING. */
 	_Atomic uint8_t tier;
+	_Atomic uint8_t in_place;	/* demoted by the backend's demote hook */
 	_Atomic uint64_t bh;
 	_Atomic uint64_t last_use;
+	/* File-backed allocations: their source (struct gov_fsrc *), else 0;
+	 * fixed while live.  Such a slot not on its home tier holds no
+	 * bytes and no charge: tier says disk, the bytes are in the file. */
+	_Atomic uint64_t src;
+	/* Prefetch state (enum gov_pf_state, lib/gov_prefetch.c). */
+	_Atomic uint8_t pf;
+};
+
+enum gov_pf_state {
+	PF_NONE = 0,
+	PF_INFLIGHT = 1,	/* a prefetch owns the slot (state MOVING) */
+	PF_READY = 2,		/* brought in by a prefetch, not pinned since */
+	PF_FAILED = 3,		/* the prefetch failed; the next pin says why */
 };
 
 struct gov_tier {
@@ -214,6 +229,8 @@ struct ortmem_gov {
 	uint32_t *free_idx;
 
 	struct gov_pub *pub;		/* NULL: not published */
+	/* Asynchronous promotion, made at the first prefetch (gov->lock). */
+	struct gov_prefetch *_Atomic pf;
 };
 
 /*
@@ -315,6 +332,33 @@ int ortmem__deferred_queue(struct ortmem_gov *gov, uint32_t idx, uint64_t id,
 int ortmem__poll_locked(struct ortmem_gov *gov);
 void ortmem__deferred_fini(struct ortmem_gov *gov);
 
+/* gov_file.c: file-backed allocations (their source is a weights file). */
+/* Holds no bytes: a file-backed allocation not on its home tier. */
+static inline bool ortmem__file_absent(struct gov_slot *s)
+{
+	return atomic_load_explicit(&s->src, memory_order_relaxed) &&
+	       atomic_load_explicit(&s->tier, memory_order_relaxed) !=
+		       atomic_load_explicit(&s->home, memory_order_relaxed);
+}
+/* The slot is being freed: forget its source (inline: the release paths
+ * below gov_file.c call it). */
+static inline void ortmem__file_forget(struct gov_slot *s)
+{
+	void *src = (void *)(uintptr_t)atomic_exchange(&s->src, 0);
+
+	atomic_store(&s->pf, PF_NONE);
+	free(src);
+}
+/* Allocate on @home (or, with @reuse, take *@nbhp) and fill it from the
+ * file; *@nbhp the allocation.  On failure the allocation is freed. */
+int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
+		      bool reuse, uint64_t *nbhp);
+/* Demotion of a file-backed allocation: drop the copy (gov->lock held). */
+int ortmem__file_drop_locked(struct ortmem_gov *gov, uint32_t idx);
+/* Hand slot @idx the buffer (and charge) of a same-size unused copy. */
+bool ortmem__file_recycle_locked(struct ortmem_gov *gov, uint32_t idx,
+				 int home, uint64_t *bhp);
+
 /* gov_move.c: demotion, and the move back home. */
 int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
 int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
@@ -323,6 +367,23 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
 int ortmem__gov_charge(struct ortmem_gov *gov, int tier, uint32_t role,
 		       uint64_t size);
 int ortmem__promote(struct ortmem_gov *gov, uint32_t idx, uint64_t word);
+
+/* Set by a prefetch around its charge: reclaim then spares what earlier
+ * prefetches brought in and no pin has used yet (no thrashing). */
+extern __thread bool ortmem__reclaim_spare_ready;
+
+/* gov_prefetch.c: asynchronous promotion (ortmem_gov_prefetch()). */
+/* Slot @idx was seen MOVING at @w: if a prefetch owns it, wait until it
+ * is done and return true. */
+bool ortmem__prefetch_wait(struct ortmem_gov *gov, uint32_t idx, uint64_t w);
+/* Slot @idx, DEMOTED: the error of its failed prefetch, once, else 0. */
+int ortmem__prefetch_failed(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
+/* A pin took slot @idx: count a hit, a wait or a synchronous promotion. */
+void ortmem__prefetch_note_pin(struct ortmem_gov *gov, struct gov_slot *s,
+			       bool waited, bool promoted);
+void ortmem__prefetch_fini(struct ortmem_gov *gov);
+void ortmem__prefetch_stats(struct ortmem_gov *gov,
+			    struct ortmem_prefetch_stats *ps);
 
 /* gov_handle.c: operations on one binding. */
 /*

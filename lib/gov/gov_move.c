@@ -55,6 +55,27 @@ static int demote_target(struct ortmem_gov *gov, int from, uint32_t role,
 		ortmem_tier_name(from));
 }
 
+/*
+ * The backend of @from demotes @bh in place (its address stays): 0, or
+ * -EOPNOTSUPP to copy instead, or the backend's error.
+ */
+static int demote_in_place(struct ortmem_gov *gov, struct gov_slot *s,
+			   int from, uint64_t bh, uint64_t size)
+{
+	struct gov_tier *t = &gov->tiers[from];
+	int ret;
+
+	if (!t->ops.demote || !t->ops.promote)
+		return -EOPNOTSUPP;
+	ret = t->ops.demote(t->ctx, bh, size);
+	if (ret)
+		return ret;
+	ortmem__tier_uncharge(gov, from, size);
+	atomic_store(&s->in_place, 1);
+	atomic_fetch_add(&t->demoted, size);
+	return 0;
+}
+
 /* Demote slot @idx if it still holds generation @gen. */
 int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 {
@@ -77,6 +98,32 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 	size = atomic_load(&s->size);
 	bh = atomic_load(&s->bh);
 	id = handle_make(gen, gov->tag, idx);
+	if (atomic_load(&s->src)) {
+		/* File-backed: the file keeps the bytes, drop the copy. */
+		if (ortmem__file_absent(s)) {
+			atomic_store(&s->word, w);
+			return ortmem__err_plain(-EBUSY,
+				"cannot demote slot %u: it is file-backed and already only in its file",
+				idx);
+		}
+		ortmem__file_drop_locked(gov, idx);
+		atomic_store_explicit(&s->word, slot_word(gen, 0, SLOT_DEMOTED),
+				      memory_order_release);
+		return 0;
+	}
+	if (atomic_load(&s->in_place)) {
+		atomic_store(&s->word, w);
+		return ortmem__err_plain(-EALREADY,
+			"handle %#" PRIx64 " is demoted in place already", id);
+	}
+	ret = demote_in_place(gov, s, from, bh, size);
+	if (ret != -EOPNOTSUPP) {
+		atomic_store_explicit(&s->word, ret ? w :
+				      slot_word(gen, 0, SLOT_DEMOTED),
+				      memory_order_release);
+		return ret;
+	}
+	ortmem_error_clear();
 	to = demote_target(gov, from, atomic_load(&s->role), size);
 	if (to < 0) {
 		atomic_store(&s->word, w);
@@ -110,14 +157,34 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 	uint64_t bh = atomic_load(&s->bh);
 	int from = atomic_load(&s->tier), ret;
 
-	pthread_mutex_lock(&gov->lock);
-	ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
-	if (ret) {
-		pthread_mutex_unlock(&gov->lock);
-		return ret;
+	if (atomic_load(&s->src)) {
+		/* File-backed: read from the file, no lock while it reads. */
+		ret = ortmem__file_fill(gov, idx, home, false, &nbh);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&gov->lock);
+	} else {
+		pthread_mutex_lock(&gov->lock);
+		if (atomic_load(&s->in_place)) {
+			/* Demoted in place: the backend brings it back, same bh. */
+			struct gov_tier *t = &gov->tiers[from];
+
+			ret = t->ops.promote(t->ctx, bh, size);
+			if (!ret) {
+				atomic_store(&s->in_place, 0);
+				atomic_fetch_add(&gov->tiers[home].promoted, size);
+			}
+			pthread_mutex_unlock(&gov->lock);
+			return ret;
+		}
+		ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
+		if (ret) {
+			pthread_mutex_unlock(&gov->lock);
+			return ret;
+		}
+		move_free_source(gov, idx, from, bh, size,
+				 handle_make(gen, gov->tag, idx));
 	}
-	move_free_source(gov, idx, from, bh, size,
-			 handle_make(gen, gov->tag, idx));
 	atomic_fetch_add(&gov->tiers[home].promoted, size);
 	ortmem__publish(gov);
 	atomic_store(&s->tier, (uint8_t)home);

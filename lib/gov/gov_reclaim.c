@@ -21,6 +21,8 @@
 
 #include "gov_internal.h"
 
+__thread bool ortmem__reclaim_spare_ready;
+
 #define RECLAIM_MAX 64
 /* Victims lost to a concurrent pin or release before a demotion gives up. */
 #define RECLAIM_RACES 64
@@ -141,7 +143,11 @@ static int pick_victim(struct ortmem_gov *gov, int tier, uint32_t *idxp,
 		    atomic_load_explicit(&s->kind, memory_order_relaxed) !=
 			    SLOT_KIND_ALLOC ||
 		    !atomic_load_explicit(&s->movable, memory_order_relaxed) ||
-		    atomic_load_explicit(&s->tier, memory_order_relaxed) != tier)
+		    atomic_load_explicit(&s->in_place, memory_order_relaxed) ||
+		    atomic_load_explicit(&s->tier, memory_order_relaxed) != tier ||
+		    ortmem__file_absent(s) ||
+		    (ortmem__reclaim_spare_ready &&
+		     atomic_load_explicit(&s->pf, memory_order_relaxed) == PF_READY))
 			continue;
 		use = atomic_load_explicit(&s->last_use, memory_order_relaxed);
 		if (!found || use < best) {

@@ -81,6 +81,7 @@ ORTMEM_API int ortmem_gov_stats(struct ortmem_gov *gov,
 	stats_slots(gov, &out);
 	out.handles_max = gov->nslots;
 	out.handles_retired = atomic_load(&gov->retired);
+	ortmem__prefetch_stats(gov, &out.prefetch);
 	pthread_mutex_lock(&gov->lock);
 	for (q = gov->quarantine; q; q = q->next)
 		out.quarantined++;

@@ -112,13 +112,6 @@ ORTMEM_API int ortmem_host_open(const struct ortmem_host_opts *opts,
 	return 0;
 }
 
-static int buf_cmp(const void *a, const void *b)
-{
-	const struct ortmem__host_buf *x = a, *y = b;
-
-	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
-}
-
 static struct ortmem_host *closing_host;
 
 static void buf_release(void *node)
@@ -126,6 +119,7 @@ static void buf_release(void *node)
 	struct ortmem__host_buf *b = node;
 	int ret = closing_host->ops->free(closing_host, b);
 
+	ortmem__host_drop_extent(closing_host, b);
 	if (ret)
 		pr_warn("host tier: freeing %" PRIu64 " bytes at %p on close: %s",
 			b->size, b->ptr, strerror(-ret));
@@ -194,7 +188,7 @@ ORTMEM_API int ortmem_host_alloc(struct ortmem_host *host, uint64_t size,
 
 	pthread_mutex_lock(&host->lock);
 	ret = host->ops->alloc(host, b, numa_node);
-	if (!ret && !tsearch(b, &host->bufs, buf_cmp)) {
+	if (!ret && !tsearch(b, &host->bufs, ortmem__host_buf_cmp)) {
 		host->ops->free(host, b);
 		ret = ortmem__err_alloc_failed(-ENOMEM, ORTMEM_TIER_HOST, size,
 					       "no memory for the buffer table");
@@ -221,7 +215,7 @@ ORTMEM_API int ortmem_host_free(struct ortmem_host *host, void *ptr)
 	if (!host)
 		return ortmem__err_invalid(ORTMEM_TIER_HOST, 0, "host is NULL");
 	pthread_mutex_lock(&host->lock);
-	node = tfind(&key, &host->bufs, buf_cmp);
+	node = tfind(&key, &host->bufs, ortmem__host_buf_cmp);
 	if (!node) {
 		pthread_mutex_unlock(&host->lock);
 		return ortmem__err_invalid(ORTMEM_TIER_HOST, 0,
@@ -229,10 +223,11 @@ ORTMEM_API int ortmem_host_free(struct ortmem_host *host, void *ptr)
 			ptr);
 	}
 	b = *(struct ortmem__host_buf **)node;
-	tdelete(&key, &host->bufs, buf_cmp);
+	tdelete(&key, &host->bufs, ortmem__host_buf_cmp);
 	host->bytes -= b->size;
 	host->nbufs--;
 	ret = host->ops->free(host, b);
+	ortmem__host_drop_extent(host, b);
 	pthread_mutex_unlock(&host->lock);
 	if (ret)
 		pr_warn("host tier: freeing %" PRIu64 " bytes at %p: %s", b->size,
@@ -262,8 +257,12 @@ ORTMEM_API const char *ortmem_host_backend_name(int backend)
 
 static int module_stats(const struct ortmem_host *host, struct ortmem_host_stats *s)
 {
+	static const char *const failed[4] = {
+		"spill/failed_charge", "spill/failed_read",
+		"spill/failed_checksum", "spill/failed_nomem",
+	};
 	uint64_t abi = 0;
-	int ret;
+	int ret, i;
 
 	ret = ortmem__dev_attr(host->dev, "pinned_bytes", &s->module_pinned_bytes);
 	if (!ret)
@@ -278,6 +277,15 @@ static int module_stats(const struct ortmem_host *host, struct ortmem_host_stats
 		return ortmem__err_plain(-EIO, "cannot read the ortmem module's sysfs attributes: %s",
 					 strerror(-ret));
 	s->module_abi_version = (uint32_t)abi;
+	/* A module without the spill mapping has no spill/ folder: zeros. */
+	ortmem__dev_attr(host->dev, "spill/evicted_bytes", &s->module_evicted_bytes);
+	ortmem__dev_attr(host->dev, "spill/fault_backs", &s->module_fault_backs);
+	for (i = 0; i < 4; i++) {
+		uint64_t v = 0;
+
+		ortmem__dev_attr(host->dev, failed[i], &v);
+		s->module_failed_fault_backs += v;
+	}
 	return 0;
 }
 
@@ -299,6 +307,8 @@ ORTMEM_API int ortmem_host_stats(const struct ortmem_host *host,
 	pthread_mutex_lock((pthread_mutex_t *)&host->lock);
 	s.bytes = host->bytes;
 	s.buffers = host->nbufs;
+	s.demoted_bytes = host->demoted_bytes;
+	s.spill_mode = ortmem__host_spill_mode(host);
 	pthread_mutex_unlock((pthread_mutex_t *)&host->lock);
 	if (host->dev)
 		ret = module_stats(host, &s);

@@ -10,6 +10,9 @@
  *   host_dev.c     finding /dev/ortmem with libudev, open, handshake
  *   host_module.c  the backend on the module: one region per buffer
  *   host_mlock.c   the fallback backend: anonymous mmap + mlock
+ *   host_spill.c   demotion to the spill engine keeping the address (the
+ *                  module's spill mapping, or write-out and release), and
+ *                  the order of the buffer tree both it and host.c search
  *   host.c         the public API: backend choice, live buffers, checks
  */
 #ifndef ORTMEM_LIB_HOST_INTERNAL_H
@@ -17,6 +20,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <ortmem/host.h>
@@ -30,6 +34,12 @@ int ortmem__sys_free(int fd, uint32_t handle);
 /* mmap of a region: 0 and *addrp, or -errno. */
 int ortmem__sys_map(int fd, uint64_t len, uint64_t offset, void **addrp);
 int ortmem__sys_unmap(void *addr, uint64_t len);
+/* The spill mapping (ORTMEM_FEAT_SPILL_MAP); UNBIND and RESTORE by cmd. */
+int ortmem__sys_bind(int fd, struct ortmem_bind_args *args);
+int ortmem__sys_range(int fd, unsigned long cmd, uint32_t handle,
+		      uint64_t off, uint64_t len, uint32_t flags);
+int ortmem__sys_evict(int fd, struct ortmem_evict_args *args);
+int ortmem__sys_spill_stats(int fd, struct ortmem_spill_stats_args *args);
 
 /* ---- host_dev.c ---- */
 
@@ -61,6 +71,8 @@ struct ortmem__host_buf {
 	void *ptr;
 	uint64_t size;		/* page-rounded */
 	uint32_t handle;	/* module region handle; 0 with mlock */
+	bool demoted;		/* its bytes are in @extent (host_spill.c) */
+	uint64_t extent;	/* spill extent while demoted */
 };
 
 struct ortmem__host_ops {
@@ -80,7 +92,17 @@ struct ortmem_host {
 	uint64_t bytes;
 	uint64_t nbufs;
 	long page_size;
+	struct ortmem_spill *spill;	/* where demoted buffers go; not owned */
+	uint64_t demoted_bytes;
 };
+
+/* host_spill.c: order of the buffer tree (by address). */
+int ortmem__host_buf_cmp(const void *a, const void *b);
+/* host_spill.c: free a demoted buffer's extent (host lock held). */
+void ortmem__host_drop_extent(struct ortmem_host *host,
+			      struct ortmem__host_buf *b);
+/* host_spill.c: the demotion mode of @host (enum ortmem_host_spill_mode). */
+int ortmem__host_spill_mode(const struct ortmem_host *host);
 
 extern const struct ortmem__host_ops ortmem__host_module_ops;
 extern const struct ortmem__host_ops ortmem__host_mlock_ops;

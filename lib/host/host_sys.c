@@ -52,3 +52,27 @@ int ortmem__sys_unmap(void *addr, uint64_t len)
 {
 	return munmap(addr, len) ? -errno : 0;
 }
+
+int ortmem__sys_bind(int fd, struct ortmem_bind_args *args)
+{
+	return sys_ioctl(fd, ORTMEM_IOC_BIND, args);
+}
+
+int ortmem__sys_range(int fd, unsigned long cmd, uint32_t handle,
+		      uint64_t off, uint64_t len, uint32_t flags)
+{
+	struct ortmem_range_args args = { .handle = handle, .flags = flags,
+					  .offset = off, .length = len };
+
+	return sys_ioctl(fd, cmd, &args);
+}
+
+int ortmem__sys_evict(int fd, struct ortmem_evict_args *args)
+{
+	return sys_ioctl(fd, ORTMEM_IOC_EVICT, args);
+}
+
+int ortmem__sys_spill_stats(int fd, struct ortmem_spill_stats_args *args)
+{
+	return sys_ioctl(fd, ORTMEM_IOC_SPILL_STATS, args);
+}

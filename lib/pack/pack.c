@@ -11,16 +11,26 @@
 
 #include "pack_internal.h"
 
+/* What one sweep over the starts and ends tells of an instance. */
+struct pk_sizes {
+	uint64_t lb;		/* largest total size live at one time */
+	uint64_t pairs;		/* conflicting pairs */
+	uint64_t cells;		/* item x section of time memberships */
+	uint64_t nsec;		/* sections of time */
+};
+
 /*
- * Largest total size live at one time (UINT64_MAX when out of memory).
- * Starts and ends sorted apart, then merged: at equal times the ends come
- * first (half-open lifetimes).
+ * The lower bound, and how big the conflict lists and the skyline would
+ * be, by one sweep (O(n) after the radix sorts).  Starts and ends sorted
+ * apart, then merged: at equal times the ends come first (half-open).
  */
-static uint64_t pk_lb_in(const struct pk_item *it, uint32_t n, uint32_t *st,
-			 uint32_t *en, uint32_t *tmp, uint64_t *lo, uint64_t *hi)
+static struct pk_sizes pk_sweep_sizes(const struct pk_item *it, uint32_t n,
+				      uint32_t *st, uint32_t *en, uint32_t *tmp,
+				      uint64_t *lo, uint64_t *hi)
 {
-	uint32_t i, k = 0, a = 0, b = 0;
-	uint64_t cur = 0, best = 0;
+	struct pk_sizes z = { 0, 0, 0, 0 };
+	uint32_t i, k = 0, a = 0, b = 0, nact = 0;
+	uint64_t cur = 0, last = 0;
 
 	for (i = 0; i < n; i++) {
 		lo[i] = it[i].lo;
@@ -30,16 +40,27 @@ static uint64_t pk_lb_in(const struct pk_item *it, uint32_t n, uint32_t *st,
 	}
 	ortmem__pk_sort_by(st, k, lo, tmp);
 	ortmem__pk_sort_by(en, k, hi, tmp);
-	while (a < k) {
-		if (hi[en[b]] <= lo[st[a]]) {
+	while (b < k) {
+		bool end = a == k || hi[en[b]] <= lo[st[a]];
+		uint64_t t = end ? hi[en[b]] : lo[st[a]];
+
+		/* A new time closes the section [last, t). */
+		if ((a || b) && t != last) {
+			z.cells += nact;
+			z.nsec++;
+		}
+		last = t;
+		if (end) {
 			cur -= it[en[b++]].size;
+			nact--;
 			continue;
 		}
+		z.pairs += nact++;
 		cur += it[st[a++]].size;
-		if (cur > best)
-			best = cur;
+		if (cur > z.lb)
+			z.lb = cur;
 	}
-	return best;
+	return z;
 }
 
 uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
@@ -53,7 +74,7 @@ uint64_t ortmem__pk_lower_bound(const struct pk_item *it, uint32_t n)
 	lo = malloc(sizeof(*lo) * (n ? n : 1));
 	hi = malloc(sizeof(*hi) * (n ? n : 1));
 	if (st && en && tmp && lo && hi)
-		best = pk_lb_in(it, n, st, en, tmp, lo, hi);
+		best = pk_sweep_sizes(it, n, st, en, tmp, lo, hi).lb;
 	free(st);
 	free(en);
 	free(tmp);
@@ -135,13 +156,18 @@ static int pk_portfolio(struct packer *pk)
 	int o;
 
 	pk_crowd(pk, crowd);
+	/* Without a first plan yet (best_h UINT64_MAX), the first ordering
+	 * is it and runs whatever the time; then these run while time
+	 * lasts, and a placement stops half way when the deadline passes. */
 	for (o = 0; o < PK_PORTFOLIO; o++) {
-		/* The first ordering always runs; the rest while time lasts. */
-		if (o && (pk->best_h <= pk->lb ||
-			  ortmem__now_ns() >= pk->opts.deadline_ns))
+		if (pk->best_h == UINT64_MAX) {
+			pk->deadline_off = true;
+		} else if (ortmem__pk_out_of_time(pk)) {
 			break;
+		}
 		pk_order_by(pk, o, crowd, k1, k2, tmp);
 		ortmem__pk_keep_if_best(pk, ortmem__pk_place_from(pk, 0));
+		pk->deadline_off = false;
 		pk->iters++;
 	}
 	return 0;
@@ -149,8 +175,35 @@ static int pk_portfolio(struct packer *pk)
 
 /* How many items pack exactly in the time budget (see pack_bnb.c). */
 #define PK_BNB_MAX_N 64
+/*
+ * Most conflicting pairs the lists may hold (256 MiB of them); a graph
+ * with more keeps its first plan.
+ */
+#define PK_MAX_PAIRS (1u << 25)
 /* Up to how many items the race of probes runs (its nodes cost O(n)). */
 #define PK_RACE_MAX_N 20000
+
+/*
+ * The first plan, which every call makes whatever its budget: it must be
+ * cheap on any graph, O(n log n) plus the conflicts it inspects.  When
+ * there are at most n log2 n conflicting pairs, inspecting all of them is
+ * within that: the conflict lists, and the most crowded lifetimes first
+ * by best fit (the ordering that does best on model graphs).  Denser
+ * graphs get best fit in start order by a sweep (pack_first.c), which
+ * looks at no pair.  1: the lists are built and the portfolio's first
+ * ordering must run; 0: the sweep's plan is made; or an error.
+ */
+static int pk_first_plan(struct packer *pk)
+{
+	uint64_t log2n = 64 - (uint64_t)__builtin_clzll((uint64_t)pk->n | 1);
+
+	if (pk->pairs <= (uint64_t)pk->n * log2n && pk->pairs <= PK_MAX_PAIRS) {
+		int ret = ortmem__pk_build_conflicts(pk, false);
+
+		return ret ? ret : 1;
+	}
+	return ortmem__pk_first_plan(pk);
+}
 
 /*
  * ortmem__pack() - Give each item an offset; items that overlap in time
@@ -161,6 +214,7 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 		 struct pk_result *res)
 {
 	struct packer pk = { .n = n, .it = it, .opts = *opts };
+	struct pk_sizes z;
 	int ret;
 
 	pk.best_h = UINT64_MAX;
@@ -168,24 +222,39 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 	ret = ortmem__pk_alloc(&pk);
 	if (ret)
 		goto out;
-	/* The bound in the packer's arrays: a big instance pays for every
+	/* The sweep in the packer's arrays: a big instance pays for every
 	 * fresh page, so the scratch is shared by the phases. */
-	pk.lb = pk_lb_in(it, n, pk.order, pk.rank, pk.best_order, pk.t64[0], pk.t64[1]);
-	ret = ortmem__pk_build_conflicts(&pk);
-	if (ret == -E2BIG) {
-		ret = ortmem__pk_place_sweep(&pk);
-		pk.iters = 1;
-	} else if (!ret) {
-		ret = pk_portfolio(&pk);
-		if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N &&
-		    !opts->compact_only)
-			res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
-		if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
-		    !res->optimal && n <= PK_RACE_MAX_N)
-			res->optimal = ortmem__pk_race(&pk), pk.placed = false;
-		if (!ret && pk.best_h > pk.lb && !res->optimal)
-			ortmem__pk_local_search(&pk);
+	z = pk_sweep_sizes(it, n, pk.order, pk.rank, pk.best_order, pk.t64[0], pk.t64[1]);
+	pk.lb = z.lb;
+	pk.pairs = z.pairs;
+	pk.cells = z.cells;
+	pk.nsec = z.nsec;
+	ret = pk_first_plan(&pk);
+	if (ret == 1) {
+		ret = 0;
+		goto portfolio;
 	}
+	if (ret || pk.pairs > PK_MAX_PAIRS ||
+	    (ortmem__pk_out_of_time(&pk) && !opts->compact_only))
+		goto done;
+	/* Everything else improves on the first plan while time lasts. */
+	ret = ortmem__pk_build_conflicts(&pk, true);
+	if (ret == -ETIME) {
+		ret = 0;
+		goto done;
+	}
+portfolio:
+	if (!ret)
+		ret = pk_portfolio(&pk);
+	if (!ret && pk.best_h > pk.lb && n <= PK_BNB_MAX_N &&
+	    !opts->compact_only)
+		res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
+	if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
+	    !res->optimal && n <= PK_RACE_MAX_N)
+		res->optimal = ortmem__pk_race(&pk), pk.placed = false;
+	if (!ret && pk.best_h > pk.lb && !res->optimal)
+		ortmem__pk_local_search(&pk);
+done:
 	if (ret)
 		goto out;
 	if (n)

@@ -137,6 +137,7 @@ static void bnb_dfs(struct bnb *b, uint32_t depth, uint64_t cur, uint32_t last)
 		return;
 	}
 	pk->iters++;
+	pk->work += b->m;
 	if (b->aborted || ortmem__pk_out_of_time(pk)) {
 		b->aborted = pk->best_h > pk->lb;
 		return;

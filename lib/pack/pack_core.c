@@ -11,19 +11,31 @@
 
 #include "pack_internal.h"
 
-/* From this many items a plan takes longer than reading the clock. */
-#define PK_CLOCK_EACH_N 4096
-/* Above this many conflicting pairs only the start-time sweep runs. */
-#define PK_MAX_CONFLICTS (1u << 25)
+/* ---- the budget ---- */
+
+bool ortmem__pk_deadline_passed(struct packer *pk)
+{
+	if (pk->timed_out)
+		return true;
+	if (pk->work < PK_CLOCK_WORK || pk->deadline_off)
+		return false;
+	pk->work = 0;
+	pk->timed_out = ortmem__now_ns() >= pk->opts.deadline_ns;
+	return pk->timed_out;
+}
 
 /* ---- conflict lists ---- */
 
-/* Conflict lists by a start-time sweep; -E2BIG when there are too many. */
-int ortmem__pk_build_conflicts(struct packer *pk)
+/*
+ * Conflict lists by a start-time sweep (O(n + pairs)): -ETIME when
+ * @timed and the deadline passed first.
+ */
+int ortmem__pk_build_conflicts(struct packer *pk, bool timed)
 {
-	/* Scratch: the packer's arrays, written over later anyway. */
+	/* Scratch: the packer's arrays, written over later anyway; never
+	 * the best packing, which may already hold the first plan. */
 	uint32_t n = pk->n, *ids = pk->order, *tmp = pk->rank;
-	uint32_t *act = pk->best_order, *deg = pk->t32[1];
+	uint32_t *act = pk->t32[0], *deg = pk->t32[1];
 	uint32_t nact = 0, i, j, k;
 	uint64_t *key = pk->t64[0], total = 0;
 	int ret = -ENOMEM;
@@ -42,6 +54,11 @@ int ortmem__pk_build_conflicts(struct packer *pk)
 
 			if (!ortmem__pk_live(x))
 				continue;
+			pk->work += nact + 1;
+			if (timed && ortmem__pk_deadline_passed(pk)) {
+				ret = -ETIME;
+				goto out;
+			}
 			for (j = 0; j < nact;) {
 				if (pk->it[act[j]].hi <= x->lo) {
 					act[j] = act[--nact];
@@ -60,10 +77,6 @@ int ortmem__pk_build_conflicts(struct packer *pk)
 			act[nact++] = ids[k];
 		}
 		if (!pass) {
-			if (total > PK_MAX_CONFLICTS) {
-				ret = -E2BIG;
-				goto out;
-			}
 			pk->cidx = malloc(sizeof(*pk->cidx) * (n + 1));
 			pk->conf = malloc(sizeof(*pk->conf) * (total ? total : 1));
 			if (!pk->cidx || !pk->conf)
@@ -78,6 +91,12 @@ int ortmem__pk_build_conflicts(struct packer *pk)
 	pk->have_conf = true;
 	ret = 0;
 out:
+	if (ret) {
+		free(pk->cidx);
+		free(pk->conf);
+		pk->cidx = NULL;
+		pk->conf = NULL;
+	}
 	return ret;
 }
 
@@ -156,6 +175,13 @@ uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from)
 			pk->hpre[p] = h;
 			continue;
 		}
+		/* A placement of a dense graph may take long: the clock is
+		 * looked at along the way, not only between placements. */
+		pk->work += pk->cidx[i + 1] - pk->cidx[i] + 1;
+		if (ortmem__pk_deadline_passed(pk)) {
+			pk->placed = false;
+			return UINT64_MAX;
+		}
 		d = 0;
 		for (k = pk->cidx[i]; k < pk->cidx[i + 1]; k++) {
 			uint32_t j = pk->conf[k];
@@ -173,60 +199,6 @@ uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from)
 	}
 	pk->placed = true;
 	return h;
-}
-
-/*
- * Without conflict lists (too many pairs): sweep by start time, keeping the
- * live placed items, which are exactly an item's placed conflicts.
- */
-int ortmem__pk_place_sweep(struct packer *pk)
-{
-	uint32_t n = pk->n, *ids, *tmp, *act, nact = 0, j, k, d;
-	uint64_t *key, h = 0;
-	int ret = -ENOMEM;
-
-	ids = malloc(sizeof(*ids) * n);
-	tmp = malloc(sizeof(*tmp) * n);
-	act = malloc(sizeof(*act) * n);
-	key = calloc(n ? n : 1, sizeof(*key));
-	if (!ids || !tmp || !act || !key)
-		goto out;
-	for (k = 0; k < n; k++) {
-		ids[k] = k;
-		key[k] = pk->it[k].lo;
-	}
-	ortmem__pk_sort_by(ids, n, key, tmp);
-	for (k = 0; k < n; k++) {
-		const struct pk_item *x = &pk->it[ids[k]];
-
-		pk->off[ids[k]] = 0;
-		if (!ortmem__pk_live(x))
-			continue;
-		d = 0;
-		for (j = 0; j < nact;) {
-			if (pk->it[act[j]].hi <= x->lo) {
-				act[j] = act[--nact];
-				continue;
-			}
-			pk->gap[d][0] = pk->off[act[j]];
-			pk->gap[d][1] = pk->off[act[j]] + pk->it[act[j]].size;
-			d++;
-			j++;
-		}
-		pk->off[ids[k]] = pk_best_fit(pk->gap, d, x->size);
-		if (pk->off[ids[k]] + x->size > h)
-			h = pk->off[ids[k]] + x->size;
-		act[nact++] = ids[k];
-	}
-	memcpy(pk->best_off, pk->off, sizeof(*pk->off) * n);
-	pk->best_h = h;
-	ret = 0;
-out:
-	free(ids);
-	free(tmp);
-	free(act);
-	free(key);
-	return ret;
 }
 
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)
@@ -265,10 +237,10 @@ bool ortmem__pk_out_of_time(struct packer *pk)
 		return true;
 	if (pk->opts.max_iter && pk->iters >= pk->opts.max_iter)
 		return true;
-	/* The clock every 16 plans, or at each when a plan takes longer
-	 * than the clock (big instances). */
-	return ortmem__pk_budget_spent(pk, pk->n > PK_CLOCK_EACH_N ? 0 : pk->iters,
-				       16, pk->opts.deadline_ns);
+	/* The clock is cheap (vDSO) but not free: it is looked at after so
+	 * much work (conflicts inspected), whatever the size of a plan. */
+	pk->work++;
+	return ortmem__pk_deadline_passed(pk);
 }
 
 /* What ortmem__pk_alloc() allocated: a clone's own arrays. */

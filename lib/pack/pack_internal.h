@@ -52,6 +52,15 @@ struct packer {
 	uint64_t iters;
 	uint64_t rng;
 	struct pk_opts opts;
+	/* what the later phases cost, counted by the first plan */
+	uint64_t pairs;		/* conflicting pairs */
+	uint64_t cells;		/* item x section of time memberships */
+	uint64_t nsec;		/* sections of time */
+	/* conflicts inspected since the clock was last looked at; the
+	 * deadline passed (a placement stopped half way) */
+	uint64_t work;
+	bool timed_out;
+	bool deadline_off;	/* the first plan is being made: no deadline */
 };
 
 /* The packer's deterministic generator (xorshift64*), seeded by opts. */
@@ -123,14 +132,28 @@ void ortmem__pk_sort_by(uint32_t *ids, uint32_t n, const uint64_t *key,
 uint32_t ortmem__pk_section_times(uint64_t *t, uint32_t nt);
 uint32_t ortmem__pk_section_of(const uint64_t *t, uint32_t n, uint64_t v);
 
+/*
+ * pack_first.c: the first plan of a dense instance, best fit in order of
+ * start by a sweep, O(n log n), looking at no pair.
+ */
+int ortmem__pk_first_plan(struct packer *pk);
 /* pack_core.c: the floor every search calls. */
 int ortmem__pk_alloc(struct packer *pk);
 void ortmem__pk_free(struct packer *pk);
-/* Conflict lists by a start-time sweep; -E2BIG when there are too many. */
-int ortmem__pk_build_conflicts(struct packer *pk);
-/* Without conflict lists: one best-fit sweep by start time. */
-int ortmem__pk_place_sweep(struct packer *pk);
+/*
+ * Conflict lists by a start-time sweep, O(n + pairs); -ETIME when @timed
+ * and the deadline passed first (nothing is kept).
+ */
+int ortmem__pk_build_conflicts(struct packer *pk, bool timed);
+/*
+ * Best fit in pk->order from position @from; the height, or UINT64_MAX
+ * when the deadline passed half way (pk->timed_out is set).
+ */
 uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from);
+/* Look at the clock once this much work (conflicts inspected) was done. */
+#define PK_CLOCK_WORK (1u << 14)
+/* The deadline passed (looking at the clock only every PK_CLOCK_WORK). */
+bool ortmem__pk_deadline_passed(struct packer *pk);
 bool ortmem__pk_out_of_time(struct packer *pk);
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h);
 /*

@@ -248,7 +248,8 @@ static void ps_run(struct ps *s, uint32_t threads)
 	/* Helpers take no signal: the caller's handlers run where it expects. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (t = 0; hp && t < nh; t++) {
+	/* Each helper's copy costs a skyline: none starts past the deadline. */
+	for (t = 0; hp && t < nh && ortmem__now_ns() < pk->opts.deadline_ns; t++) {
 		uint64_t seed = pk->rng ^ (0x9e3779b97f4a7c15ull * (t + 1));
 
 		if (ortmem__pk_clone(&hp[t].pk, pk, seed))
@@ -300,6 +301,7 @@ bool ortmem__pk_race(struct packer *pk)
 	struct ps_shared sh;
 	struct ps proto = { .pk = pk, .sh = &sh }, s;
 	uint32_t i, threads = pk->opts.threads;
+	uint64_t work;
 	bool ok;
 
 	for (i = 0; i < pk->n; i++) {
@@ -318,6 +320,15 @@ bool ortmem__pk_race(struct packer *pk)
 		ps_compact_only(&proto);
 		return proto.proven >= pk->best_h;
 	}
+	/*
+	 * A dive costs about (sections + 2 cells + items) x items ns, a
+	 * skyline about its cells: sized by the first plan, before any is
+	 * built, so that a dense graph does not spend its budget on them.
+	 */
+	work = (pk->nsec + 2 * pk->cells + proto.m) * proto.m;
+	if (pk->cells > UINT32_MAX / 4 ||
+	    ortmem__now_ns() + 4 * work >= pk->opts.deadline_ns)
+		return false;
 	atomic_init(&sh.best, pk->best_h);
 	atomic_init(&sh.proven, proto.proven);
 	proto.best = pk->best_h;

@@ -130,7 +130,7 @@ ORTMEM_API int ortmem_plan_deferred(const struct ortmem_plan *plan,
 {
 	if (!plan || (cap && !ids))
 		return ortmem__err_invalid(-1, 0, "ortmem_plan_deferred: NULL plan or ids");
-	if (plan->n_deferred)
+	if (plan->n_deferred && cap)	/* ids may be NULL when cap is 0 */
 		memcpy(ids, plan->deferred, sizeof(*ids) *
 		       (cap < plan->n_deferred ? cap : plan->n_deferred));
 	return (int)plan->n_deferred;

@@ -110,6 +110,35 @@ int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered)
 	return 0;
 }
 
+int ortmem__sfile_open_ro(struct ortmem__sfile *f, const char *path,
+			  bool buffered)
+{
+	int fd = -EINVAL;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	snprintf(f->dir, sizeof(f->dir), "%s", path);
+	if (!buffered) {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+		if (fd >= 0)
+			f->direct = true;
+		else
+			fd = -errno;
+	}
+	if (fd < 0 && (buffered || fd == -EINVAL)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+	}
+	if (fd < 0)
+		return fd;
+	f->fd = fd;
+	sfile_probe_align(f);
+	if (!f->direct)
+		f->mem_align = 1;
+	return 0;
+}
+
 void ortmem__sfile_close(struct ortmem__sfile *f)
 {
 	if (f->fd >= 0 && close(f->fd))

@@ -68,6 +68,9 @@ int ortmem__sfile_open(struct ortmem__sfile *f, const char *dir, bool buffered);
 void ortmem__sfile_close(struct ortmem__sfile *f);
 /* Reserve [from, to) with fallocate. */
 int ortmem__sfile_reserve(struct ortmem__sfile *f, uint64_t from, uint64_t to);
+/* Open an existing file read-only, O_DIRECT where it allows (wfile.c). */
+int ortmem__sfile_open_ro(struct ortmem__sfile *f, const char *path,
+			  bool buffered);
 
 /* ---- checksums and trailer (spill_csum.c) ---- */
 
@@ -145,6 +148,12 @@ struct ortmem__sreq {
 	bool finished;
 	bool unprepared;	/* failed before any I/O */
 	bool verify_pending;	/* read done, checksum still to check */
+	/* No tail, no trailer: len and foff are multiples of the alignment
+	 * and the caller verifies the bytes (file-backed weights). */
+	bool raw;
+	/* Raw reads: called when the bytes are in; 0 or -errno. */
+	int (*verify_raw)(struct ortmem__sreq *r);
+	void *verify_arg;
 	struct ortmem__sreq *next_verify;
 	uint32_t tail_slot;	/* UINT32_MAX none */
 	uint32_t pending;

@@ -152,8 +152,15 @@ static void req_activate(struct ortmem__lane *l, struct ortmem__sengine *e,
 	uint32_t tlen;
 	uint64_t rest;
 
-	r->body = r->len & ~(uint64_t)(align - 1);
 	r->direct = !((uintptr_t)r->buf & (e->file->mem_align - 1));
+	if (r->raw) {
+		/* A plain aligned range of someone else's file: body only. */
+		r->body = r->len;
+		r->tail_slot = UINT32_MAX;
+		r->tail_sched = true;
+		return;
+	}
+	r->body = r->len & ~(uint64_t)(align - 1);
 	r->tail_slot = l->tail_free[--l->ntail_free];
 	if (!r->is_write)
 		return;
@@ -211,6 +218,14 @@ static void req_account(struct ortmem__sengine *e, struct ortmem__sreq *r)
 static void req_finish(struct ortmem__lane *l, struct ortmem__sengine *e,
 		       struct ortmem__sreq *r)
 {
+	if (r->raw) {
+		/* The caller checks raw reads against its own checksums, here
+		 * while the lane's other reads are still in flight. */
+		if (!r->err && r->verify_raw)
+			r->err = r->verify_raw(r);
+		req_account(e, r);
+		return;
+	}
 	if (!r->is_write && !r->err)
 		req_check_tail(l, e, r);
 	l->tail_free[l->ntail_free++] = r->tail_slot;

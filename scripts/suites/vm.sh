@@ -13,9 +13,11 @@
 # qemu, busybox or any kernel is missing.
 #
 # Environment: O (build folder, set by make), ORTMEM_VM_KERNELS ("KVER ..."
-# to test only those), ORTMEM_VM_FUZZ_SECONDS (60), ORTMEM_VM_TIMEOUT (170),
-# ORTMEM_VM_BENCH=1 (run bench/kmod/pagebench in the VM instead of the
-# tests; make bench-kmod).
+# to test only those), ORTMEM_VM_FUZZ_SECONDS (60), ORTMEM_VM_TIMEOUT (600 s
+# a kernel: a guest needs 110-250 s with the spill-mapping tests, more on a
+# loaded machine; 900 for the bench), ORTMEM_VM_BENCH=1 (run
+# bench/kmod/pagebench and spillbench in the VM instead of the tests; make
+# bench-kmod).
 cd "$(dirname "$0")/../.."
 top=$(pwd)
 : "${O:=$top/build/gcc}"

@@ -56,9 +56,19 @@ scripts/vm/mkinitramfs.sh "$vm/initramfs.cpio.gz" "$kver" "$vm/ortmem-debug.ko" 
 rm -f "$vm/disk.img" "$vm/swap.img"
 truncate -s 64M "$vm/disk.img"
 truncate -s 64M "$vm/swap.img"
+# ext4 on a virtio disk for the spill-mapping tests (/dev/vdc in the guest,
+# mounted on /mnt/spill): O_DIRECT there is real, as on a user's disk.
+rm -f "$vm/spill.img"
+truncate -s 1G "$vm/spill.img"
+mkfs=$(command -v mkfs.ext4 || echo /sbin/mkfs.ext4)
+"$mkfs" -q -F -E nodiscard "$vm/spill.img" > "$vm/mkfs.log" 2>&1 ||
+	{ cat "$vm/mkfs.log"; fail "mkfs.ext4 of the spill disk failed (package e2fsprogs)"; }
+export SPILL_IMAGE="$vm/spill.img"
 
 fuzz=${ORTMEM_VM_FUZZ_SECONDS:-60}
-limit=${ORTMEM_VM_TIMEOUT:-170}
+limit=${ORTMEM_VM_TIMEOUT:-600}
+# The benchmarks move 256 MiB many times over under TCG: give them longer.
+[ "${ORTMEM_VM_BENCH:-0}" = 1 ] && limit=${ORTMEM_VM_TIMEOUT:-900}
 t0=$(date +%s)
 mode=test
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
@@ -70,7 +80,7 @@ tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
 
 if [ "$mode" = bench ]; then
 	echo "# vm: kernel $kver, qemu TCG (-smp 2 -m 1024), $((t1 - t0)) s wall"
-	grep '^pagebench' "$vm/console.txt"
+	grep '^pagebench\|^spillbench\|^spill-map:' "$vm/console.txt"
 	grep -q '@@ortmem-vm bench-end rc=0' "$vm/console.txt"
 	exit
 fi

@@ -66,6 +66,15 @@ add_module() {
 : > "$root/modules/order"
 add_module virtio_pci
 add_module virtio_blk
+# ext4 for the spill-mapping tests' file system (O_DIRECT on a real disk),
+# and CRC32C for ext4 and ortmem.ko (libcrc32c needs an implementation of the
+# "crc32c" hash loaded first; the guest has no modprobe to find one).
+add_module crc32c_generic
+# The SSE4.2 implementation too, when the kernel has it: the crypto API
+# then prefers it for the module's verification.
+grep -q '/crc32c-intel\.ko' "$moddir/modules.dep" && add_module crc32c-intel
+add_module libcrc32c
+add_module ext4
 cp "$ko" "$root/modules/ortmem.ko"
 
 # Tests, and the runner with its settings.

@@ -276,4 +276,24 @@ TEST_F(dev, freed_handle_and_offset_are_not_reused_at_once)
 	EXPECT_EQ(self->regions, nr_regions());
 }
 
+/* A region is mapped read-write: a file not opened O_RDWR cannot ALLOC. */
+TEST(alloc_needs_o_rdwr)
+{
+	static const int modes[] = { O_RDONLY, O_WRONLY };
+	struct ortmem_version_args v = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		int64_t regions = nr_regions();
+		int fd = open(ORTMEM_DEV, modes[i] | O_CLOEXEC);
+
+		if (fd < 0)
+			SKIP("%s: %s", ORTMEM_DEV, strerror(errno));
+		EXPECT_EQ(0, xioctl(fd, ORTMEM_IOC_GET_VERSION, &v));
+		EXPECT_EQ(-EBADF, region_alloc(fd, PAGE, ORTMEM_NUMA_ANY, 0, NULL));
+		EXPECT_EQ(regions, nr_regions());
+		close(fd);
+	}
+}
+
 TEST_HARNESS_MAIN

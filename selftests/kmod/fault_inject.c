@@ -358,6 +358,41 @@ TEST_F(fim, fault_touch_is_sigbus)
 	knob_off(self->knob);
 }
 
+/*
+ * A system call that pins the page (vmsplice here; O_DIRECT and io_uring
+ * pin the same way) gets EFAULT from one failed fault-in: it does not
+ * retry.  Disarmed, the same call goes through.
+ */
+TEST_F(fim, fault_failure_reaches_vmsplice)
+{
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int knob = knob_open(), fd = dev_open(), pfd[2];
+		struct ortmem_alloc_args a;
+		struct iovec iov;
+		void *p;
+
+		if (knob < 0 || fd < 0 || pipe(pfd) ||
+		    region_alloc(fd, NPAGES * PAGE, ORTMEM_NUMA_ANY, 0, &a))
+			_exit(90);
+		p = region_map(fd, NPAGES * PAGE, a.mmap_offset,
+			       PROT_READ | PROT_WRITE, MAP_SHARED);
+		if (p == MAP_FAILED || knob_arm(knob, "fault", 1))
+			_exit(91);
+		iov = (struct iovec){ .iov_base = p, .iov_len = PAGE };
+		if (vmsplice(pfd[1], &iov, 1, 0) != -1 || errno != EFAULT)
+			_exit(92);
+		knob_off(knob);
+		if (vmsplice(pfd[1], &iov, 1, 0) != (ssize_t)PAGE)
+			_exit(93);
+		_exit(0);
+	}
+	EXPECT_EQ(0, wait_status(pid));
+	knob_off(self->knob);
+}
+
 /* Bad input to the knob itself. */
 TEST_F(fim, knob_rejects_bad_input)
 {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Random ioctl commands and arguments, random mmaps and munmaps, for
+ * Random ioctl commands and arguments, random mmaps and munmaps, random
+ * spill-mapping steps on a file of the spill disk (when there is one), for
  * ORTMEM_FUZZ_SECONDS (default 60) seconds.  Afterwards nothing is pinned,
  * nothing is outstanding, and the runner checks that the kernel log shows no
  * warning.
@@ -10,6 +11,7 @@
 
 #include "../harness.h"
 #include "ortmem_test.h"
+#include "spill_test.h"
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -39,16 +41,57 @@ static uint64_t rnd_value(uint64_t *s)
 	}
 }
 
+/*
+ * One random spill-mapping step on a real spill file: bind, unbind, evict
+ * (with the CRCs of zero pages, right for untouched pages whose sparse
+ * extent reads back zeroes, wrong for touched ones), restore in either
+ * form, or the statistics.  Random handles and ranges, mostly small.
+ */
+static int spill_step(uint64_t *s, int fd, int file)
+{
+	static uint32_t zero_crcs[4];
+	uint32_t h = (uint32_t)(rnd(s) % 40);
+	uint64_t off = (rnd(s) % 16) * 4096, len = (rnd(s) % 4 + 1) * 4096;
+	struct ortmem_spill_stats_args st;
+	struct ortmem_evict_args e;
+	static char zero[4096];
+	int i;
+
+	if (!zero_crcs[0])
+		for (i = 0; i < 4; i++)
+			zero_crcs[i] = crc32c_sw(0, zero, sizeof(zero));
+	switch (rnd(s) % 6) {
+	case 0:
+		return spill_bind(fd, h, off, len, file, (rnd(s) % 64) * 4096);
+	case 1:
+		return spill_unbind(fd, h, off, len);
+	case 2:
+	case 3:
+		memset(&e, 0, sizeof(e));
+		e.handle = h;
+		e.offset = off;
+		e.length = len;
+		e.crcs = (uintptr_t)zero_crcs;
+		return ioctl(fd, ORTMEM_IOC_EVICT, &e) ? -errno : 0;
+	case 4:
+		return spill_restore(fd, h, off, len,
+				     rnd(s) % 2 ? ORTMEM_RESTORE_NOFILL : 0);
+	default:
+		return spill_stats(fd, rnd(s) % 2 ? h : 0, &st);
+	}
+}
+
 static unsigned long rnd_cmd(uint64_t *s)
 {
 	static const unsigned long cmds[] = {
 		ORTMEM_IOC_GET_VERSION, ORTMEM_IOC_ALLOC, ORTMEM_IOC_FREE,
-		ORTMEM_IOC_QUERY,
+		ORTMEM_IOC_QUERY, ORTMEM_IOC_BIND, ORTMEM_IOC_UNBIND,
+		ORTMEM_IOC_EVICT, ORTMEM_IOC_RESTORE, ORTMEM_IOC_SPILL_STATS,
 	};
 	unsigned long dir = rnd(s) % 4, nr = rnd(s) % 8, size = rnd(s) % 80;
 
 	if (rnd(s) % 4)
-		return cmds[rnd(s) % 4];
+		return cmds[rnd(s) % (sizeof(cmds) / sizeof(cmds[0]))];
 	if (rnd(s) % 2)
 		return _IOC(dir, ORTMEM_IOC_MAGIC, nr, size);
 	return (unsigned long)rnd(s);
@@ -68,8 +111,9 @@ TEST_TIMEOUT(random_ioctls_and_mappings, 200)
 	uint64_t seed = (uint64_t)time(NULL) * 2654435761u | 1;
 	uint64_t words[8];
 	unsigned long calls = 0, ok = 0;
+	char spill_path[256];
 	time_t end;
-	int fd, i;
+	int fd, i, file;
 
 	OPEN_OR_SKIP(fd);
 	/* A small cap keeps random sizes from filling the VM's RAM. */
@@ -77,7 +121,9 @@ TEST_TIMEOUT(random_ioctls_and_mappings, 200)
 		TH_LOG("max_pinned_mb set to 64 for the run");
 	if (getenv("ORTMEM_FUZZ_SEED"))
 		seed = strtoull(getenv("ORTMEM_FUZZ_SEED"), NULL, 0) | 1;
-	TH_LOG("seed 0x%llx, %ld s", (unsigned long long)seed, seconds);
+	file = spill_file_open("fuzz", 0, spill_path, sizeof(spill_path));
+	TH_LOG("seed 0x%llx, %ld s, %s", (unsigned long long)seed, seconds,
+	       file >= 0 ? "with a spill file" : "no spill file system");
 	end = time(NULL) + seconds;
 	while (time(NULL) < end) {
 		for (i = 0; i < 256; i++, calls++) {
@@ -125,6 +171,8 @@ TEST_TIMEOUT(random_ioctls_and_mappings, 200)
 				};
 
 				ok += ioctl(fd, ORTMEM_IOC_FREE, &f) == 0;
+			} else if (file >= 0 && rnd(&seed) % 2) {
+				ok += spill_step(&seed, fd, file) == 0;
 			} else {
 				struct mapping *m = &maps[rnd(&seed) % 64];
 
@@ -150,6 +198,10 @@ TEST_TIMEOUT(random_ioctls_and_mappings, 200)
 		if (maps[i].addr)
 			munmap(maps[i].addr, maps[i].len);
 	close(fd);
+	if (file >= 0) {
+		close(file);
+		unlink(spill_path);
+	}
 	if (geteuid() == 0)
 		sysfs_write(PARAM_CAP, "0");
 	EXPECT_LT(1000, calls);

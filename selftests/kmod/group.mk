@@ -10,7 +10,7 @@
 KMOD_SRCS := $(wildcard kmod/*.c)
 KMOD_PROGS := $(patsubst kmod/%.c,$(O)/vm/selftests/kmod/%,$(KMOD_SRCS))
 
-$(O)/vm/selftests/kmod/%: kmod/%.c kmod/ortmem_test.h harness.h harness_run.h \
+$(O)/vm/selftests/kmod/%: kmod/%.c kmod/ortmem_test.h kmod/spill_test.h harness.h harness_run.h \
 		$(TOPDIR)/include/uapi/linux/ortmem.h
 	$(call msg,CC,$@)
 	@mkdir -p $(@D)
@@ -40,6 +40,14 @@ else
 	$(Q)chmod +x $@
 endif
 
-vm-progs: $(KMOD_PROGS) $(O)/vm/selftests/kmod/compat32 $(O)/vm/bench/pagebench
+# And the spill-mapping benchmark (the fault-back and restore figures).
+$(O)/vm/bench/spillbench: $(TOPDIR)/bench/kmod/spillbench.c kmod/spill_test.h \
+		$(TOPDIR)/include/uapi/linux/ortmem.h
+	$(call msg,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(shell pkg-config --libs liburing)
+
+vm-progs: $(KMOD_PROGS) $(O)/vm/selftests/kmod/compat32 $(O)/vm/bench/pagebench \
+	$(O)/vm/bench/spillbench
 
 .PHONY: vm-progs

@@ -4,8 +4,11 @@
  * mmap refused, partial mappings, free while mapped, close, and fork (also
  * after madvise(MADV_DOFORK)).
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/personality.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include "../harness.h"
@@ -284,6 +287,106 @@ TEST_F(rg, madv_dofork_child_shares_nothing)
 	ASSERT_EQ(0, xioctl(self->fd, ORTMEM_IOC_QUERY, &q));
 	EXPECT_EQ(1, q.map_count);
 	EXPECT_EQ(0, munmap((void *)p, 16 * PAGE));
+}
+
+/*
+ * vmsplice puts region pages in a pipe; FREE and munmap then end the region:
+ * outstanding_pages drops at once (the module holds nothing), and the pipe
+ * still reads the data, intact, from the pages it keeps alive.
+ */
+TEST_F(rg, pipe_keeps_pages_after_free)
+{
+	unsigned char *p = region_map(self->fd, 16 * PAGE, self->a.mmap_offset,
+				      PROT_READ | PROT_WRITE, MAP_SHARED);
+	unsigned char buf[PAGE];
+	struct iovec iov;
+	int pfd[2];
+	size_t i;
+
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, pipe(pfd));
+	for (i = 0; i < 2 * PAGE; i++)
+		p[i] = (unsigned char)(i * 7 + 3);
+	iov = (struct iovec){ .iov_base = p, .iov_len = 2 * PAGE };
+	ASSERT_EQ((ssize_t)(2 * PAGE), vmsplice(pfd[1], &iov, 1, 0));
+	EXPECT_EQ(0, region_free(self->fd, self->a.handle));
+	EXPECT_EQ(0, munmap(p, 16 * PAGE));
+	EXPECT_EQ(self->out, outstanding());
+	EXPECT_EQ(self->pinned, pinned_bytes());
+	for (i = 0; i < 2; i++) {
+		size_t j;
+
+		ASSERT_EQ((ssize_t)PAGE, read(pfd[0], buf, PAGE));
+		for (j = 0; j < PAGE; j++)
+			if (buf[j] != (unsigned char)((i * PAGE + j) * 7 + 3))
+				break;
+		EXPECT_EQ(PAGE, j);
+	}
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/* Whether the mapping at @addr is executable, per /proc/self/maps. */
+static int mapping_is_exec(void *addr)
+{
+	char line[256], perms[8];
+	unsigned long lo, hi;
+	FILE *f = fopen("/proc/self/maps", "r");
+	int x = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+		    (unsigned long)addr >= lo && (unsigned long)addr < hi)
+			x = perms[2] == 'x';
+	fclose(f);
+	return x;
+}
+
+/*
+ * READ_IMPLIES_EXEC makes the kernel add PROT_EXEC to readable file
+ * mappings, except on noexec mounts.  Where it does (seen on /dev/zero, a
+ * device node on the same mount), a region mapping is refused with EPERM,
+ * as an explicit PROT_EXEC is; where it does not, the mapping works and is
+ * not executable.
+ */
+TEST_F(rg, read_implies_exec_follows_the_kernel)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int zfd = open("/dev/zero", O_RDWR | O_CLOEXEC), implied;
+		/* The fixture's file is the parent's: the child opens its own. */
+		int fd = dev_open();
+		struct ortmem_alloc_args a;
+		void *z, *m;
+
+		if (zfd < 0 || fd < 0 ||
+		    region_alloc(fd, PAGE, ORTMEM_NUMA_ANY, 0, &a) ||
+		    personality(READ_IMPLIES_EXEC) < 0)
+			_exit(90);
+		z = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, zfd, 0);
+		if (z == MAP_FAILED)
+			_exit(91);
+		implied = mapping_is_exec(z);
+		m = region_map(fd, PAGE, a.mmap_offset, PROT_READ, MAP_SHARED);
+		fprintf(stderr, "# READ_IMPLIES_EXEC: /dev/zero mapping %s; region mmap %s (%s)\n",
+			implied == 1 ? "executable" : "not executable",
+			m == MAP_FAILED ? "refused" : "mapped",
+			m == MAP_FAILED ? strerror(errno) : "-");
+		if (implied == 1)
+			_exit(m == MAP_FAILED && errno == EPERM ? 0 : 92);
+		if (implied != 0 || m == MAP_FAILED)
+			_exit(93);
+		_exit(mapping_is_exec(m) == 0 ? 0 : 94);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 TEST_HARNESS_MAIN

@@ -38,6 +38,7 @@
 /* Feature bits reported by ORTMEM_IOC_GET_VERSION. */
 #define ORTMEM_FEAT_REGIONS	(1ULL << 0)	/* ALLOC, FREE, QUERY, mmap */
 #define ORTMEM_FEAT_NUMA	(1ULL << 1)	/* numa_node is honoured */
+#define ORTMEM_FEAT_SPILL_MAP	(1ULL << 2)	/* BIND, UNBIND, EVICT, RESTORE, SPILL_STATS */
 
 /**
  * struct ortmem_version_args - Argument of %ORTMEM_IOC_GET_VERSION.
@@ -122,9 +123,129 @@ struct ortmem_query_args {
 	__u32 map_count;
 };
 
+/*
+ * Disk-spill mapping (Documentation/userspace-api/ortmem.rst, "Spill
+ * mapping"): a page-aligned range of a region is bound to an extent of a
+ * spill file, evicted once userspace has written it there, and brought back
+ * on touch (fault-back) or by %ORTMEM_IOC_RESTORE.  Offsets and lengths are
+ * bytes and must be multiples of the page size.
+ */
+
+/**
+ * struct ortmem_bind_args - Argument of %ORTMEM_IOC_BIND.
+ * @handle: in: a live handle on this file descriptor.
+ * @flags: in: must be 0.
+ * @offset: in: first byte of the range in the region (page-aligned).
+ * @length: in: bytes (page-aligned, > 0, within the region).
+ * @fd: in: the spill file: a regular file opened read-write (O_DIRECT or
+ *	not; the module reads it the way it was opened).
+ * @pad: must be 0.
+ * @file_offset: in: where the range's first page lies in the file
+ *	(page-aligned); page i of the range is at @file_offset + i * page size.
+ *
+ * The module takes its own reference to the file.  Every page of the range
+ * must be unbound (-EBUSY otherwise).
+ */
+struct ortmem_bind_args {
+	__u32 handle;
+	__u32 flags;
+	__u64 offset;
+	__u64 length;
+	__s32 fd;
+	__u32 pad;
+	__u64 file_offset;
+};
+
+/**
+ * struct ortmem_range_args - Argument of %ORTMEM_IOC_UNBIND and %ORTMEM_IOC_RESTORE.
+ * @handle: in: a live handle on this file descriptor.
+ * @flags: in: 0 for UNBIND; %ORTMEM_RESTORE_* bits for RESTORE.
+ * @offset: in: first byte of the range in the region (page-aligned).
+ * @length: in: bytes (page-aligned, > 0, within the region).
+ */
+struct ortmem_range_args {
+	__u32 handle;
+	__u32 flags;
+	__u64 offset;
+	__u64 length;
+};
+
+/*
+ * RESTORE without flags reads every evicted page of the range from its
+ * extent and verifies it.  With ORTMEM_RESTORE_NOFILL the pages are only
+ * allocated (zeroed) and charged; userspace fills them (an io_uring read
+ * into the mapping) and the module checks nothing.
+ */
+#define ORTMEM_RESTORE_NOFILL	(1U << 0)
+#define ORTMEM_RESTORE_FLAGS	(ORTMEM_RESTORE_NOFILL)
+
+/**
+ * struct ortmem_evict_args - Argument of %ORTMEM_IOC_EVICT.
+ * @handle: in: a live handle on this file descriptor.
+ * @flags: in: must be 0.
+ * @offset: in: first byte of the range in the region (page-aligned).
+ * @length: in: bytes (page-aligned, > 0, at most
+ *	%ORTMEM_EVICT_MAX_PAGES pages, every page bound and resident).
+ * @crcs: in: user pointer to one __u32 per page of the range: the CRC32C
+ *	(Castagnoli, reflected, seed 0, no final inversion: the kernel's
+ *	crc32c(0, page, page size) and ISA-L's crc32_iscsi(page, size, 0)) of
+ *	the page as written to its extent.  Checked against the page before
+ *	it is dropped (-EBADMSG) and against the extent at fault-back.
+ */
+struct ortmem_evict_args {
+	__u32 handle;
+	__u32 flags;
+	__u64 offset;
+	__u64 length;
+	__u64 crcs;
+};
+
+#define ORTMEM_EVICT_MAX_PAGES	(1U << 20)
+
+/* Causes of a failed fault-back or restore, the index of failed[]. */
+#define ORTMEM_SPILL_FAIL_CHARGE	0	/* over RLIMIT_MEMLOCK or the module cap */
+#define ORTMEM_SPILL_FAIL_READ		1	/* read error or short read (truncated file) */
+#define ORTMEM_SPILL_FAIL_CHECKSUM	2	/* the extent's CRC32C does not match */
+#define ORTMEM_SPILL_FAIL_NOMEM		3	/* no page to read into */
+#define ORTMEM_SPILL_FAIL_NR		4
+
+/**
+ * struct ortmem_spill_stats_args - Argument of %ORTMEM_IOC_SPILL_STATS.
+ * @handle: in: 0 for every live handle of this file, or one live handle.
+ * @flags: in: must be 0.
+ * @resident_bytes: out: bytes of the handle(s) in RAM.
+ * @evicted_bytes: out: bytes of the handle(s) evicted to their extent.
+ * @bound_bytes: out: bytes of the handle(s) bound to an extent.
+ * @fault_backs: out: pages brought back by a touch, on this file.
+ * @restored: out: pages brought back by %ORTMEM_IOC_RESTORE, on this file.
+ * @readahead: out: pages brought back with a fault-back, after the touched
+ *	page (read in the same request), on this file.
+ * @failed: out: failed fault-backs and restores on this file, by cause
+ *	(%ORTMEM_SPILL_FAIL_*).
+ *
+ * The counters (@fault_backs, @restored, @readahead, @failed) are of the open file
+ * description, whichever @handle asks; the byte figures are of @handle.
+ */
+struct ortmem_spill_stats_args {
+	__u32 handle;
+	__u32 flags;
+	__u64 resident_bytes;
+	__u64 evicted_bytes;
+	__u64 bound_bytes;
+	__u64 fault_backs;
+	__u64 restored;
+	__u64 readahead;
+	__u64 failed[ORTMEM_SPILL_FAIL_NR];
+};
+
 #define ORTMEM_IOC_GET_VERSION	_IOWR(ORTMEM_IOC_MAGIC, 0x00, struct ortmem_version_args)
 #define ORTMEM_IOC_ALLOC	_IOWR(ORTMEM_IOC_MAGIC, 0x01, struct ortmem_alloc_args)
 #define ORTMEM_IOC_FREE		_IOWR(ORTMEM_IOC_MAGIC, 0x02, struct ortmem_free_args)
 #define ORTMEM_IOC_QUERY	_IOWR(ORTMEM_IOC_MAGIC, 0x03, struct ortmem_query_args)
+#define ORTMEM_IOC_BIND		_IOWR(ORTMEM_IOC_MAGIC, 0x04, struct ortmem_bind_args)
+#define ORTMEM_IOC_UNBIND	_IOWR(ORTMEM_IOC_MAGIC, 0x05, struct ortmem_range_args)
+#define ORTMEM_IOC_EVICT	_IOWR(ORTMEM_IOC_MAGIC, 0x06, struct ortmem_evict_args)
+#define ORTMEM_IOC_RESTORE	_IOWR(ORTMEM_IOC_MAGIC, 0x07, struct ortmem_range_args)
+#define ORTMEM_IOC_SPILL_STATS	_IOWR(ORTMEM_IOC_MAGIC, 0x08, struct ortmem_spill_stats_args)
 
 #endif /* _UAPI_LINUX_ORTMEM_H */

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spillbench - the disk-spill mapping's speed (run in the VM by "make
+ * bench-kmod", on the ext4 spill disk, ORTMEM_VM_SPILL_DIR): a range of
+ * SPILLBENCH_MIB (256) MiB is written to its extent with O_DIRECT, then
+ * each run, in turn:
+ *   1. evicts it and touches it sequentially (transparent fault-back);
+ *   2. evicts it and brings it back with RESTORE(NOFILL) plus io_uring
+ *      O_DIRECT reads of 1 MiB at queue depth 8 (the library's promotion);
+ *   3. evicts it and brings it back with RESTORE (module reads, verifies);
+ *   4. reads the same bytes from the same file with plain O_DIRECT pread
+ *      of 1 MiB into an ordinary buffer, the peer of all three.
+ * SPILLBENCH_RUNS (5) runs, interleaved; each ratio is pread time / path
+ * time of the same run (above 1: faster than pread); median and range.
+ * Every path's bytes are checked once per run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uapi/linux/ortmem.h>
+
+#include "../../selftests/kmod/spill_test.h"
+
+#define PG 4096u
+#define CHUNK (1u << 20)
+#define QD 8
+#define MAX_RUNS 15
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "spillbench: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+struct ctx {
+	int dev, file;
+	uint32_t handle;
+	unsigned char *map;
+	uint64_t len;
+	uint32_t *crcs;
+	struct io_uring ring;
+};
+
+static void evict(struct ctx *c)
+{
+	struct ortmem_evict_args e = { .handle = c->handle, .length = c->len,
+				       .crcs = (uintptr_t)c->crcs };
+	int tries;
+
+	/* EBUSY: a reference of the last O_DIRECT request still going away. */
+	for (tries = 0; ioctl(c->dev, ORTMEM_IOC_EVICT, &e); tries++)
+		if (errno != EBUSY || tries > 100)
+			die("EVICT", errno);
+}
+
+static void check(const struct ctx *c, const void *buf, const char *what)
+{
+	if (pattern_check(buf, 0, c->len / PG, 0x5b, PG) != -1) {
+		fprintf(stderr, "spillbench: %s returned wrong bytes\n", what);
+		exit(1);
+	}
+}
+
+static double time_fault_back(struct ctx *c)
+{
+	volatile unsigned char *p = c->map;
+	unsigned long sum = 0;
+	uint64_t off;
+	double t;
+
+	evict(c);
+	t = now();
+	for (off = 0; off < c->len; off += PG)
+		sum += p[off];
+	t = now() - t;
+	(void)sum;
+	check(c, c->map, "fault-back");
+	return t;
+}
+
+/* RESTORE(NOFILL), then QD io_uring reads of CHUNK into the region. */
+static double time_restore_uring(struct ctx *c, double *ioctl_part)
+{
+	struct io_uring_cqe *cqe;
+	uint64_t next = 0, done = 0;
+	int inflight = 0;
+	double t;
+
+	evict(c);
+	t = now();
+	if (spill_restore(c->dev, c->handle, 0, c->len, ORTMEM_RESTORE_NOFILL))
+		die("RESTORE NOFILL", errno);
+	*ioctl_part = now() - t;
+	while (done < c->len) {
+		while (inflight < QD && next < c->len) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+
+			io_uring_prep_read(sqe, c->file, c->map + next, CHUNK, next);
+			next += CHUNK;
+			inflight++;
+		}
+		io_uring_submit(&c->ring);
+		if (io_uring_wait_cqe(&c->ring, &cqe))
+			die("io_uring_wait_cqe", errno);
+		if (cqe->res != (int)CHUNK)
+			die("io_uring read", cqe->res < 0 ? -cqe->res : EIO);
+		io_uring_cqe_seen(&c->ring, cqe);
+		inflight--;
+		done += CHUNK;
+	}
+	t = now() - t;
+	check(c, c->map, "restore + io_uring");
+	return t;
+}
+
+static double time_restore_verified(struct ctx *c)
+{
+	double t;
+
+	evict(c);
+	t = now();
+	if (spill_restore(c->dev, c->handle, 0, c->len, 0))
+		die("RESTORE", errno);
+	t = now() - t;
+	check(c, c->map, "restore (verified)");
+	return t;
+}
+
+static double time_pread(struct ctx *c, unsigned char *buf)
+{
+	uint64_t off;
+	double t = now();
+
+	for (off = 0; off < c->len; off += CHUNK)
+		if (pread(c->file, buf + off, CHUNK, (off_t)off) != (ssize_t)CHUNK)
+			die("pread", errno);
+	t = now() - t;
+	check(c, buf, "pread");
+	return t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void report(const char *name, double *r, int n, double *median)
+{
+	qsort(r, (size_t)n, sizeof(*r), cmp_double);
+	*median = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+	printf("spillbench: %s / pread: median %.2fx, range %.2f-%.2fx over %d runs\n",
+	       name, *median, r[0], r[n - 1], n);
+}
+
+static void setup(struct ctx *c)
+{
+	struct ortmem_alloc_args a = { .numa_node = ORTMEM_NUMA_ANY };
+	char path[256];
+	uint64_t i;
+
+	c->dev = open("/dev/ortmem", O_RDWR | O_CLOEXEC);
+	if (c->dev < 0)
+		die("/dev/ortmem", errno);
+	c->file = spill_file_open("spillbench", O_DIRECT, path, sizeof(path));
+	if (c->file < 0)
+		die("spill file in ORTMEM_VM_SPILL_DIR", errno);
+	unlink(path);
+	a.size = c->len;
+	if (ioctl(c->dev, ORTMEM_IOC_ALLOC, &a))
+		die("ALLOC", errno);
+	c->handle = a.handle;
+	c->map = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_SHARED, c->dev,
+		      (off_t)a.mmap_offset);
+	if (c->map == MAP_FAILED)
+		die("mmap", errno);
+	pattern_fill(c->map, 0, c->len / PG, 0x5b, PG);
+	if (spill_bind(c->dev, c->handle, 0, c->len, c->file, 0))
+		die("BIND", errno);
+	if (pwrite(c->file, c->map, c->len, 0) != (ssize_t)c->len)
+		die("writing the extent", errno);
+	c->crcs = malloc(c->len / PG * sizeof(*c->crcs));
+	if (!c->crcs)
+		die("malloc", ENOMEM);
+	for (i = 0; i < c->len / PG; i++)
+		c->crcs[i] = crc32c_sw(0, c->map + i * PG, PG);
+	if (io_uring_queue_init(QD, &c->ring, 0))
+		die("io_uring_queue_init", errno);
+}
+
+int main(void)
+{
+	double fb[MAX_RUNS], ru[MAX_RUNS], rv[MAX_RUNS];
+	double fb_m, ru_m, rv_m, tp = 0;
+	const char *env;
+	struct ctx c = { 0 };
+	unsigned char *buf;
+	int runs = 5, i;
+
+	c.len = 256ull << 20;
+	env = getenv("SPILLBENCH_MIB");
+	if (env && atoi(env) > 0)
+		c.len = (uint64_t)atoi(env) << 20;
+	env = getenv("SPILLBENCH_RUNS");
+	if (env && atoi(env) > 0 && atoi(env) <= MAX_RUNS)
+		runs = atoi(env);
+	setup(&c);
+	if (posix_memalign((void **)&buf, PG, c.len))
+		die("posix_memalign", ENOMEM);
+	memset(buf, 0, c.len);
+	for (i = 0; i < runs; i++) {
+		/* Rotate the order so no path always runs first. */
+		double t_fb = 0, t_ru = 0, t_rv = 0, t_pr = 0, t_ioctl = 0;
+		int k;
+
+		for (k = 0; k < 4; k++) {
+			switch ((i + k) % 4) {
+			case 0: t_fb = time_fault_back(&c); break;
+			case 1: t_ru = time_restore_uring(&c, &t_ioctl); break;
+			case 2: t_rv = time_restore_verified(&c); break;
+			default: t_pr = time_pread(&c, buf); break;
+			}
+		}
+		fb[i] = t_pr / t_fb;
+		ru[i] = t_pr / t_ru;
+		rv[i] = t_pr / t_rv;
+		tp += t_pr;
+		printf("spillbench: run %d: %llu MiB: pread %.0f ms, fault-back %.0f ms, restore+io_uring %.0f ms (RESTORE ioctl %.0f ms), restore verified %.0f ms\n",
+		       i + 1, (unsigned long long)(c.len >> 20), t_pr * 1e3,
+		       t_fb * 1e3, t_ru * 1e3, t_ioctl * 1e3, t_rv * 1e3);
+	}
+	printf("spillbench: pread %.1f MiB/s (mean)\n",
+	       (double)(c.len >> 20) * runs / tp);
+	report("fault-back", fb, runs, &fb_m);
+	report("restore(NOFILL)+io_uring", ru, runs, &ru_m);
+	report("restore verified", rv, runs, &rv_m);
+	printf("spill-map: fault-back %.2fx pread, restore %.2fx pread\n", fb_m, ru_m);
+	return 0;
+}

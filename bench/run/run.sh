@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The streaming benchmark.  One weights file; each run measures, in an
+# order that rotates from run to run (the disk here swings from minute to
+# minute, so every peer must see the same weather):
+#   - ortmem-run's time per pass in the ortmem mode (host budget 1/8 of the
+#     weights), mmap, pread and ram modes (ram: the pass only, weights
+#     already in RAM);
+#   - fio's sequential read of the same file (1 MiB, O_DIRECT, io_uring,
+#     QD 32), with registered and with plain buffers, the faster kept.
+# The bound of a run is max(ram pass, weight bytes / fio bandwidth).  Medians
+# over the runs, with min-max spread.  Last line:
+#   run: ortmem X.XXx bound, mmap M.MMx slower, pread P.PPx slower
+set -e
+: "${O:?O (the build folder) must be set; run make bench-run}"
+dir=${RUN_BENCH_DIR:-/var/tmp/ortmem-bench-run}
+runs=${RUN_BENCH_RUNS:-5}
+tool=$O/tools/ortmem-run
+layers=${RUN_BENCH_LAYERS:-18}
+hidden=${RUN_BENCH_HIDDEN:-2048}
+ffn=${RUN_BENCH_FFN:-8192}
+
+for cmd in fio python3; do
+	command -v $cmd >/dev/null || { echo "bench-run: $cmd is missing; run make deps" >&2; exit 1; }
+done
+[ -x "$tool" ] || { echo "bench-run: $tool is not built" >&2; exit 1; }
+case $(stat -f -c %T "$(dirname "$dir")" 2>/dev/null) in
+tmpfs|ramfs) echo "bench-run: $dir is on a RAM filesystem; set RUN_BENCH_DIR to a disk" >&2; exit 1 ;;
+esac
+mkdir -p "$dir"
+trap 'rm -rf "$dir"' EXIT
+trap 'exit 130' INT TERM
+model="$dir/model.bin"
+"$tool" create --layers "$layers" --hidden "$hidden" --ffn "$ffn" "$model"
+bytes=$(stat -c %s "$model")
+budget=${RUN_BENCH_BUDGET:-$((bytes / 8))}
+
+pass() { # mode -> seconds of the pass
+	"$tool" --json --no-progress --mode "$1" --budget "$budget" "$model" |
+		python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["pass_s"][0])'
+}
+fio_once() { # extra fio options -> MiB/s
+	fio --name=run --filename="$model" --readonly --size="$bytes" --bs=1M \
+		--iodepth=32 --ioengine=io_uring --direct=1 --rw=read "$@" \
+		--output-format=json 2>/dev/null |
+		python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["jobs"][0]["read"]["bw_bytes"] / 1048576))'
+}
+fio_bw() { # the faster of registered and plain buffers
+	a=$(fio_once --fixedbufs=1 --registerfiles=1)
+	b=$(fio_once)
+	awk -v a="$a" -v b="$b" 'BEGIN { print (a > b) ? a : b }'
+}
+
+peers="ortmem mmap pread ram fio"
+log="$dir/log"
+: > "$log"
+for r in $(seq 1 "$runs"); do
+	# Rotate the order: run r starts with peer (r - 1) mod 5.
+	order=$(echo $peers | awk -v r="$r" '{ for (i = 0; i < NF; i++) printf "%s ", $(((i + r - 1) % NF) + 1) }')
+	line="run $r:"
+	for p in $order; do
+		if [ "$p" = fio ]; then
+			v=$(fio_bw); line="$line fio ${v}MiB/s"
+		else
+			v=$(pass "$p"); line="$line $p ${v}s"
+		fi
+		echo "$r $p $v" >> "$log"
+	done
+	echo "$line"
+done
+python3 - "$log" "$bytes" <<'PY'
+import sys, statistics as st
+runs = {}
+for line in open(sys.argv[1]):
+    r, p, v = line.split()
+    runs.setdefault(int(r), {})[p] = float(v)
+size = int(sys.argv[2])
+MiB = 1 << 20
+def col(p): return [runs[r][p] for r in sorted(runs)]
+def show(name, xs, unit):
+    print("%-7s median %8.3f %s  (min %.3f, max %.3f, %d runs)" % (name, st.median(xs), unit, min(xs), max(xs), len(xs)))
+for p in ("ortmem", "mmap", "pread", "ram"):
+    show(p, col(p), "s/pass")
+show("fio", col("fio"), "MiB/s")
+bound = [max(runs[r]["ram"], size / MiB / runs[r]["fio"]) for r in sorted(runs)]
+show("bound", bound, "s/pass")
+X = [runs[r]["ortmem"] / b for r, b in zip(sorted(runs), bound)]
+M = [runs[r]["mmap"] / runs[r]["ortmem"] for r in sorted(runs)]
+P = [runs[r]["pread"] / runs[r]["ortmem"] for r in sorted(runs)]
+for name, xs in (("ortmem/bound", X), ("mmap/ortmem", M), ("pread/ortmem", P)):
+    print("%-13s per run: %s  median %.2f (min %.2f, max %.2f)"
+          % (name, " ".join("%.2f" % x for x in xs), st.median(xs), min(xs), max(xs)))
+x = st.median(col("ortmem")) / max(st.median(col("ram")), size / MiB / st.median(col("fio")))
+m = st.median(col("mmap")) / st.median(col("ortmem"))
+p = st.median(col("pread")) / st.median(col("ortmem"))
+print("run: ortmem %.2fx bound, mmap %.2fx slower, pread %.2fx slower" % (x, m, p))
+PY

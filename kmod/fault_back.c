@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fault_back.c - bringing evicted pages back: on touch (the fault handler,
+ * for the process and for GUP) and by %ORTMEM_IOC_RESTORE.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bvec.h>
+#include <linux/fs.h>
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include "spill.h"
+
+/**
+ * DOC: Fault-back
+ *
+ * A page is brought back by whoever moves its state from EVICTED to BUSY
+ * (cmpxchg() under the region lock held for reading): a fault or a
+ * RESTORE.  That owner drops the region lock, allocates and charges the
+ * page, reads it from its extent and checks its CRC32C, then takes the lock
+ * again for reading, stores the page and makes it RESIDENT.  Faults on a
+ * BUSY page wait on the region's wait queue and retry, so a page touched by
+ * several threads at once is read once.  Any failure (the charge, the read,
+ * the checksum, no page) puts the page back to EVICTED, uncharged: the
+ * faulting access gets SIGBUS (a system call's GUP gets -EFAULT), never a
+ * zero or stale page, and the next touch tries again.
+ *
+ * Up to %RESTORE_BATCH consecutive pages with consecutive extents are read
+ * with one read_iter() call into a bio_vec array, so a restore of an
+ * O_DIRECT spill file issues large direct reads.
+ */
+
+#define RESTORE_BATCH 256
+/* Pages one fault-back reads at most: the touched one and those after it. */
+#define FAULT_AHEAD 16
+
+static const char *const cause_names[ORTMEM_SPILL_FAIL_NR] = {
+	[ORTMEM_SPILL_FAIL_CHARGE] = "over the memlock limit or the module cap",
+	[ORTMEM_SPILL_FAIL_READ] = "the spill file could not be read (I/O error or truncated)",
+	[ORTMEM_SPILL_FAIL_CHECKSUM] = "CRC32C mismatch (the extent changed on disk)",
+	[ORTMEM_SPILL_FAIL_NOMEM] = "no memory for the page",
+};
+
+/* Read @nr pages from @file at @pos, all of them or an error. */
+static int spill_read(struct file *file, loff_t pos, struct page **pages,
+		      struct bio_vec *bv, unsigned long nr)
+{
+	size_t want = nr << PAGE_SHIFT, done = 0;
+	struct iov_iter iter;
+	struct kiocb kiocb;
+	unsigned long i;
+	ssize_t ret;
+
+	if (ortmem_should_fail(ORTMEM_FAIL_SPILL_READ))
+		return -EIO;
+	for (i = 0; i < nr; i++) {
+		bv[i].bv_page = pages[i];
+		bv[i].bv_offset = 0;
+		bv[i].bv_len = PAGE_SIZE;
+	}
+	iov_iter_bvec(&iter, READ, bv, nr, want);
+	while (done < want) {
+		init_sync_kiocb(&kiocb, file);
+		kiocb.ki_pos = pos + done;
+		ret = file->f_op->read_iter(&kiocb, &iter);
+		if (ret < 0)
+			return ret;
+		if (ret == 0)
+			return -ENODATA;	/* the file ends inside the extent */
+		done += ret;
+	}
+	return 0;
+}
+
+static struct page *spill_alloc_page(struct ortmem_region *region, gfp_t gfp)
+{
+	if (region->numa_node == ORTMEM_NUMA_ANY)
+		return alloc_page(gfp);
+	return alloc_pages_node(region->numa_node, gfp, 0);
+}
+
+/*
+ * Allocate, charge and (unless @nofill) read and verify @nr BUSY pages from
+ * @first, all in one extent run.  Called without the region lock.  On
+ * error nothing stays allocated or charged and *cause says why.
+ */
+static int bring_back(struct ortmem_region *region, unsigned long first,
+		      unsigned long nr, bool nofill, struct page **pages,
+		      struct bio_vec *bv, int *cause)
+{
+	struct ortmem_spill *spill = region->spill;
+	struct ortmem_binding *bind = spill->pg[first].bind;
+	gfp_t gfp = GFP_HIGHUSER | __GFP_ACCOUNT | __GFP_NOWARN;
+	unsigned long i, got = 0;
+	loff_t pos;
+	int ret;
+
+	if (nofill)
+		gfp |= __GFP_ZERO;
+	ret = ortmem_recharge(nr, region->user);
+	if (ret) {
+		*cause = ORTMEM_SPILL_FAIL_CHARGE;
+		return ret;
+	}
+	for (got = 0; got < nr; got++) {
+		pages[got] = spill_alloc_page(region, gfp);
+		if (!pages[got]) {
+			*cause = ORTMEM_SPILL_FAIL_NOMEM;
+			ret = -ENOMEM;
+			goto undo;
+		}
+	}
+	if (nofill)
+		return 0;
+	pos = bind->file_offset + ((loff_t)(first - bind->first) << PAGE_SHIFT);
+	ret = spill_read(bind->file, pos, pages, bv, nr);
+	if (ret) {
+		*cause = ORTMEM_SPILL_FAIL_READ;
+		goto undo;
+	}
+	for (i = 0; i < nr; i++) {
+		if (ortmem_page_crc(pages[i]) != spill->pg[first + i].crc) {
+			*cause = ORTMEM_SPILL_FAIL_CHECKSUM;
+			ret = -EBADMSG;
+			goto undo;
+		}
+	}
+	return 0;
+
+undo:
+	for (i = 0; i < got; i++)
+		put_page(pages[i]);
+	ortmem_discharge(nr, region->user);
+	return ret;
+}
+
+/* Make BUSY pages RESIDENT with @pages, or EVICTED again when !pages. */
+static void finish_busy(struct ortmem_region *region, unsigned long first,
+			unsigned long nr, struct page **pages)
+{
+	struct ortmem_spill *spill = region->spill;
+	unsigned long i;
+
+	down_write(&region->lock);
+	for (i = 0; i < nr; i++) {
+		struct ortmem_spill_page *sp = &spill->pg[first + i];
+
+		if (pages)
+			WRITE_ONCE(region->pages[first + i], pages[i]);
+		/* Pairs with the acquire in busy_done(): the page is seen first. */
+		smp_store_release(&sp->state, pages ? ORTMEM_PG_RESIDENT :
+						      ORTMEM_PG_EVICTED);
+	}
+	if (pages) {
+		spill->nr_out -= nr;
+		atomic_long_add(nr, &ortmem_outstanding_pages);
+		atomic_long_sub(nr, &ortmem_evicted_pages);
+	}
+	up_write(&region->lock);
+	wake_up_all(&spill->wq);
+}
+
+static bool busy_done(struct ortmem_spill_page *sp)
+{
+	return smp_load_acquire(&sp->state) != ORTMEM_PG_BUSY;
+}
+
+static void count_failure(struct ortmem_region *region, int cause)
+{
+	atomic64_inc(&ortmem_spill_failed[cause]);
+	atomic64_inc(&region->spill->counters->failed[cause]);
+}
+
+/*
+ * Claim for a fault the evicted pages after @idx (BUSY), up to
+ * FAULT_AHEAD - 1, same binding, consecutive; the region lock is held for
+ * reading and page @idx is claimed already.  Return the run's length.
+ */
+static unsigned long claim_ahead(struct ortmem_region *region, pgoff_t idx)
+{
+	struct ortmem_spill *spill = region->spill;
+	unsigned long n = 1;
+
+	while (n < FAULT_AHEAD && idx + n < region->nr_pages) {
+		struct ortmem_spill_page *sp = &spill->pg[idx + n];
+
+		if (sp->bind != spill->pg[idx].bind ||
+		    cmpxchg(&sp->state, ORTMEM_PG_EVICTED, ORTMEM_PG_BUSY) !=
+		    ORTMEM_PG_EVICTED)
+			break;
+		n++;
+	}
+	return n;
+}
+
+static void fault_failed(struct ortmem_region *region, pgoff_t idx, int ret,
+			 int cause)
+{
+	count_failure(region, cause);
+	pr_warn_ratelimited("%s[%d]: fault-back of region %u page %lu failed (%d): %s; sending SIGBUS\n",
+			    current->comm, task_pid_nr(current), region->handle,
+			    (unsigned long)idx, ret, cause_names[cause]);
+}
+
+/**
+ * ortmem_fault_back() - Give the fault handler a region page, reading it
+ * back from its extent when it is evicted.
+ * @region: the region the faulting VMA maps.
+ * @idx: the page's index in @region, already checked to be in range.
+ * @vmf: the fault; vmf->page gets the page with a new reference.
+ *
+ * An evicted page comes back with the evicted pages after it (read-ahead,
+ * up to %FAULT_AHEAD in all, one read): a sequential touch then costs one
+ * read per run instead of one per page.  When the run fails as a whole (a
+ * neighbour's charge, read or checksum), the page is tried alone, so only
+ * its own failure gives SIGBUS.
+ *
+ * Return: 0, or VM_FAULT_SIGBUS when the page cannot come back (logged,
+ * rate-limited, with the process, the region and the cause; counted).
+ */
+vm_fault_t ortmem_fault_back(struct ortmem_region *region, pgoff_t idx,
+			     struct vm_fault *vmf)
+{
+	struct bio_vec bv[FAULT_AHEAD];
+	struct page *pages[FAULT_AHEAD];
+	struct ortmem_spill_page *sp;
+	unsigned long n;
+	struct page *page;
+	int cause, ret;
+
+	down_read(&region->lock);
+	for (;;) {
+		page = READ_ONCE(region->pages[idx]);
+		if (page) {
+			get_page(page);
+			up_read(&region->lock);
+			vmf->page = page;
+			return 0;
+		}
+		sp = &region->spill->pg[idx];
+		if (cmpxchg(&sp->state, ORTMEM_PG_EVICTED, ORTMEM_PG_BUSY) ==
+		    ORTMEM_PG_EVICTED)
+			break;
+		/* Someone else is reading it back: wait, then look again. */
+		up_read(&region->lock);
+		if (wait_event_killable(region->spill->wq, busy_done(sp)))
+			return VM_FAULT_SIGBUS;
+		down_read(&region->lock);
+	}
+	n = claim_ahead(region, idx);
+	up_read(&region->lock);
+
+	ret = bring_back(region, idx, n, false, pages, bv, &cause);
+	if (ret && n > 1) {
+		finish_busy(region, idx + 1, n - 1, NULL);
+		n = 1;
+		ret = bring_back(region, idx, 1, false, pages, bv, &cause);
+	}
+	if (ret) {
+		finish_busy(region, idx, 1, NULL);
+		fault_failed(region, idx, ret, cause);
+		return VM_FAULT_SIGBUS;
+	}
+	page = pages[0];
+	get_page(page);		/* the fault's reference; the region keeps its own */
+	finish_busy(region, idx, n, pages);
+	atomic64_inc(&ortmem_fault_backs);
+	atomic64_inc(&region->spill->counters->fault_backs);
+	atomic64_add(n - 1, &ortmem_readahead_pages);
+	atomic64_add(n - 1, &region->spill->counters->readahead);
+	vmf->page = page;
+	return 0;
+}
+
+/*
+ * Mark the run of EVICTED pages from @idx (at most @max, one binding,
+ * consecutive) BUSY.  Return its length; 0 when page @idx is resident, and
+ * -EAGAIN after waiting for a BUSY one.
+ */
+static long claim_run(struct ortmem_region *region, unsigned long idx,
+		      unsigned long max)
+{
+	struct ortmem_spill *spill;
+	struct ortmem_spill_page *sp;
+	unsigned long n = 0;
+
+	down_read(&region->lock);
+	spill = region->spill;
+	if (!spill || !spill->pg[idx].bind) {
+		up_read(&region->lock);
+		return 0;	/* an unbound page is always resident */
+	}
+	for (n = 0; n < max; n++) {
+		sp = &spill->pg[idx + n];
+		if (sp->bind != spill->pg[idx].bind ||
+		    cmpxchg(&sp->state, ORTMEM_PG_EVICTED, ORTMEM_PG_BUSY) !=
+		    ORTMEM_PG_EVICTED)
+			break;
+	}
+	sp = &spill->pg[idx];
+	up_read(&region->lock);
+	if (n || READ_ONCE(sp->state) == ORTMEM_PG_RESIDENT)
+		return n;
+	if (wait_event_killable(spill->wq, busy_done(sp)))
+		return -EINTR;
+	return -EAGAIN;
+}
+
+static long restore_range(struct ortmem_region *region, unsigned long first,
+			  unsigned long nr, bool nofill)
+{
+	struct page **pages;
+	struct bio_vec *bv;
+	unsigned long idx = first;
+	long ret = 0, n;
+	int cause;
+
+	pages = kmalloc_array(RESTORE_BATCH, sizeof(*pages), GFP_KERNEL);
+	bv = kmalloc_array(RESTORE_BATCH, sizeof(*bv), GFP_KERNEL);
+	if (!pages || !bv) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (idx < first + nr) {
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		n = claim_run(region, idx, min_t(unsigned long, RESTORE_BATCH,
+						 first + nr - idx));
+		if (n == -EAGAIN)
+			continue;
+		if (n < 0) {
+			ret = n;
+			break;
+		}
+		if (n == 0) {
+			idx++;		/* resident already */
+			continue;
+		}
+		ret = bring_back(region, idx, n, nofill, pages, bv, &cause);
+		if (ret) {
+			finish_busy(region, idx, n, NULL);
+			count_failure(region, cause);
+			break;
+		}
+		finish_busy(region, idx, n, pages);
+		atomic64_add(n, &ortmem_restored_pages);
+		atomic64_add(n, &region->spill->counters->restored);
+		idx += n;
+		cond_resched();
+	}
+out:
+	kfree(bv);
+	kfree(pages);
+	return ret;
+}
+
+/**
+ * ortmem_restore() - %ORTMEM_IOC_RESTORE: bring a range back now.
+ * @file: the caller's file.
+ * @uarg: user pointer to &struct ortmem_range_args.
+ *
+ * Resident pages of the range (bound or not) are skipped.  Pages already back stay back
+ * when a later one fails.  The region lock is held only to claim and to
+ * publish pages, never across the reads, so a restore run from a helper
+ * thread ahead of use does not hold up the other threads' faults on other
+ * pages of the region.
+ *
+ * Return: 0; -EINVAL for unknown flags or a bad range; -ENOENT for a handle
+ * not live; -ENOSPC or -ENOMEM over the
+ * module cap or RLIMIT_MEMLOCK, or -ENOMEM without pages; the read's error,
+ * or -ENODATA for a file that ends inside the extent; -EBADMSG for a CRC32C
+ * mismatch; -EINTR when killed.
+ */
+long ortmem_restore(struct ortmem_file *file, void __user *uarg)
+{
+	struct ortmem_region *region;
+	struct ortmem_range_args args;
+	unsigned long first, nr;
+	long ret;
+
+	if (copy_from_user(&args, uarg, sizeof(args)))
+		return -EFAULT;
+	if (args.flags & ~ORTMEM_RESTORE_FLAGS)
+		return -EINVAL;
+	if (!args.handle || args.handle > ORTMEM_HANDLE_MAX)
+		return -ENOENT;
+	region = ortmem_region_lookup(file, args.handle);
+	if (!region)
+		return -ENOENT;
+	ret = ortmem_range_check(region, args.offset, args.length, &first, &nr);
+	if (!ret)
+		ret = restore_range(region, first, nr,
+				    args.flags & ORTMEM_RESTORE_NOFILL);
+	ortmem_region_put(region);
+	return ret;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * spill.h - state of the disk-spill mapping, shared by spill_map.c (bind,
+ * unbind, evict, statistics) and fault_back.c (fault-back and restore).
+ */
+#ifndef ORTMEM_KMOD_SPILL_H
+#define ORTMEM_KMOD_SPILL_H
+
+#include <linux/atomic.h>
+#include <linux/fs.h>
+#include <linux/kref.h>
+#include <linux/wait.h>
+
+#include "ortmem.h"
+
+/**
+ * enum ortmem_page_state - Where one page of a bound range is.
+ * @ORTMEM_PG_RESIDENT: in RAM, in &ortmem_region.pages.
+ * @ORTMEM_PG_EVICTED: only in its extent; the pages entry is NULL.
+ * @ORTMEM_PG_BUSY: being read back (a fault-back or a restore owns it);
+ *	others wait on &ortmem_spill.wq.
+ */
+enum ortmem_page_state {
+	ORTMEM_PG_RESIDENT,
+	ORTMEM_PG_EVICTED,
+	ORTMEM_PG_BUSY,
+};
+
+/**
+ * struct ortmem_binding - One BIND: a range of a region and its file extent.
+ * @file: the spill file, with the module's own reference.
+ * @file_offset: where page @first lies in @file.
+ * @first: first page index of the range in the region.
+ * @nr_pages: pages of the range still bound; the last unbind frees this.
+ */
+struct ortmem_binding {
+	struct file *file;
+	loff_t file_offset;
+	unsigned long first;
+	unsigned long nr_pages;
+};
+
+/**
+ * struct ortmem_spill_page - Spill state of one page of a region.
+ * @bind: its binding, or NULL when unbound.
+ * @crc: CRC32C the page had when evicted (valid while not resident).
+ * @state: an &enum ortmem_page_state; moved from EVICTED to BUSY with
+ *	cmpxchg() under the region lock held for reading.
+ */
+struct ortmem_spill_page {
+	struct ortmem_binding *bind;
+	u32 crc;
+	unsigned int state;
+};
+
+/**
+ * struct ortmem_spill_counters - Fault-back counters of one open file.
+ * @ref: held by the file and by each region's spill state.
+ * @fault_backs: pages brought back by a touch.
+ * @restored: pages brought back by RESTORE.
+ * @readahead: pages brought back with a fault-back, after the touched one.
+ * @failed: failed fault-backs and restores by cause (%ORTMEM_SPILL_FAIL_*).
+ */
+struct ortmem_spill_counters {
+	struct kref ref;
+	atomic64_t fault_backs;
+	atomic64_t restored;
+	atomic64_t readahead;
+	atomic64_t failed[ORTMEM_SPILL_FAIL_NR];
+};
+
+/**
+ * struct ortmem_spill - Spill state of a region, made at its first bind.
+ * @pg: one entry per page of the region.
+ * @nr_bound: pages bound now.
+ * @nr_out: pages not resident (evicted or busy); their charge is given back.
+ * @counters: the owning file's counters (a reference).
+ * @wq: where faults wait for a busy page.
+ */
+struct ortmem_spill {
+	struct ortmem_spill_page *pg;
+	unsigned long nr_bound;
+	unsigned long nr_out;
+	struct ortmem_spill_counters *counters;
+	wait_queue_head_t wq;
+};
+
+/* Module-wide figures of the spill mapping (sysfs spill/). */
+extern atomic_long_t ortmem_evicted_pages;
+extern atomic_long_t ortmem_bound_files;
+extern atomic64_t ortmem_fault_backs;
+extern atomic64_t ortmem_restored_pages;
+extern atomic64_t ortmem_readahead_pages;
+extern atomic64_t ortmem_spill_failed[ORTMEM_SPILL_FAIL_NR];
+
+/* ortmem_range_check() - Turn a byte range into page indices, or -EINVAL. */
+int ortmem_range_check(const struct ortmem_region *region, u64 offset,
+		       u64 length, unsigned long *first, unsigned long *nr);
+
+/* ortmem_page_crc() - CRC32C of a page, as EVICT's crcs[] gives it. */
+u32 ortmem_page_crc(struct page *page);
+
+#endif /* ORTMEM_KMOD_SPILL_H */

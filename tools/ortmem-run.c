@@ -1,0 +1,673 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ortmem-run: a small inference executor linked with libortmem the way a
+ * runtime is.  The model is a stack of MLP blocks, x + W2 gelu(W1 x + b1)
+ * + b2, in fp32, products by OpenBLAS.  `create` writes the weights from a
+ * seeded generator, with their checksum list; `run` executes it in one of
+ * four modes:
+ *
+ *   ortmem  weights are file-backed allocations streamed into a host
+ *           budget far below the model, the next layers prefetched while
+ *           the current one computes; activations placed by the planner
+ *   ram     everything read into RAM first: the reference answer
+ *   mmap    weights read through a page-cache mapping, cache dropped
+ *           before each pass (as llama.cpp by default)
+ *   pread   synchronous reads of each layer, no prefetch
+ *
+ * The model's layout and the numerics are in ortmem-run.h; this file is
+ * the command line, the modes and the report.  See ortmem-run(1).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ortmem/ortmem.h>
+
+#include <cblas.h>
+
+#include "run/model.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct opts {
+	const char *mode;
+	const char *path;
+	uint64_t budget;
+	const char *budget_arg;
+	uint32_t batch;
+	uint32_t passes;
+	uint32_t prefetch_depth;
+	uint64_t inject_nth;
+	uint32_t threads;
+	int json;
+	int progress;
+	struct model_cfg cfg;
+};
+
+/* What a run measured. */
+struct result {
+	double *pass_s;
+	double load_s;
+	uint64_t disk_bytes;	/* bytes read from the file in the passes */
+	uint64_t out_hash;
+	uint64_t host_peak;
+	uint64_t host_promoted;	/* disk -> host, by the governor */
+	uint64_t host_dropped;	/* host copies dropped, never written */
+	uint64_t arena;
+	struct ortmem_prefetch_stats pf;
+	int have_gov;
+};
+
+static void progress(const struct opts *o, uint32_t pass, uint32_t layer)
+{
+	uint32_t total = o->passes * o->cfg.layers, done = pass * o->cfg.layers + layer;
+	int width = 40, fill = (int)((uint64_t)done * width / total), i;
+
+	if (!o->progress)
+		return;
+	fprintf(stderr, "\r  %-6s [", o->mode);
+	for (i = 0; i < width; i++)
+		fputc(i < fill ? '#' : '.', stderr);
+	fprintf(stderr, "] pass %u/%u layer %u/%u ", pass + 1, o->passes,
+		layer, o->cfg.layers);
+	if (done == total)
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+/* ---- the activations, placed by the planner ---- */
+
+struct acts {
+	struct ortmem_plan *plan;
+	uint32_t *x, *h;	/* value ids */
+	uint64_t arena;
+};
+
+/* x_0 (made by the input node), then per layer h_l = fc1(x_l) and
+ * x_{l+1} = fc2(h_l, x_l); x_L is the output. */
+static int acts_plan(const struct model_cfg *c, uint32_t batch, struct acts *a)
+{
+	/* The planner's compute tier is "device"; this executor computes on
+	 * the CPU, so that one arena is placed in the host tier. */
+	ORTMEM_OPTS(ortmem_plan_opts, po, .tiers = 1u << ORTMEM_TIER_DEVICE,
+		    .max_iterations = 1000, .time_budget_us = 200000);
+	ORTMEM_OPTS(ortmem_plan_stats, ps);
+	uint64_t xb = (uint64_t)batch * c->hidden * 4, hb = (uint64_t)batch * c->ffn * 4;
+	uint32_t l, in[2];
+	int v, ret;
+
+	a->x = calloc(c->layers + 1, sizeof(*a->x));
+	a->h = calloc(c->layers, sizeof(*a->h));
+	if (!a->x || !a->h)
+		return -ENOMEM;
+	ret = ortmem_plan_new(&po, &a->plan);
+	if (ret)
+		return ret;
+	for (l = 0; l <= c->layers; l++) {
+		v = ortmem_plan_add_value(a->plan, xb,
+					  l == c->layers ? ORTMEM_PLAN_VALUE_OUTPUT : 0);
+		if (v < 0)
+			return v;
+		a->x[l] = (uint32_t)v;
+		if (l == c->layers)
+			break;
+		v = ortmem_plan_add_value(a->plan, hb, 0);
+		if (v < 0)
+			return v;
+		a->h[l] = (uint32_t)v;
+	}
+	ret = ortmem_plan_add_node(a->plan, NULL, 0, &a->x[0], 1);
+	for (l = 0; ret >= 0 && l < c->layers; l++) {
+		ret = ortmem_plan_add_node(a->plan, &a->x[l], 1, &a->h[l], 1);
+		in[0] = a->h[l];
+		in[1] = a->x[l];
+		if (ret >= 0)
+			ret = ortmem_plan_add_node(a->plan, in, 2, &a->x[l + 1], 1);
+	}
+	if (ret < 0)
+		return ret;
+	ret = ortmem_plan_solve(a->plan);
+	if (!ret)
+		ret = ortmem_plan_stats(a->plan, &ps);
+	a->arena = ps.arena[ORTMEM_TIER_DEVICE];
+	return ret;
+}
+
+static float *act_ptr(const struct acts *a, void *arena, uint32_t v)
+{
+	uint64_t off = 0;
+
+	if (ortmem_plan_offset(a->plan, v, &off) != ORTMEM_TIER_DEVICE)
+		abort();	/* the plan was asked for one tier only */
+	return (float *)((char *)arena + off);
+}
+
+static void acts_free(struct acts *a)
+{
+	ortmem_plan_free(a->plan);
+	free(a->x);
+	free(a->h);
+}
+
+/* ---- weights sources, one per mode ---- */
+
+struct source {
+	const struct opts *o;
+	struct ortmem_wfile *wf;
+	/* ortmem */
+	struct ortmem_gov *gov;
+	struct ortmem_host *host;
+	struct ortmem_handle *h;
+	struct ortmem_handle arena_h;
+	/* ram, mmap, pread */
+	uint8_t *all;
+	size_t map_len;
+	int fd;
+	uint8_t *layer_buf;
+};
+
+static int cold_cache(int fd)
+{
+	/* Write-back first, so that DONTNEED can drop every page. */
+	fdatasync(fd);
+	return posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+static int read_all(int fd, uint8_t *dst, uint64_t off, uint64_t len)
+{
+	uint64_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, dst + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* The ortmem mode's governor: the host tier (pinned, from /dev/ortmem
+ * when loaded) with the budget; the weights as file-backed allocations. */
+static int gov_setup(struct source *s, uint64_t arena)
+{
+	const struct model_cfg *c = &s->o->cfg;
+	/* A handle a layer and one for the arena: reclaim scans no more. */
+	ORTMEM_OPTS(ortmem_gov_opts, go, .limit = { 0, s->o->budget, 0 },
+		    .max_handles = c->layers + 8);
+	uint32_t l;
+	int ret;
+
+	ret = ortmem_gov_open(&go, &s->gov);
+	if (ret)
+		return ret;
+	if (!ortmem_host_open(NULL, &s->host))
+		ret = ortmem_gov_set_backend(s->gov, ORTMEM_TIER_HOST,
+					     ortmem_backend_host(), s->host);
+	else
+		ret = ortmem_gov_set_backend(s->gov, ORTMEM_TIER_HOST,
+					     ortmem_backend_heap(), NULL);
+	if (ret)
+		return ret;
+	s->h = calloc(c->layers, sizeof(*s->h));
+	if (!s->h)
+		return -ENOMEM;
+	for (l = 0; l < c->layers; l++) {
+		ret = ortmem_gov_alloc_file(s->gov, ORTMEM_TIER_HOST,
+					    ORTMEM_ROLE_WEIGHTS, s->wf,
+					    model_layer_offset(c, l),
+					    model_layer_bytes(c), 0, &s->h[l]);
+		if (ret)
+			return ret;
+	}
+	return ortmem_gov_alloc(s->gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_ACTIVATION,
+				arena, 0, &s->arena_h);
+}
+
+static int source_open(struct source *s, uint64_t arena, struct result *r)
+{
+	const struct model_cfg *c = &s->o->cfg;
+	const char *m = s->o->mode;
+	uint64_t size = model_file_bytes(c);
+	double t0 = now_s();
+
+	s->fd = -1;
+	if (!strcmp(m, "ortmem"))
+		return gov_setup(s, arena);
+	s->fd = open(s->o->path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0)
+		return -errno;
+	if (!strcmp(m, "ram")) {
+		/* Read and verified once, before the timed passes. */
+		s->all = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+		if (!s->all)
+			return -ENOMEM;
+		int ret = ortmem_wfile_read(s->wf, 0, s->all, size);
+
+		if (ret)
+			return ret;
+		r->load_s = now_s() - t0;
+		return 0;
+	}
+	if (!strcmp(m, "mmap")) {
+		s->all = mmap(NULL, size, PROT_READ, MAP_SHARED, s->fd, 0);
+		if (s->all == MAP_FAILED) {
+			s->all = NULL;
+			return -errno;
+		}
+		s->map_len = size;
+		return 0;
+	}
+	s->layer_buf = aligned_alloc(4096, (model_layer_bytes(c) + 4095) / 4096 * 4096);
+	return s->layer_buf ? 0 : -ENOMEM;
+}
+
+static void source_close(struct source *s)
+{
+	uint32_t l;
+
+	if (s->gov) {
+		for (l = 0; s->h && l < s->o->cfg.layers; l++)
+			if (s->h[l].id)
+				ortmem_gov_release(s->gov, s->h[l], 0);
+		ortmem_gov_close(s->gov);
+	}
+	ortmem_host_close(s->host);
+	free(s->h);
+	if (s->map_len)
+		munmap(s->all, s->map_len);
+	else
+		free(s->all);
+	free(s->layer_buf);
+	if (s->fd >= 0)
+		close(s->fd);
+}
+
+/* Prefetch layer @l and those after it (into the next pass), as many as
+ * the budget holds: the governor stops at the first that does not fit. */
+static void prefetch_ahead(struct source *s, uint32_t l, uint32_t pass)
+{
+	const struct opts *o = s->o;
+	uint32_t n = o->cfg.layers, k, want = o->prefetch_depth + 1;
+	struct ortmem_handle next[65];
+
+	if (want > 65)
+		want = 65;
+	for (k = 0; k < want; k++) {
+		uint32_t idx = l + k;
+
+		if (idx >= n && pass + 1 >= o->passes)
+			break;
+		next[k] = s->h[idx % n];
+	}
+	/* A refusal just means the budget is full: the pin will wait. */
+	ortmem_gov_prefetch(s->gov, next, k, 0);
+}
+
+/* The weights of layer @l, ready for compute. */
+static int layer_get(struct source *s, uint32_t l, uint32_t pass,
+		     const uint8_t **wp, struct result *r)
+{
+	const struct model_cfg *c = &s->o->cfg;
+	const char *m = s->o->mode;
+	void *p;
+	int ret;
+
+	if (!strcmp(m, "ortmem")) {
+		/* Mostly home or in flight already (see layer_put). */
+		prefetch_ahead(s, l, pass);
+		ret = ortmem_gov_pin(s->gov, s->h[l], 0, &p);
+		*wp = p;
+		return ret;
+	}
+	if (!strcmp(m, "pread")) {
+		ret = read_all(s->fd, s->layer_buf, model_layer_offset(c, l),
+			       model_layer_bytes(c));
+		r->disk_bytes += model_layer_bytes(c);
+		*wp = s->layer_buf;
+		return ret;
+	}
+	*wp = s->all + model_layer_offset(c, l);
+	return 0;
+}
+
+/* Done with layer @l: its place goes to the layers after it at once, so
+ * the disk never waits for the next pin. */
+static void layer_put(struct source *s, uint32_t l, uint32_t pass)
+{
+	if (!s->gov)
+		return;
+	ortmem_gov_unpin(s->gov, s->h[l]);
+	if (l + 1 < s->o->cfg.layers || pass + 1 < s->o->passes)
+		prefetch_ahead(s, (l + 1) % s->o->cfg.layers,
+			       l + 1 < s->o->cfg.layers ? pass : pass + 1);
+}
+
+static int fail(const char *what, int ret)
+{
+	const struct ortmem_error *e = ortmem_last_error();
+
+	if (e && e->code == ret)
+		fprintf(stderr, "ortmem-run: %s: %s\n", what, ortmem_last_error_message());
+	else
+		fprintf(stderr, "ortmem-run: %s: %s\n", what, strerror(-ret));
+	return 1;
+}
+
+/* One forward pass over every layer; x_0 from the seed. */
+static int run_pass(struct source *s, const struct acts *a, void *arena,
+		    uint32_t pass, struct result *r)
+{
+	const struct opts *o = s->o;
+	const uint8_t *w;
+	uint32_t l;
+	int ret;
+
+	if ((!strcmp(o->mode, "mmap") || !strcmp(o->mode, "pread")) &&
+	    cold_cache(s->fd))
+		fprintf(stderr, "ortmem-run: posix_fadvise(DONTNEED) failed; the pass may be warm\n");
+	if (!strcmp(o->mode, "mmap"))
+		r->disk_bytes += model_file_bytes(&o->cfg);
+	model_input(&o->cfg, o->batch, act_ptr(a, arena, a->x[0]));
+	for (l = 0; l < o->cfg.layers; l++) {
+		if (interrupted)
+			return -EINTR;
+		progress(o, pass, l);
+		ret = layer_get(s, l, pass, &w, r);
+		if (ret)
+			return fail("reading the weights", ret);
+		model_layer(&o->cfg, o->batch, w, act_ptr(a, arena, a->x[l]),
+			    act_ptr(a, arena, a->h[l]), act_ptr(a, arena, a->x[l + 1]));
+		layer_put(s, l, pass);
+	}
+	progress(o, pass, l);
+	return 0;
+}
+
+static void report(const struct opts *o, const struct result *r,
+		   struct source *s)
+{
+	ORTMEM_OPTS(ortmem_wfile_stats, ws);
+	uint64_t wbytes = model_file_bytes(&o->cfg);
+	double best = r->pass_s[0], sum = 0;
+	uint32_t p;
+
+	ortmem_wfile_stats(s->wf, &ws);
+	for (p = 0; p < o->passes; p++) {
+		sum += r->pass_s[p];
+		if (r->pass_s[p] < best)
+			best = r->pass_s[p];
+	}
+	if (o->json) {
+		printf("{\"mode\":\"%s\",\"layers\":%u,\"hidden\":%u,\"ffn\":%u,\"batch\":%u,"
+		       "\"weights_bytes\":%" PRIu64 ",\"budget_bytes\":%" PRIu64 ",\"arena_bytes\":%" PRIu64 ","
+		       "\"passes\":%u,\"pass_s\":[", o->mode, o->cfg.layers, o->cfg.hidden,
+		       o->cfg.ffn, o->batch, wbytes, o->budget, r->arena, o->passes);
+		for (p = 0; p < o->passes; p++)
+			printf("%s%.6f", p ? "," : "", r->pass_s[p]);
+		printf("],\"load_s\":%.6f,\"disk_bytes\":%" PRIu64 ",\"file_bytes_verified\":%" PRIu64 ","
+		       "\"host_peak_bytes\":%" PRIu64 ",\"host_promoted_bytes\":%" PRIu64 ",\"host_dropped_bytes\":%" PRIu64 ",\"prefetch\":{\"issued\":%" PRIu64 ",\"hits\":%" PRIu64
+		       ",\"waits\":%" PRIu64 ",\"wait_s\":%.6f,\"misses\":%" PRIu64 ",\"failed\":%" PRIu64 "},"
+		       "\"output\":\"%016" PRIx64 "\"}\n", r->load_s, r->disk_bytes, ws.bytes_read,
+		       r->host_peak, r->host_promoted, r->host_dropped, r->pf.issued, r->pf.hits, r->pf.waits, r->pf.wait_ns / 1e9,
+		       r->pf.misses, r->pf.failed, r->out_hash);
+		return;
+	}
+	printf("mode        %s\n", o->mode);
+	printf("model       %u layers, hidden %u, ffn %u, batch %u: %.1f MiB of weights\n",
+	       o->cfg.layers, o->cfg.hidden, o->cfg.ffn, o->batch, wbytes / MIB);
+	if (r->have_gov)
+		printf("host budget %.1f MiB (peak %.1f MiB), activations %.2f MiB (planned arena)\n",
+		       o->budget / MIB, r->host_peak / MIB, r->arena / MIB);
+	printf("pass        %.3f s best, %.3f s mean over %u\n", best, sum / o->passes, o->passes);
+	if (r->load_s > 0)
+		printf("load        %.3f s (before the passes)\n", r->load_s);
+	if (r->disk_bytes)
+		printf("disk        %.1f MiB read, %.1f MiB/s effective\n",
+		       r->disk_bytes / MIB, r->disk_bytes / MIB / sum);
+	if (r->have_gov)
+		printf("prefetch    %" PRIu64 " issued, %" PRIu64 " hits, %" PRIu64 " waits (%.3f s), %" PRIu64 " misses\n",
+		       r->pf.issued, r->pf.hits, r->pf.waits, r->pf.wait_ns / 1e9, r->pf.misses);
+	printf("output      %016" PRIx64 "\n", r->out_hash);
+}
+
+static int check_budget(const struct opts *o, uint64_t arena)
+{
+	uint64_t layer = model_layer_bytes(&o->cfg), need = layer + arena;
+
+	if (strcmp(o->mode, "ortmem") || o->budget >= need)
+		return 0;
+	fprintf(stderr,
+		"ortmem-run: %s: a host budget of %" PRIu64 " bytes cannot hold one layer (%" PRIu64 " bytes) plus the activation arena (%" PRIu64 " bytes); give --budget of at least %" PRIu64 " bytes, or %" PRIu64 " to stream the next layer while one computes\n",
+		ortmem_strerror(-ORTMEM_E_CAPACITY_UNAVAILABLE), o->budget, layer,
+		arena, need, need + layer);
+	return 1;
+}
+
+static int do_run(struct opts *o)
+{
+	ORTMEM_OPTS(ortmem_wfile_opts, wo);
+	struct source s = { .o = o, .fd = -1 };
+	struct result r = { 0 };
+	struct acts a = { 0 };
+	void *arena = NULL;
+	uint32_t p;
+	int ret, rc = 1;
+
+	ret = ortmem_wfile_open(o->path, &wo, &s.wf);
+	if (ret)
+		return fail(o->path, ret);
+	ret = model_read_header(s.wf, &o->cfg);
+	if (ret)
+		goto out;
+	if (!o->budget)
+		o->budget = model_file_bytes(&o->cfg) / 8;
+	ret = acts_plan(&o->cfg, o->batch, &a);
+	if (ret) {
+		fail("planning the activations", ret);
+		goto out;
+	}
+	r.arena = a.arena;
+	if (check_budget(o, a.arena))
+		goto out;
+	r.pass_s = calloc(o->passes, sizeof(double));
+	ret = r.pass_s ? source_open(&s, a.arena, &r) : -ENOMEM;
+	if (ret) {
+		fail("setting up", ret);
+		goto out;
+	}
+	if (s.gov) {
+		r.have_gov = 1;
+		if (o->inject_nth)
+			ortmem_wfile_inject_fault(s.wf, o->inject_nth, -EIO);
+		ret = ortmem_gov_pin(s.gov, s.arena_h, 0, &arena);
+	} else {
+		arena = aligned_alloc(64, (a.arena + 63) / 64 * 64);
+		ret = arena ? 0 : -ENOMEM;
+	}
+	if (ret) {
+		fail("placing the activations", ret);
+		goto out_src;
+	}
+	for (p = 0; p < o->passes; p++) {
+		double t0 = now_s();
+
+		if (run_pass(&s, &a, arena, p, &r))
+			goto out_arena;
+		r.pass_s[p] = now_s() - t0;
+	}
+	r.out_hash = model_hash(act_ptr(&a, arena, a.x[o->cfg.layers]),
+				(uint64_t)o->batch * o->cfg.hidden * 4);
+	if (s.gov) {
+		struct ortmem_gov_stats st = { .sz = sizeof(st) };
+		ORTMEM_OPTS(ortmem_wfile_stats, ws);
+
+		ortmem_gov_stats(s.gov, &st);
+		ortmem_wfile_stats(s.wf, &ws);
+		r.pf = st.prefetch;
+		r.host_peak = st.tier[ORTMEM_TIER_HOST].peak;
+		r.host_promoted = st.tier[ORTMEM_TIER_HOST].promoted_bytes;
+		r.host_dropped = st.tier[ORTMEM_TIER_HOST].demoted_bytes;
+		r.disk_bytes = ws.bytes_read;
+	}
+	report(o, &r, &s);
+	rc = 0;
+out_arena:
+	if (s.gov)
+		ortmem_gov_unpin(s.gov, s.arena_h);
+	else
+		free(arena);
+out_src:
+	source_close(&s);
+out:
+	if (interrupted)
+		fprintf(stderr, "\nortmem-run: interrupted\n");
+	acts_free(&a);
+	free(r.pass_s);
+	ortmem_wfile_close(s.wf);
+	return interrupted ? 130 : rc;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ortmem-run create [--layers N] [--hidden H] [--ffn F] [--seed S] FILE\n"
+		"       ortmem-run [run] [--mode ortmem|ram|mmap|pread] [--budget SIZE]\n"
+		"                  [--batch B] [--passes N] [--prefetch N] [--threads N]\n"
+		"                  [--json]"
+		" [--progress|--no-progress] FILE\n"
+		"SIZE takes K, M, G suffixes (powers of 1024).  See ortmem-run(1).\n");
+}
+
+/* A positive count or size; refuses what is not one, naming it. */
+static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		mul = 1ull << 10;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1ull << 20;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1ull << 30;
+	if (mul > 1)
+		end++;
+	if (errno || end == s || *end || *s == '-' || !v || v > max / mul) {
+		fprintf(stderr, "ortmem-run: %s '%s' is not a number from 1 to %" PRIu64 "\n",
+			opt, s, max);
+		return -1;
+	}
+	*out = v * mul;
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct opts *o, int *create)
+{
+	uint64_t v;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+#define NUM(name, max, field) \
+		if (!strcmp(a, name)) { \
+			if (!val || parse_u64(name, val, max, &v)) \
+				return val ? -1 : (fprintf(stderr, "ortmem-run: %s needs a value\n", name), -1); \
+			field = v; i++; continue; }
+		if (!strcmp(a, "create") && i == 1) { *create = 1; continue; }
+		if (!strcmp(a, "run") && i == 1)
+			continue;
+		NUM("--layers", MODEL_MAX_LAYERS, o->cfg.layers)
+		NUM("--hidden", MODEL_MAX_DIM, o->cfg.hidden)
+		NUM("--ffn", MODEL_MAX_DIM, o->cfg.ffn)
+		NUM("--seed", UINT32_MAX, o->cfg.seed)
+		NUM("--batch", 4096, o->batch)
+		NUM("--passes", 1000, o->passes)
+		NUM("--prefetch", 64, o->prefetch_depth)
+		NUM("--threads", 256, o->threads)
+		NUM("--inject-read-fault", UINT32_MAX, o->inject_nth)
+		if (!strcmp(a, "--budget")) {
+			if (!val || parse_u64(a, val, 1ull << 50, &o->budget))
+				return -1;
+			i++;
+			continue;
+		}
+#undef NUM
+		if (!strcmp(a, "--mode") && val) {
+			o->mode = argv[++i];
+			continue;
+		}
+		if (!strcmp(a, "--json")) { o->json = 1; continue; }
+		if (!strcmp(a, "--progress")) { o->progress = 1; continue; }
+		if (!strcmp(a, "--no-progress")) { o->progress = 0; continue; }
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
+		if (a[0] == '-' || o->path) {
+			fprintf(stderr, "ortmem-run: unknown argument '%s'\n", a);
+			usage(stderr);
+			return -1;
+		}
+		o->path = a;
+	}
+	if (!o->path) {
+		usage(stderr);
+		return -1;
+	}
+	if (strcmp(o->mode, "ortmem") && strcmp(o->mode, "ram") &&
+	    strcmp(o->mode, "mmap") && strcmp(o->mode, "pread")) {
+		fprintf(stderr, "ortmem-run: --mode '%s' is not one of ortmem, ram, mmap, pread\n", o->mode);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {
+		.mode = "ortmem", .batch = 16, .threads = 1, .passes = 1, .prefetch_depth = 8,
+		.progress = isatty(STDERR_FILENO),
+		.cfg = { .layers = 18, .hidden = 2048, .ffn = 8192, .seed = 1 },
+	};
+	struct sigaction sa = { .sa_handler = on_signal };
+	int create = 0;
+
+	if (parse(argc, argv, &o, &create))
+		return 2;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (create)
+		return model_create(&o.cfg, o.path, &interrupted);
+	/* One BLAS thread by default: the other core moves and verifies the
+	 * next layers (every mode computes alike, so the comparison holds). */
+	openblas_set_num_threads((int)o.threads);
+	return do_run(&o);
+}
