@@ -18,7 +18,11 @@
  * - ``ortmem-regions``: regions the file holds (a freed region that is
  *   still mapped is no longer the file's, and counts in no file);
  * - ``ortmem-total-host``: their size, in KiB;
- * - ``ortmem-resident-host``: how much of it is pinned in RAM now, in KiB.
+ * - ``ortmem-resident-host``: how much of it is pinned in RAM, in KiB.
+ *   Known limit: pages a spill-mapped region has evicted (spill_map.c) are
+ *   not subtracted yet, nor are ``ortmem-evicted-host`` and fault-back
+ *   keys shown: counting them needs each region's lock, which cannot be
+ *   taken under the handle table's spinlock held here.
  *
  * Keys are only ever added; a reader skips what it does not know.
  */
@@ -37,7 +41,7 @@ void ortmem_show_fdinfo(struct seq_file *m, struct file *filp)
 	xa_unlock(&file->regions);
 	seq_printf(m, "ortmem-regions:\t%lu\n", nr);
 	seq_printf(m, "ortmem-total-host:\t%llu KiB\n", pages << (PAGE_SHIFT - 10));
-	/* Every page of a region is allocated and pinned at ALLOC. */
+	/* Pages are allocated and pinned at ALLOC (see the limit above). */
 	seq_printf(m, "ortmem-resident-host:\t%llu KiB\n",
 		   pages << (PAGE_SHIFT - 10));
 }
