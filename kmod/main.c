@@ -91,6 +91,7 @@ static const struct file_operations ortmem_fops = {
 	.unlocked_ioctl = ortmem_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = ortmem_mmap,
+	.show_fdinfo = ortmem_show_fdinfo,
 	.llseek = noop_llseek,
 };
 

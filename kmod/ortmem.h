@@ -26,6 +26,7 @@
 
 struct user_struct;
 struct pid;
+struct seq_file;
 
 /**
  * struct ortmem_region - A set of pinned, zeroed pages of one allocation.
@@ -113,6 +114,9 @@ struct ortmem_region *ortmem_offset_lookup(struct ortmem_file *file,
 
 /* ioctl.c */
 long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg);
+
+/* fdinfo.c */
+void ortmem_show_fdinfo(struct seq_file *m, struct file *filp);
 
 /* mmap.c */
 int ortmem_mmap(struct file *filp, struct vm_area_struct *vma);

@@ -1,111 +1,165 @@
 // SPDX-License-Identifier: MIT
 /*
- * ortmem-stat: library statistics of a governor opened with the given
- * budgets (what libortmem would grant, its backends and their discovered
- * capabilities), and, when the kernel module is loaded, every readable
- * attribute under its sysfs folder; as a table or --json.
+ * ortmem-stat: the node's view of ortmem, as nvidia-smi lists processes.
+ * It reads, and opens nothing of its own:
+ *  - the kernel module's sysfs attributes (node totals);
+ *  - every process's /proc/PID/fdinfo of /dev/ortmem (the module's
+ *    per-client keys, named like DRM's usage statistics);
+ *  - every live governor's published statistics file (ortmem_gov_scan()).
+ * One table per process and totals per tier, or --json, or --prometheus
+ * (text exposition format for node_exporter's textfile collector); --watch
+ * refreshes.  With --limit/--driver-reserve/--heap/--probe it also shows
+ * what a governor opened with those budgets would grant ("library").
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-#include <ortmem/ortmem.h>
+#include "stat/stat.h"
 
-#define SYSFS_DEFAULT "/sys/class/misc/ortmem"
-
-static const char *const prog = "ortmem-stat";
+const char *const prog = "ortmem-stat";
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [--json] [--limit TIER=BYTES]... [--driver-reserve BYTES]\n"
-		"       [--heap] [--sysfs DIR]\n"
-		"  --limit TIER=BYTES   budget of a tier (device, host, disk); K, M, G suffixes\n"
-		"  --driver-reserve N   device bytes left to the driver\n"
-		"  --heap               put the heap backend on the host tier\n"
+		"usage: %s [--json | --prometheus] [--watch SECONDS] [--sysfs DIR]\n"
+		"       [--run-dir DIR] [--proc DIR] [--device PATH]\n"
+		"       [--probe] [--limit TIER=BYTES]... [--driver-reserve BYTES] [--heap]\n"
+		"  --json               one JSON object instead of a table\n"
+		"  --prometheus         Prometheus text format (node_exporter textfile)\n"
+		"  --watch SECONDS      print again every SECONDS (0.1 to 86400)\n"
 		"  --sysfs DIR          module attributes folder (default " SYSFS_DEFAULT ")\n"
-		"  --json               print JSON instead of a table\n",
+		"  --run-dir DIR        governors' statistics folder (default: as the library)\n"
+		"  --proc DIR           proc file system (default /proc)\n"
+		"  --device PATH        the module's device node (default " DEV_DEFAULT ")\n"
+		"  --probe              also show a governor opened with the budgets below\n"
+		"  --limit TIER=BYTES   its budget of a tier (device, host, disk); K, M, G, T\n"
+		"  --driver-reserve N   its device bytes left to the driver\n"
+		"  --heap               its host tier on the heap backend\n",
 		prog);
 }
 
-static int parse_bytes(const char *s, uint64_t *out)
+/* ---- input parsing: sizes refuse what does not fit in 64 bits ---- */
+
+/* @opt: the option as the messages show it, "--limit host=" or "--driver-reserve ". */
+static int parse_bytes(const char *opt, const char *s, uint64_t *out)
 {
+	static const char units[] = "KMGT";
+	const char *u;
 	char *end;
 	unsigned long long v;
+	unsigned int shift = 0;
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
+	if (*s < '0' || *s > '9') {
+		fprintf(stderr, "%s: %s%s: expected a byte count such as 4096 or 8G\n",
+			prog, opt, s);
 		return -1;
-	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
 	}
-	if (*end)
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end && (u = strchr(units, *end & ~0x20)) != NULL) {
+		shift = 10 * (unsigned int)(u - units + 1);
+		end++;
+	}
+	if (*end) {
+		fprintf(stderr, "%s: %s%s: '%s' is not a size suffix (K, M, G, T)\n",
+			prog, opt, s, end);
 		return -1;
-	*out = v;
+	}
+	if (errno == ERANGE || v > (UINT64_MAX >> shift)) {
+		fprintf(stderr, "%s: %s%s: the size does not fit in 64 bits (at most %llu%s)\n",
+			prog, opt, s, (unsigned long long)(UINT64_MAX >> shift),
+			shift ? (char[]){ units[shift / 10 - 1], 0 } : "");
+		return -1;
+	}
+	*out = (uint64_t)v << shift;
 	return 0;
 }
 
 static int parse_limit(const char *arg, struct ortmem_gov_opts *o)
 {
-	char name[16];
+	char name[16], opt[32];
 	const char *eq = strchr(arg, '=');
-	int tier;
+	int tier = -1;
 
-	if (!eq || (size_t)(eq - arg) >= sizeof(name))
+	if (eq && (size_t)(eq - arg) < sizeof(name)) {
+		memcpy(name, arg, eq - arg);
+		name[eq - arg] = '\0';
+		tier = ortmem_tier_from_name(name);
+	}
+	if (tier < 0) {
+		fprintf(stderr, "%s: --limit %s: expected TIER=BYTES with TIER device, host or disk\n",
+			prog, arg);
 		return -1;
-	memcpy(name, arg, eq - arg);
-	name[eq - arg] = '\0';
-	tier = ortmem_tier_from_name(name);
-	if (tier < 0)
-		return -1;
-	return parse_bytes(eq + 1, &o->limit[tier]);
+	}
+	snprintf(opt, sizeof(opt), "--limit %s=", name);
+	return parse_bytes(opt, eq + 1, &o->limit[tier]) ? -1 : 0;
 }
 
-static void print_table(const struct ortmem_gov_stats *st)
+static int parse_watch(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0.1 && v <= 86400)) {
+		fprintf(stderr, "%s: --watch %s: expected seconds from 0.1 to 86400\n",
+			prog, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* ---- --probe: what a governor opened with these budgets would grant ---- */
+
+static int probe(const struct cfg *c, const struct ortmem_gov_opts *o,
+		 struct ortmem_gov_stats *st)
+{
+	struct ortmem_gov *gov;
+	struct ortmem_gov_opts po = *o;
+
+	po.flags |= ORTMEM_GOV_NO_PUBLISH;	/* not a process of the node */
+	if (ortmem_gov_open(&po, &gov)) {
+		fprintf(stderr, "%s: open governor: %s\n", prog, ortmem_last_error_message());
+		return 1;
+	}
+	if ((c->heap && ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST,
+					       ortmem_backend_heap(), NULL)) ||
+	    ortmem_gov_stats(gov, st)) {
+		fprintf(stderr, "%s: statistics: %s\n", prog, ortmem_last_error_message());
+		ortmem_gov_close(gov);
+		return 1;
+	}
+	ortmem_gov_close(gov);
+	return 0;
+}
+
+static void probe_table(const struct ortmem_gov_stats *st)
 {
 	int t;
 
-	printf("%-7s %14s %14s %14s %14s %8s %12s %12s %8s %12s %s\n", "tier",
-	       "used", "limit", "usable", "peak", "leases", "demoted",
-	       "promoted", "reclaim", "quarantined", "backend");
+	printf("library (a governor with the given budgets):\n");
+	printf("  %-7s %14s %14s %14s %s\n", "tier", "limit", "usable",
+	       "driver_rsv", "backend");
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		const struct ortmem_tier_stats *s = &st->tier[t];
 
-		printf("%-7s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %14" PRIu64
-		       " %8" PRIu64 " %12" PRIu64 " %12" PRIu64 " %8" PRIu64
-		       " %12" PRIu64 " %s%s\n", ortmem_tier_name(t), s->used,
-		       s->limit, s->usable, s->peak, s->leases, s->demoted_bytes,
-		       s->promoted_bytes, s->reclaim_calls, s->quarantined_bytes,
-		       s->backend[0] ? s->backend : "-",
-		       s->caps & ORTMEM_BACKEND_CAP_HOST_POINTER ? " (host-pointer)" : "");
+		printf("  %-7s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %s%s\n",
+		       ortmem_tier_name(t), s->limit, s->usable,
+		       s->driver_reserve, s->backend[0] ? s->backend : "-",
+		       s->caps & ORTMEM_BACKEND_CAP_HOST_POINTER ?
+		       " (host-pointer)" : "");
 	}
-	printf("handles: %" PRIu64 " live of %" PRIu64 ", %" PRIu64 " retired; driver reserve %" PRIu64 "\n",
-	       st->handles_live, st->handles_max, st->handles_retired,
-	       st->tier[0].driver_reserve);
 }
 
-static void print_json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
-static void print_json_lib(const struct ortmem_gov_stats *st)
+static void probe_json(const struct ortmem_gov_stats *st)
 {
 	int t;
 
@@ -113,107 +167,100 @@ static void print_json_lib(const struct ortmem_gov_stats *st)
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		const struct ortmem_tier_stats *s = &st->tier[t];
 
-		printf("%s\"%s\": {\"used\": %" PRIu64 ", \"limit\": %" PRIu64
-		       ", \"usable\": %" PRIu64 ", \"peak\": %" PRIu64
-		       ", \"driver_reserve\": %" PRIu64 ", \"leases\": %" PRIu64
-		       ", \"demoted_bytes\": %" PRIu64 ", \"promoted_bytes\": %" PRIu64
-		       ", \"reclaim_calls\": %" PRIu64 ", \"refusals\": %" PRIu64
-		       ", \"quarantined_bytes\": %" PRIu64 ", \"deferred\": %" PRIu64
-		       ", \"caps\": %u, \"backend\": ", t ? ", " : "",
-		       ortmem_tier_name(t), s->used, s->limit, s->usable, s->peak,
-		       s->driver_reserve, s->leases, s->demoted_bytes,
-		       s->promoted_bytes, s->reclaim_calls, s->refusals,
-		       s->quarantined_bytes, s->deferred, s->caps);
-		print_json_string(s->backend);
+		printf("%s\"%s\": {\"limit\": %" PRIu64 ", \"usable\": %" PRIu64
+		       ", \"driver_reserve\": %" PRIu64 ", \"caps\": %u, \"backend\": ",
+		       t ? ", " : "", ortmem_tier_name(t), s->limit, s->usable,
+		       s->driver_reserve, s->caps);
+		json_str(s->backend);
 		printf("}");
 	}
-	printf("}, \"handles_live\": %" PRIu64 ", \"handles_max\": %" PRIu64
-	       ", \"handles_retired\": %" PRIu64 ", \"pins\": %" PRIu64
-	       ", \"quarantined\": %" PRIu64 "}", st->handles_live,
-	       st->handles_max, st->handles_retired, st->pins, st->quarantined);
+	printf("}}, ");
 }
 
-/* Every readable regular attribute in @dir, one line each. */
-static int print_sysfs(const char *dir, int json)
+/* One view of the node in the chosen format; 1 when it cannot be read. */
+static int show(const struct cfg *c, const struct ortmem_gov_stats *st)
 {
-	struct dirent **names;
-	int n, i, first = 1;
+	struct node nd;
+	struct attr *a = NULL;
+	int na, ret;
 
-	n = scandir(dir, &names, NULL, alphasort);
-	if (n < 0)
-		return 0;
-	printf(json ? ", \"module\": {" : "\nmodule (%s):\n", dir);
-	for (i = 0; i < n; i++) {
-		char path[4096], val[4096];
-		FILE *f;
-		size_t len;
-
-		if (names[i]->d_name[0] == '.' || names[i]->d_type == DT_DIR ||
-		    names[i]->d_type == DT_LNK)
-			goto next;
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			goto next;
-		len = fread(val, 1, sizeof(val) - 1, f);
-		fclose(f);
-		val[len] = '\0';
-		while (len && (val[len - 1] == '\n' || val[len - 1] == ' '))
-			val[--len] = '\0';
-		if (json) {
-			printf("%s", first ? "" : ", ");
-			print_json_string(names[i]->d_name);
-			printf(": ");
-			print_json_string(val);
-		} else {
-			printf("  %-24s %s\n", names[i]->d_name, val);
-		}
-		first = 0;
-next:
-		free(names[i]);
+	ret = gather(&nd, c);
+	if (ret) {
+		fprintf(stderr, "%s: governors' statistics: %s\n", prog,
+			ortmem_last_error_message());
+		node_free(&nd);
+		return 1;
 	}
-	free(names);
-	if (json)
-		printf("}");
-	return 0;
+	if (read_sysfs(c->sysfs, &a, &na))
+		na = -1;
+	switch (c->fmt) {
+	case FMT_TABLE:
+		if (st)
+			probe_table(st);
+		print_table(&nd, a, na, c->sysfs);
+		break;
+	case FMT_JSON:
+		printf("{");
+		if (st)
+			probe_json(st);
+		print_json(&nd, a, na);
+		printf("}\n");
+		break;
+	case FMT_PROM:
+		print_prom(&nd, a, na);
+		break;
+	}
+	free(a);
+	node_free(&nd);
+	return fflush(stdout) ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+static int parse_args(int argc, char **argv, struct cfg *c,
+		      struct ortmem_gov_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "prometheus", no_argument, NULL, 'P' },
+		{ "watch", required_argument, NULL, 'w' },
+		{ "sysfs", required_argument, NULL, 's' },
+		{ "run-dir", required_argument, NULL, 'R' },
+		{ "proc", required_argument, NULL, 'p' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "probe", no_argument, NULL, 'b' },
 		{ "limit", required_argument, NULL, 'l' },
 		{ "driver-reserve", required_argument, NULL, 'r' },
 		{ "heap", no_argument, NULL, 'H' },
-		{ "sysfs", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	ORTMEM_OPTS(ortmem_gov_opts, o);
-	struct ortmem_gov_stats st = { .sz = sizeof(st) };
-	const char *sysfs = SYSFS_DEFAULT;
-	struct ortmem_gov *gov;
-	int json = 0, heap = 0, c;
+	int ch;
 
-	while ((c = getopt_long(argc, argv, "jl:r:Hs:hV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'H': heap = 1; break;
-		case 's': sysfs = optarg; break;
-		case 'l':
-			if (parse_limit(optarg, &o)) {
-				fprintf(stderr, "%s: --limit %s: expected TIER=BYTES with TIER device, host or disk\n",
-					prog, optarg);
+	while ((ch = getopt_long(argc, argv, "jPw:s:R:p:d:bl:r:HhV", longopts,
+				 NULL)) != -1) {
+		switch (ch) {
+		case 'j': c->fmt = FMT_JSON; break;
+		case 'P': c->fmt = FMT_PROM; break;
+		case 's': c->sysfs = optarg; break;
+		case 'R': c->run_dir = optarg; break;
+		case 'p': c->proc = optarg; break;
+		case 'd': c->dev = optarg; break;
+		case 'b': c->probe = 1; break;
+		case 'H': c->heap = c->probe = 1; break;
+		case 'w':
+			if (parse_watch(optarg, &c->watch))
 				return 2;
-			}
+			break;
+		case 'l':
+			if (parse_limit(optarg, o))
+				return 2;
+			c->probe = 1;
 			break;
 		case 'r':
-			if (parse_bytes(optarg, &o.driver_reserve)) {
-				fprintf(stderr, "%s: --driver-reserve %s: not a byte count\n",
-					prog, optarg);
+			if (parse_bytes("--driver-reserve ", optarg,
+					&o->driver_reserve))
 				return 2;
-			}
+			c->probe = 1;
 			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("%s %s\n", prog, ortmem_version_string()); return 0;
@@ -224,26 +271,42 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %s: unexpected argument\n", prog, argv[optind]);
 		return 2;
 	}
-	if (ortmem_gov_open(&o, &gov)) {
-		fprintf(stderr, "%s: open governor: %s\n", prog, ortmem_last_error_message());
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o);
+	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	struct cfg c = {
+		.fmt = FMT_TABLE, .sysfs = SYSFS_DEFAULT, .proc = "/proc",
+		.dev = DEV_DEFAULT,
+	};
+	int ret = parse_args(argc, argv, &c, &o);
+
+	if (ret >= 0)
+		return ret;
+	if (c.probe && probe(&c, &o, &st))
 		return 1;
+	if (!c.watch)
+		return show(&c, c.probe ? &st : NULL);
+	for (;;) {
+		struct timespec ts = {
+			.tv_sec = (time_t)c.watch,
+			.tv_nsec = (long)((c.watch - (time_t)c.watch) * 1e9),
+		};
+		time_t now = time(NULL);
+		char when[64];
+
+		/* Home and clear, as watch(1) does: tmux and plain terminals
+		 * redraw in place. */
+		if (c.fmt == FMT_TABLE && isatty(STDOUT_FILENO))
+			printf("\033[H\033[2J");
+		strftime(when, sizeof(when), "%F %T", localtime(&now));
+		if (c.fmt == FMT_TABLE)
+			printf("ortmem-stat every %gs: %s\n", c.watch, when);
+		if (show(&c, c.probe ? &st : NULL))
+			return 1;
+		nanosleep(&ts, NULL);
 	}
-	if ((heap && ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST,
-					    ortmem_backend_heap(), NULL)) ||
-	    ortmem_gov_stats(gov, &st)) {
-		fprintf(stderr, "%s: statistics: %s\n", prog, ortmem_last_error_message());
-		ortmem_gov_close(gov);
-		return 1;
-	}
-	ortmem_gov_close(gov);
-	if (json) {
-		printf("{");
-		print_json_lib(&st);
-		print_sysfs(sysfs, 1);
-		printf("}\n");
-	} else {
-		print_table(&st);
-		print_sysfs(sysfs, 0);
-	}
-	return 0;
 }

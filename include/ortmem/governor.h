@@ -152,11 +152,21 @@ struct ortmem_gov_opts {
 	uint64_t driver_reserve;
 	/* Most live handles at once; 0 means 65536, at most 1 << 24. */
 	uint32_t max_handles;
-	uint32_t flags;		/* none defined; must be 0 */
+	uint32_t flags;		/* ORTMEM_GOV_* below; others must be 0 */
+	/* Folder of the published statistics file (see ortmem_gov_scan());
+	 * NULL: $ORTMEM_RUN_DIR, else /run/ortmem when writable, else
+	 * $XDG_RUNTIME_DIR/ortmem. */
+	const char *run_dir;
+	/* Name shown by ortmem-stat (NULL: the program's name); at most
+	 * ORTMEM_GOV_NAME_MAX - 1 bytes are kept. */
+	const char *name;
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_gov_opts__last_field flags
+#define ortmem_gov_opts__last_field name
+
+/* ortmem_gov_opts.flags: publish no statistics file for this governor. */
+#define ORTMEM_GOV_NO_PUBLISH (1u << 0)
 
 /* ortmem_gov_alloc() flags. */
 /* The allocation may be demoted to a lower tier to make room. */
@@ -390,6 +400,38 @@ struct ortmem_gov_stats {
 
 ORTMEM_API int ortmem_gov_stats(struct ortmem_gov *gov,
 				struct ortmem_gov_stats *st);
+
+/*
+ * Published statistics: every governor (unless ORTMEM_GOV_NO_PUBLISH) keeps
+ * a small shared file gov.PID.SERIAL in its run folder up to date, with no
+ * system call on the fast paths; ortmem_gov_scan() reads every live one.
+ */
+#define ORTMEM_GOV_NAME_MAX 64
+
+struct ortmem_gov_tier_record {
+	uint64_t used;		/* charged, including unspent thread credit */
+	uint64_t limit;
+	uint64_t peak;
+	uint64_t demoted_bytes;
+	uint64_t promoted_bytes;
+	uint64_t quarantined_bytes;
+	uint64_t refusals;
+	uint64_t reclaim_calls;
+};
+
+struct ortmem_gov_record {
+	size_t sz;		/* sizeof(struct ortmem_gov_record) */
+	int32_t pid;
+	uint64_t serial;	/* the governor's number in its process */
+	char name[ORTMEM_GOV_NAME_MAX];
+	struct ortmem_gov_tier_record tier[ORTMEM_TIER_COUNT];
+};
+
+typedef int (*ortmem_gov_scan_fn)(const struct ortmem_gov_record *rec,
+				  void *arg);
+
+ORTMEM_API int ortmem_gov_scan(const char *run_dir, ortmem_gov_scan_fn fn,
+			       void *arg);
 
 #ifdef __cplusplus
 }

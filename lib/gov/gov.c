@@ -25,9 +25,9 @@ static int gov_check_opts(const struct ortmem_gov_opts *opts)
 
 	if (ret)
 		return ret;
-	if (ORTMEM_OPTS_GET(opts, flags, 0))
+	if (ORTMEM_OPTS_GET(opts, flags, 0) & ~ORTMEM_GOV_NO_PUBLISH)
 		return ortmem__err_invalid(-1, 0,
-			"ortmem_gov_opts.flags %#x has unknown bits; pass 0",
+			"ortmem_gov_opts.flags %#x has unknown bits; pass 0 or ORTMEM_GOV_NO_PUBLISH",
 			ORTMEM_OPTS_GET(opts, flags, 0));
 	/* One rule for every budget, here and in ortmem_gov_set_limit(). */
 	for (t = 0; ORTMEM_OPTS_HAS(opts, limit) && t < ORTMEM_TIER_COUNT; t++)
@@ -96,6 +96,15 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 		ortmem__tag_give(gov);
 		goto err_locks;
 	}
+	/* Publishing is best effort: a governor without a run folder
+	 * works all the same, ortmem-stat just does not see it. */
+	if (!(ORTMEM_OPTS_GET(opts, flags, 0) & ORTMEM_GOV_NO_PUBLISH) &&
+	    ortmem__publish_open(gov, ORTMEM_OPTS_GET(opts, run_dir, NULL),
+				 ORTMEM_OPTS_GET(opts, name, NULL))) {
+		ortmem__tag_give(gov);
+		ortmem__binding_fini(gov);
+		goto err_locks;
+	}
 	*govp = gov;
 	return 0;
 err_tag:
@@ -148,6 +157,7 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 
 	if (!gov)
 		return;
+	ortmem__publish_close(gov);
 	ortmem__prefetch_fini(gov);
 	pthread_mutex_lock(&gov->lock);
 	ortmem__poll_locked(gov);

@@ -47,6 +47,7 @@ void ortmem__quarantine_add(struct ortmem_gov *gov, int32_t slot, uint64_t id,
 	struct gov_tier *t = &gov->tiers[tier];
 
 	atomic_fetch_add(&t->quarantined, residual);
+	ortmem__publish(gov);
 	pr_warn("quarantined %" PRIu64 " of %" PRIu64 " bytes of handle %#" PRIx64 " on the %s tier: %s\n",
 		residual, size, id, ortmem_tier_name(tier),
 		ortmem_last_error_message());

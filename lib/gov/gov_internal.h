@@ -6,6 +6,7 @@
  *
  * The files, lowest floor first (each calls only those above it here):
  *
+ *   gov_publish.c   the published statistics file (seqlock, no syscall)
  *   gov_tier.c      tier accounting: charge, uncharge, peak, checks
  *   gov_tctx.c      the per-thread context: TLS, slot cache, credit blocks
  *   gov_credit.c    per-thread budget credit; reports "no fast fit"
@@ -238,6 +239,7 @@ struct ortmem_gov {
 	uint32_t nfree;
 	uint32_t *free_idx;
 
+	struct gov_pub *pub;		/* NULL: not published */
 	/* Asynchronous promotion, made at the first prefetch (gov->lock). */
 	struct gov_prefetch *_Atomic pf;
 };
@@ -246,6 +248,13 @@ struct ortmem_gov {
  * The files' interfaces, lowest floor first; a file calls only the ones
  * above it in this list (Documentation/lib/layers.rst).
  */
+
+/* gov_publish.c: the published statistics file. */
+int ortmem__publish_open(struct ortmem_gov *gov, const char *run_dir,
+			 const char *name);
+/* Copy the counters to the file; lock-free, no system call. */
+void ortmem__publish(struct ortmem_gov *gov);
+void ortmem__publish_close(struct ortmem_gov *gov);
 
 /* gov_tier.c: tier accounting. */
 void ortmem__tier_update_usable(struct ortmem_gov *gov, int tier);

@@ -137,6 +137,7 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 	}
 	move_free_source(gov, idx, from, bh, size, id);
 	atomic_fetch_add(&gov->tiers[from].demoted, size);
+	ortmem__publish(gov);
 	atomic_store(&s->tier, (uint8_t)to);
 	atomic_store(&s->bh, nbh);
 	atomic_store_explicit(&s->word, slot_word(gen, 0, SLOT_DEMOTED),
@@ -185,6 +186,7 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 				 handle_make(gen, gov->tag, idx));
 	}
 	atomic_fetch_add(&gov->tiers[home].promoted, size);
+	ortmem__publish(gov);
 	atomic_store(&s->tier, (uint8_t)home);
 	atomic_store(&s->bh, nbh);
 	pthread_mutex_unlock(&gov->lock);

@@ -86,6 +86,7 @@ ORTMEM_API int ortmem_gov_stats(struct ortmem_gov *gov,
 	for (q = gov->quarantine; q; q = q->next)
 		out.quarantined++;
 	pthread_mutex_unlock(&gov->lock);
+	ortmem__publish(gov);
 	out.sz = sz < sizeof(out) ? sz : sizeof(out);
 	memcpy(st, &out, out.sz);
 	st->sz = sz;

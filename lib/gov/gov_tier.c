@@ -59,17 +59,23 @@ void ortmem__note_peak(struct ortmem_gov *gov, int tier, uint64_t now)
 	struct gov_tier *t = &gov->tiers[tier];
 	uint64_t p = atomic_load_explicit(&t->peak, memory_order_relaxed);
 
-	while (now > p &&
-	       !atomic_compare_exchange_weak_explicit(&t->peak, &p, now,
-						      memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	while (now > p) {
+		if (atomic_compare_exchange_weak_explicit(&t->peak, &p, now,
+							  memory_order_relaxed,
+							  memory_order_relaxed)) {
+			ortmem__publish(gov);
+			return;
+		}
+	}
 }
 
 bool ortmem__tier_charge(struct ortmem_gov *gov, int tier, uint64_t size,
 			 uint64_t *nowp)
 {
-	return tier_charge(&gov->tiers[tier], size, nowp);
+	if (!tier_charge(&gov->tiers[tier], size, nowp))
+		return false;
+	ortmem__publish(gov);
+	return true;
 }
 
 bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size)
@@ -78,13 +84,16 @@ bool ortmem__tier_try_charge(struct ortmem_gov *gov, int tier, uint64_t size)
 
 	if (!tier_charge(&gov->tiers[tier], size, &now))
 		return false;
+	ortmem__publish(gov);
 	ortmem__note_peak(gov, tier, now);
 	return true;
 }
 
 void ortmem__tier_uncharge(struct ortmem_gov *gov, int tier, uint64_t size)
 {
-	if (size)
-		atomic_fetch_sub_explicit(&gov->tiers[tier].used, size,
-					  memory_order_relaxed);
+	if (!size)
+		return;
+	atomic_fetch_sub_explicit(&gov->tiers[tier].used, size,
+				  memory_order_relaxed);
+	ortmem__publish(gov);
 }

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# DKMS: "dkms add" the module's sources (dkms.conf, kmod/, include/) as an
-# administrator would install them, then "dkms build" them for every
+# DKMS: "dkms add" the module's sources (dkms.conf, kmod/, include/uapi/) as
+# "make install" installs them, then "dkms build" them for every
 # installed kernel header set.  Everything happens in a DKMS tree and a
 # source tree of its own under $O, so the system's /var/lib/dkms and
 # /usr/src are not touched.
@@ -28,15 +28,18 @@ name=$(sed -n 's/^PACKAGE_NAME="\(.*\)"/\1/p' dkms.conf)
 version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 work=$O/dkms
 rm -rf "$work"
-src=$work/src/$name-$version
-mkdir -p "$src" "$work/tree" "$work/install"
-# What Documentation/admin-guide/kernels.rst tells an administrator to copy;
-# the sources only, not a build of them.
-cp dkms.conf "$src/"
-cp -r include "$src/"
-mkdir "$src/kmod"
-cp kmod/Kbuild kmod/Makefile kmod/conftest.sh kmod/*.c kmod/*.h "$src/kmod/"
-rm -f "$src/kmod/ortmem_conftest.h"
+mkdir -p "$work/tree" "$work/install"
+# What "make install" puts under PREFIX/src/NAME-VERSION for DKMS: the
+# sources only, not a build of them.
+if ! make -s install O="$O" DESTDIR="$work/root" PREFIX=/usr > "$work/install.log" 2>&1 ||
+	[ ! -r "$work/root/usr/src/$name-$version/dkms.conf" ]; then
+	sed 's/^/# /' "$work/install.log"
+	echo "not ok dkms: make install puts the sources and dkms.conf under /usr/src/$name-$version"
+	echo "dkms: 0 passed, 1 failed, 0 skipped"
+	exit 1
+fi
+mkdir -p "$work/src"
+mv "$work/root/usr/src/$name-$version" "$work/src/"
 
 dkms_run() {
 	dkms "$@" --sourcetree "$work/src" --dkmstree "$work/tree" \

@@ -53,6 +53,13 @@ if [ -x "$O/selftests/governor/host_tier" ]; then
 	mkdir -p "$O/vm/lib-tests/governor"
 	cp -a "$O/selftests/governor/host_tier" "$O/vm/lib-tests/governor/"
 fi
+# ortmem-stat through the module: the script, its holder and the tool.
+if [ -x "$O/selftests/governor/stat-module.sh" ] && [ -x "$O/tools/ortmem-stat" ]; then
+	mkdir -p "$O/vm/lib-tests/governor/fixtures"
+	cp -a "$O/selftests/governor/stat-module.sh" "$O/vm/lib-tests/governor/"
+	cp -a "$O/selftests/governor/fixtures/holder" "$O/tools/ortmem-stat" \
+		"$O/vm/lib-tests/governor/fixtures/"
+fi
 
 p=0 f=0 s=0 rc=0
 for kver in $kernels; do

@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# ortmem-stat: table and JSON output, the driver reserve, module attributes
-# read generically from a sysfs folder, and usage errors.
+# ortmem-stat: table and JSON output, the driver reserve (--probe), module
+# attributes read generically from a sysfs folder, and hostile input:
+# sizes that overflow, a FIFO among the attributes, bytes that are not
+# UTF-8, and usage errors.
 KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
 tool="$here/../../tools/ortmem-stat"
@@ -35,6 +37,39 @@ PY
 "$tool" stray 2>/dev/null; [ $? -eq 2 ] || fail "stray argument is a usage error"
 "$tool" --limit device=1K --driver-reserve 2K 2>"$tmp/err"; [ $? -eq 1 ] || fail "reserve above limit fails"
 grep -q "^ortmem-stat: open governor: .*driver_reserve" "$tmp/err" || fail "one-line error"
+# Sizes past 2^64 are refused, saying so, with exit 2 (they wrapped).
+for arg in "--limit device=99999999999G" "--limit host=18446744073709551616" \
+	"--driver-reserve 16777216T" "--limit disk=17179869184G"; do
+	"$tool" $arg 2>"$tmp/err"; rc=$?
+	[ $rc -eq 2 ] || fail "$arg: exit $rc, not 2"
+	grep -q "does not fit in 64 bits" "$tmp/err" || fail "$arg: no reason given"
+done
+"$tool" --json --limit disk=17179869183G > "$tmp/max.json" || fail "the largest size fits"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["library"]["tiers"]["disk"]["limit"] == 17179869183 << 30' \
+	"$tmp/max.json" || fail "the largest size is exact"
+"$tool" --limit host=1X 2>"$tmp/err"; [ $? -eq 2 ] && grep -q "suffix" "$tmp/err" || fail "bad suffix"
+
+# A FIFO in the attributes folder is refused, not read (which blocks).
+mkfifo "$sys/fifo"
+timeout 10 "$tool" --json --sysfs "$sys" > "$tmp/fifo.json" 2>"$tmp/err"; rc=$?
+[ $rc -eq 0 ] || fail "a FIFO attribute: exit $rc (124: it blocked)"
+grep -q "fifo: not a regular file" "$tmp/err" || fail "the FIFO is named as refused"
+python3 -c 'import json,sys; m = json.load(open(sys.argv[1]))["module"]; assert "fifo" not in m and m["pinned_bytes"] == "4096", m' \
+	"$tmp/fifo.json" || fail "other attributes still read"
+rm "$sys/fifo"
+
+# Bytes that are not UTF-8 are escaped; the JSON stays valid.
+printf 'ok\377\300\200 \342\202\254 \355\240\200\n' > "$sys/binary"
+"$tool" --json --sysfs "$sys" > "$tmp/bin.json" || fail "json with binary attribute"
+python3 - "$tmp/bin.json" <<'PY' || fail "non-UTF-8 bytes escaped"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+raw.decode("utf-8")          # strict: the output is UTF-8
+v = json.loads(raw)["module"]["binary"]
+assert v == "ok\\xff\\xc0\\x80 \u20ac \\xed\\xa0\\x80", repr(v)
+PY
+rm "$sys/binary"
+
 "$tool" --help | grep -q "^usage" || fail "--help"
 "$tool" --version | grep -q "^ortmem-stat " || fail "--version"
 echo "ok: ortmem-stat"

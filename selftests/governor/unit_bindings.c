@@ -91,7 +91,7 @@ TEST(open_refuses_bad_options)
 		struct ortmem_gov_opts o;
 		uint64_t future;
 	} big = { .o = { .sz = sizeof(big) }, .future = 1 };
-	ORTMEM_OPTS(ortmem_gov_opts, flags, .flags = 1);
+	ORTMEM_OPTS(ortmem_gov_opts, flags, .flags = 1u << 1);	/* bit 0: NO_PUBLISH */
 	ORTMEM_OPTS(ortmem_gov_opts, rsv, .limit = { [ORTMEM_TIER_DEVICE] = 1 }, .driver_reserve = 2);
 	ORTMEM_OPTS(ortmem_gov_opts, many, .max_handles = (1u << 24) + 1);
 

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Published statistics (lib/gov/gov_publish.c): a governor's file appears
+ * at open with its name and figures, follows reserve and release, goes at
+ * close; ORTMEM_GOV_NO_PUBLISH publishes nothing; what is not a governor's
+ * file in the folder (a FIFO, a link, a short file, a stale file) is skipped
+ * without blocking, the stale one removed; readers racing writers always
+ * see a consistent record.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <ortmem/ortmem.h>
+
+#include "../harness.h"
+
+#define MIB (1024ull * 1024)
+
+struct seen {
+	int n;
+	struct ortmem_gov_record rec[8];
+};
+
+static int collect(const struct ortmem_gov_record *rec, void *arg)
+{
+	struct seen *s = arg;
+
+	if (s->n < 8)
+		s->rec[s->n] = *rec;
+	s->n++;
+	return 0;
+}
+
+static int files_in(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+FIXTURE(pub) {
+	char dir[64];
+};
+
+FIXTURE_SETUP(pub)
+{
+	strcpy(self->dir, "/tmp/ortmem-pub-XXXXXX");
+	ASSERT_NONNULL(mkdtemp(self->dir));
+}
+
+FIXTURE_TEARDOWN(pub)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", self->dir);
+	if (system(cmd))
+		fprintf(stderr, "# cannot remove %s\n", self->dir);
+}
+
+TEST_F(pub, follows_reserve_release_and_goes_at_close)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = 64 * MIB },
+		    .run_dir = self->dir, .name = "pub-test");
+	struct ortmem_handle h;
+	struct ortmem_gov *gov;
+	struct seen s = { 0 };
+
+	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+	ASSERT_EQ(0, ortmem_gov_scan(self->dir, collect, &s));
+	ASSERT_EQ(1, s.n);
+	EXPECT_EQ(getpid(), s.rec[0].pid);
+	EXPECT_STREQ("pub-test", s.rec[0].name);
+	EXPECT_EQ(64 * MIB, s.rec[0].tier[ORTMEM_TIER_HOST].limit);
+	EXPECT_EQ(0, s.rec[0].tier[ORTMEM_TIER_HOST].used);
+
+	/* Larger than a thread's credit batch: charged exactly. */
+	ASSERT_EQ(0, ortmem_gov_reserve(gov, ORTMEM_TIER_HOST, 0, 40 * MIB, &h));
+	s.n = 0;
+	ASSERT_EQ(0, ortmem_gov_scan(self->dir, collect, &s));
+	ASSERT_EQ(1, s.n);
+	EXPECT_LE(40 * MIB, s.rec[0].tier[ORTMEM_TIER_HOST].used);
+	EXPECT_LE(40 * MIB, s.rec[0].tier[ORTMEM_TIER_HOST].peak);
+	ASSERT_EQ(0, ortmem_gov_release(gov, h, 0));
+	{
+		struct ortmem_gov_stats st = { .sz = sizeof(st) };
+
+		ASSERT_EQ(0, ortmem_gov_stats(gov, &st));	/* drains credit */
+	}
+	s.n = 0;
+	ASSERT_EQ(0, ortmem_gov_scan(self->dir, collect, &s));
+	EXPECT_EQ(0, s.rec[0].tier[ORTMEM_TIER_HOST].used);
+	EXPECT_LE(40 * MIB, s.rec[0].tier[ORTMEM_TIER_HOST].peak);
+	ortmem_gov_close(gov);
+	EXPECT_EQ(0, files_in(self->dir));
+}
+
+TEST_F(pub, no_publish_flag)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o, .run_dir = self->dir,
+		    .flags = ORTMEM_GOV_NO_PUBLISH);
+	struct ortmem_gov *gov;
+
+	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+	EXPECT_EQ(0, files_in(self->dir));
+	ortmem_gov_close(gov);
+}
+
+TEST_F(pub, environment_picks_the_folder)
+{
+	struct ortmem_gov *gov;
+	struct seen s = { 0 };
+
+	ASSERT_EQ(0, setenv("ORTMEM_RUN_DIR", self->dir, 1));
+	ASSERT_EQ(0, ortmem_gov_open(NULL, &gov));
+	EXPECT_EQ(1, files_in(self->dir));
+	ASSERT_EQ(0, ortmem_gov_scan(NULL, collect, &s));
+	EXPECT_EQ(1, s.n);
+	ortmem_gov_close(gov);
+	unsetenv("ORTMEM_RUN_DIR");
+}
+
+TEST_F(pub, hostile_folder_contents_are_skipped)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o, .run_dir = self->dir);
+	char path[128];
+	struct ortmem_gov *gov;
+	struct seen s = { 0 };
+	pid_t dead;
+	int fd;
+
+	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+	/* A FIFO under a live pid's name (ours): must not block. */
+	snprintf(path, sizeof(path), "%s/gov.%d.999", self->dir, (int)getpid());
+	ASSERT_EQ(0, mkfifo(path, 0600));
+	/* A link to our real file: never followed. */
+	snprintf(path, sizeof(path), "%s/gov.%d.998", self->dir, (int)getpid());
+	ASSERT_EQ(0, symlink("/dev/zero", path));
+	/* A short file and a name that is not a governor's. */
+	snprintf(path, sizeof(path), "%s/gov.%d.997", self->dir, (int)getpid());
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(3, write(fd, "abc", 3));
+	close(fd);
+	snprintf(path, sizeof(path), "%s/gov.x.1", self->dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	ASSERT_LE(0, fd);
+	close(fd);
+	/* A stale file: a process that is gone. */
+	dead = fork();
+	ASSERT_LE(0, dead);
+	if (!dead)
+		_exit(0);
+	ASSERT_EQ(dead, waitpid(dead, NULL, 0));
+	snprintf(path, sizeof(path), "%s/gov.%d.1", self->dir, (int)dead);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	ASSERT_LE(0, fd);
+	close(fd);
+
+	ASSERT_EQ(0, ortmem_gov_scan(self->dir, collect, &s));
+	EXPECT_EQ(1, s.n);	/* only the real governor */
+	EXPECT_NE(0, access(path, F_OK));	/* the stale one removed */
+	ortmem_gov_close(gov);
+}
+
+struct race {
+	struct ortmem_gov *gov;
+	_Atomic int stop;
+};
+
+static void *churn(void *arg)
+{
+	struct race *r = arg;
+
+	while (!r->stop) {
+		struct ortmem_handle h;
+
+		if (!ortmem_gov_reserve(r->gov, ORTMEM_TIER_HOST, 0, 3 * MIB, &h))
+			ortmem_gov_release(r->gov, h, 0);
+	}
+	return NULL;
+}
+
+static int check_record(const struct ortmem_gov_record *rec, void *arg)
+{
+	int *bad = arg;
+	const struct ortmem_gov_tier_record *t = &rec->tier[ORTMEM_TIER_HOST];
+
+	/* What holds in every state the governor passes through. */
+	if (t->limit != 64 * MIB || t->used > t->limit || t->peak > t->limit)
+		(*bad)++;
+	return 0;
+}
+
+TEST_F(pub, readers_see_consistent_records_while_threads_write)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = 64 * MIB },
+		    .run_dir = self->dir);
+	struct race r = { 0 };
+	pthread_t th[4];
+	int i, bad = 0;
+
+	ASSERT_EQ(0, ortmem_gov_open(&o, &r.gov));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, churn, &r));
+	for (i = 0; i < 2000; i++)
+		ASSERT_EQ(0, ortmem_gov_scan(self->dir, check_record, &bad));
+	r.stop = 1;
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	EXPECT_EQ(0, bad);
+	ortmem_gov_close(r.gov);
+}
+
+TEST_HARNESS_MAIN
