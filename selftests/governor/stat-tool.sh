@@ -44,9 +44,12 @@ for arg in "--limit device=99999999999G" "--limit host=18446744073709551616" \
 	[ $rc -eq 2 ] || fail "$arg: exit $rc, not 2"
 	grep -q "does not fit in 64 bits" "$tmp/err" || fail "$arg: no reason given"
 done
-"$tool" --json --limit disk=17179869183G > "$tmp/max.json" || fail "the largest size fits"
-python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["library"]["tiers"]["disk"]["limit"] == 17179869183 << 30' \
-	"$tmp/max.json" || fail "the largest size is exact"
+# The governor's one rule for every budget: at most 2^62 bytes.
+"$tool" --json --limit disk=4294967296G > "$tmp/max.json" || fail "the largest limit (2^62) fits"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["library"]["tiers"]["disk"]["limit"] == 1 << 62' \
+	"$tmp/max.json" || fail "the largest limit is exact"
+"$tool" --limit disk=4294967297G > /dev/null 2>"$tmp/err" && fail "a limit above 2^62 was accepted"
+grep -q "above 2^62" "$tmp/err" || fail "a limit above 2^62: no reason given"
 "$tool" --limit host=1X 2>"$tmp/err"; [ $? -eq 2 ] && grep -q "suffix" "$tmp/err" || fail "bad suffix"
 
 # A FIFO in the attributes folder is refused, not read (which blocks).
