@@ -157,8 +157,9 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 
 	if (!gov)
 		return;
-	ortmem__publish_close(gov);
+	/* The prefetch worker publishes as it moves: stop it first. */
 	ortmem__prefetch_fini(gov);
+	ortmem__publish_close(gov);
 	pthread_mutex_lock(&gov->lock);
 	ortmem__poll_locked(gov);
 	ortmem__deferred_fini(gov);
