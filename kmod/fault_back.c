@@ -390,15 +390,12 @@ long ortmem_restore(struct ortmem_file *file, void __user *uarg)
 		return -EFAULT;
 	if (args.flags & ~ORTMEM_RESTORE_FLAGS)
 		return -EINVAL;
-	if (!args.handle || args.handle > ORTMEM_HANDLE_MAX)
-		return -ENOENT;
-	region = ortmem_region_lookup(file, args.handle);
-	if (!region)
-		return -ENOENT;
-	ret = ortmem_range_check(region, args.offset, args.length, &first, &nr);
-	if (!ret)
-		ret = restore_range(region, first, nr,
-				    args.flags & ORTMEM_RESTORE_NOFILL);
+	region = ortmem_range_get(file, args.handle, args.offset, args.length,
+				  &first, &nr);
+	if (IS_ERR(region))
+		return PTR_ERR(region);
+	ret = restore_range(region, first, nr,
+			    args.flags & ORTMEM_RESTORE_NOFILL);
 	ortmem_region_put(region);
 	return ret;
 }

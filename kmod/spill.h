@@ -93,9 +93,14 @@ extern atomic64_t ortmem_restored_pages;
 extern atomic64_t ortmem_readahead_pages;
 extern atomic64_t ortmem_spill_failed[ORTMEM_SPILL_FAIL_NR];
 
-/* ortmem_range_check() - Turn a byte range into page indices, or -EINVAL. */
-int ortmem_range_check(const struct ortmem_region *region, u64 offset,
-		       u64 length, unsigned long *first, unsigned long *nr);
+/*
+ * ortmem_range_get() - The region @handle names, with a reference, and its
+ * page range; ERR_PTR(-ENOENT) for no such region, ERR_PTR(-EINVAL) for a
+ * range that is empty, unaligned or past its end.
+ */
+struct ortmem_region *ortmem_range_get(struct ortmem_file *file, u64 handle,
+				       u64 offset, u64 length,
+				       unsigned long *first, unsigned long *nr);
 
 /* ortmem_page_crc() - CRC32C of a page, as EVICT's crcs[] gives it. */
 u32 ortmem_page_crc(struct page *page);

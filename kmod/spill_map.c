@@ -77,18 +77,27 @@ void ortmem_counters_put(struct ortmem_spill_counters *counters)
 	kref_put(&counters->ref, counters_release);
 }
 
-int ortmem_range_check(const struct ortmem_region *region, u64 offset,
-		       u64 length, unsigned long *first, unsigned long *nr)
+struct ortmem_region *ortmem_range_get(struct ortmem_file *file, u64 handle,
+				       u64 offset, u64 length,
+				       unsigned long *first, unsigned long *nr)
 {
-	u64 size = (u64)region->nr_pages << PAGE_SHIFT;
+	struct ortmem_region *region;
+	u64 size;
 
-	if (!length || !PAGE_ALIGNED(offset) || !PAGE_ALIGNED(length))
-		return -EINVAL;
-	if (offset >= size || length > size - offset)
-		return -EINVAL;
+	if (!handle || handle > ORTMEM_HANDLE_MAX)
+		return ERR_PTR(-ENOENT);
+	region = ortmem_region_lookup(file, handle);
+	if (!region)
+		return ERR_PTR(-ENOENT);
+	size = (u64)region->nr_pages << PAGE_SHIFT;
+	if (!length || !PAGE_ALIGNED(offset) || !PAGE_ALIGNED(length) ||
+	    offset >= size || length > size - offset) {
+		ortmem_region_put(region);
+		return ERR_PTR(-EINVAL);
+	}
 	*first = offset >> PAGE_SHIFT;
 	*nr = length >> PAGE_SHIFT;
-	return 0;
+	return region;
 }
 
 u32 ortmem_page_crc(struct page *page)
@@ -238,14 +247,10 @@ long ortmem_bind(struct ortmem_file *file, void __user *uarg)
 	if (args.file_offset > (u64)MAX_LFS_FILESIZE ||
 	    args.length > (u64)MAX_LFS_FILESIZE - args.file_offset)
 		return -EINVAL;
-	if (!args.handle || args.handle > ORTMEM_HANDLE_MAX)
-		return -ENOENT;
-	region = ortmem_region_lookup(file, args.handle);
-	if (!region)
-		return -ENOENT;
-	ret = ortmem_range_check(region, args.offset, args.length, &first, &nr);
-	if (ret)
-		goto out_region;
+	region = ortmem_range_get(file, args.handle, args.offset, args.length,
+				  &first, &nr);
+	if (IS_ERR(region))
+		return PTR_ERR(region);
 	spill_file = spill_file_get(args.fd);
 	if (IS_ERR(spill_file)) {
 		ret = PTR_ERR(spill_file);
@@ -297,14 +302,10 @@ long ortmem_unbind(struct ortmem_file *file, void __user *uarg)
 		return -EFAULT;
 	if (args.flags)
 		return -EINVAL;
-	if (!args.handle || args.handle > ORTMEM_HANDLE_MAX)
-		return -ENOENT;
-	region = ortmem_region_lookup(file, args.handle);
-	if (!region)
-		return -ENOENT;
-	ret = ortmem_range_check(region, args.offset, args.length, &first, &nr);
-	if (ret)
-		goto out;
+	region = ortmem_range_get(file, args.handle, args.offset, args.length,
+				  &first, &nr);
+	if (IS_ERR(region))
+		return PTR_ERR(region);
 	down_write(&region->lock);
 	spill = region->spill;
 	ret = spill ? 0 : -ENOLINK;
@@ -317,7 +318,6 @@ long ortmem_unbind(struct ortmem_file *file, void __user *uarg)
 	for (i = first; !ret && i < first + nr; i++)
 		page_unbind(spill, i);
 	up_write(&region->lock);
-out:
 	ortmem_region_put(region);
 	return ret;
 }
@@ -454,14 +454,10 @@ long ortmem_evict(struct ortmem_file *file, struct address_space *mapping,
 		return -EFAULT;
 	if (args.flags)
 		return -EINVAL;
-	if (!args.handle || args.handle > ORTMEM_HANDLE_MAX)
-		return -ENOENT;
-	region = ortmem_region_lookup(file, args.handle);
-	if (!region)
-		return -ENOENT;
-	ret = ortmem_range_check(region, args.offset, args.length, &first, &nr);
-	if (ret)
-		goto out;
+	region = ortmem_range_get(file, args.handle, args.offset, args.length,
+				  &first, &nr);
+	if (IS_ERR(region))
+		return PTR_ERR(region);
 	ret = -E2BIG;
 	if (nr > ORTMEM_EVICT_MAX_PAGES)
 		goto out;
