@@ -285,12 +285,13 @@ static uint64_t pk_settle_pass(struct packer *pk, uint32_t m, uint64_t h)
 
 /*
  * Settle the packing of the @m live items first in pk->order (height @h):
- * pushed down from either side in turn until it stops falling.  A search
+ * pushed down from either side in turn until it stops falling; the new
+ * height (pk->order is then those items by offset).  A search
  * that packs under a height stops as soon as everything fits under it, so
  * what it finds often has room to fall; this costs a few best-fit
  * placements, not a search.
  */
-static uint64_t pk_settle(struct packer *pk, uint32_t m, uint64_t h)
+uint64_t ortmem__pk_settle(struct packer *pk, uint32_t m, uint64_t h)
 {
 	uint32_t pass, stall = 0;
 
@@ -325,7 +326,7 @@ void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
 			pk->off[k] = 0;
 			pk->order[p++] = k;
 		}
-	ortmem__pk_keep_if_best(pk, pk_settle(pk, m, top));
+	ortmem__pk_keep_if_best(pk, ortmem__pk_settle(pk, m, top));
 }
 
 bool ortmem__pk_out_of_time(struct packer *pk)
