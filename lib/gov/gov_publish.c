@@ -182,7 +182,7 @@ int ortmem__publish_open(struct ortmem_gov *gov, const char *run_dir,
 	int fd;
 
 	if (!run_dir_pick(run_dir, dir, sizeof(dir), true)) {
-		pr_debug("no run folder (/run/ortmem not writable, XDG_RUNTIME_DIR unset): statistics not published\n");
+		pr_debug("no run folder (/run/ortmem not writable, XDG_RUNTIME_DIR unset): statistics not published");
 		return 0;
 	}
 	p = calloc(1, sizeof(*p));
@@ -218,7 +218,7 @@ int ortmem__publish_open(struct ortmem_gov *gov, const char *run_dir,
 	ortmem__publish(gov);
 	return 0;
 fail:
-	pr_debug("cannot publish statistics in %s: %s\n", p->path,
+	pr_debug("cannot publish statistics in %s: %s", p->path,
 		 strerror(errno));
 	if (fd >= 0) {
 		close(fd);

@@ -127,6 +127,38 @@ TEST_F(pub, no_publish_flag)
 	ortmem_gov_close(gov);
 }
 
+static void keep_log(enum ortmem_log_level level, const char *msg, void *user)
+{
+	(void)level;
+	snprintf(user, 512, "%s", msg);
+}
+
+/* A folder that cannot hold the file: the governor opens unpublished and
+ * says why at debug level, in one line (the logger adds the newline). */
+TEST_F(pub, unusable_folder_is_logged_in_one_line)
+{
+	char bad[128], msg[512] = "";
+	struct ortmem_gov *gov;
+	size_t n;
+
+	snprintf(bad, sizeof(bad), "%s/not-a-folder", self->dir);
+	ASSERT_EQ(0, close(open(bad, O_CREAT | O_WRONLY, 0600)));
+	strcat(bad, "/run");
+	{
+		ORTMEM_OPTS(ortmem_gov_opts, o, .run_dir = bad);
+
+		ASSERT_EQ(0, ortmem_set_log_fn(keep_log, msg, ORTMEM_LOG_DEBUG));
+		ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+		ortmem_set_log_fn(NULL, NULL, ORTMEM_LOG_DEBUG);
+	}
+	EXPECT_NONNULL(strstr(msg, "cannot publish statistics in"));
+	EXPECT_NONNULL(strstr(msg, bad));
+	n = strlen(msg);
+	ASSERT_LT(0u, n);
+	EXPECT_NE('\n', msg[n - 1]);
+	ortmem_gov_close(gov);
+}
+
 TEST_F(pub, environment_picks_the_folder)
 {
 	struct ortmem_gov *gov;
