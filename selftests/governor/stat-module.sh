@@ -40,12 +40,16 @@ sample() { grep -E "^$1\{pid=\"$hpid\",name=\"vmhold\"$2\} " "$tmp/prom" | awk '
 	fail "resident bytes: $(sample ortmem_process_resident_bytes ',tier="host"')"
 [ "$(sample ortmem_governor_used_bytes ',governor="1",tier="host"')" = "$held" ] ||
 	fail "governor used bytes"
+[ "$(sample ortmem_process_evicted_bytes ',tier="host"')" = 0 ] ||
+	fail "evicted bytes: $(sample ortmem_process_evicted_bytes ',tier="host"')"
+[ "$(sample ortmem_process_fault_back_pages_total '')" = 0 ] || fail "fault-back pages"
+grep -q "^# TYPE ortmem_process_fault_back_pages_total counter$" "$tmp/prom" || fail "counter TYPE line"
 grep -q "^# TYPE ortmem_process_resident_bytes gauge$" "$tmp/prom" || fail "TYPE line"
 grep -q "^ortmem_module_pinned_bytes [0-9]" "$tmp/prom" || fail "module sysfs figures"
 echo "ok 1 --prometheus: the module's per-process figures"
 
 "$tool" --json > "$tmp/json" || fail "--json run"
-grep -q "\"pid\": $hpid, \"name\": \"vmhold\", \"module\": {\"files\": 1, \"regions\": 3, \"total-host\": $held, \"resident-host\": $held}" "$tmp/json" ||
+grep -q "\"pid\": $hpid, \"name\": \"vmhold\", \"module\": {\"files\": 1, \"regions\": 3, \"total-host\": $held, \"resident-host\": $held, \"evicted-host\": 0, \"fault-backs\": 0," "$tmp/json" ||
 	fail "--json module figures: $(cat "$tmp/json")"
 echo "ok 2 --json: the module's per-process figures"
 

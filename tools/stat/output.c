@@ -392,6 +392,43 @@ static void prom_module_keys(const struct node *nd)
 	}
 }
 
+/*
+ * A module attribute as a metric: ortmem_module_ and its name, '/' and
+ * others made '_'; the spill/ counters count since load, so they are
+ * counters (named for their unit, ending in _total), the rest gauges.
+ */
+static void prom_attr(const struct attr *at)
+{
+	static const struct { const char *attr, *metric; } counters[] = {
+		{ "spill/fault_backs", "spill_fault_back_pages" },
+		{ "spill/restored_pages", "spill_restored_pages" },
+		{ "spill/readahead_pages", "spill_readahead_pages" },
+		{ "spill/failed_", "spill_failed_" },	/* and the cause */
+	};
+	const char *type = "gauge";
+	char name[128], *c;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		n = strlen(counters[i].attr);
+		if (strncmp(at->name, counters[i].attr, n))
+			continue;
+		if (counters[i].attr[n - 1] != '_' && at->name[n])
+			continue;
+		snprintf(name, sizeof(name), "ortmem_module_%s%s_total",
+			 counters[i].metric, at->name + n);
+		type = "counter";
+		break;
+	}
+	if (i == sizeof(counters) / sizeof(counters[0]))
+		snprintf(name, sizeof(name), "ortmem_module_%s", at->name);
+	for (c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
+			*c = '_';
+	printf("# HELP %s The module's sysfs attribute %s.\n# TYPE %s %s\n%s %s\n",
+	       name, at->name, name, type, name, at->value);
+}
+
 /* One metric per prefetch figure, a sample per governor that has them. */
 static void prom_prefetch(const struct node *nd)
 {
@@ -451,17 +488,8 @@ void print_prom(const struct node *nd, const struct attr *a, int na)
 		       ortmem_tier_name(t), total(nd, t, 0));
 	prom_prefetch(nd);
 	prom_module_keys(nd);
-	for (k = 0; k < na; k++) {
-		char name[96], *c;
-
-		if (!is_uint(a[k].value))
-			continue;
-		snprintf(name, sizeof(name), "ortmem_module_%s", a[k].name);
-		for (c = name; *c; c++)
-			if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
-				*c = '_';
-		printf("# HELP %s The module's sysfs attribute %s.\n# TYPE %s gauge\n%s %s\n",
-		       name, a[k].name, name, name, a[k].value);
-	}
+	for (k = 0; k < na; k++)
+		if (is_uint(a[k].value))
+			prom_attr(&a[k]);
 }
 
