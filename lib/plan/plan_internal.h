@@ -105,9 +105,12 @@ int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 /* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
 int ortmem__plan_liveness(struct ortmem_plan *plan);
 /* plan_online.c: off gaps and device offsets per touch under @budget by
- * an allocator's pass; returns the arena height (UINT64_MAX: no memory). */
+ * an allocator's pass, sending off the gaps @guide marks (NULL: none) and
+ * more when a step finds no room; returns the arena height (UINT64_MAX:
+ * no memory). */
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
-			     uint64_t budget, int rule, uint8_t *off, uint64_t *toff);
+			     uint64_t budget, int rule, const uint8_t *guide,
+			     const uint64_t *hint, uint8_t *off, uint64_t *toff);
 /* plan_gaps.c: which gaps of each buffer leave the device (under its
  * budget, buffers sent off going to @home) and the device offsets. */
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
