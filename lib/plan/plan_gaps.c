@@ -27,9 +27,10 @@
  * sweep's plan and takes the packer's offsets where they still fit,
  * sending off more only where the packing overran; one is the allocator
  * on its own; then, while time is left, ones following sweeps asked for a
- * little less than the budget.  The cheapest is kept.  Since an allocator
- * pass fits whenever each step's own footprint does, a budget at or above
- * the largest one is never refused.
+ * little less than the budget.  Each pass then keeps on the device the off
+ * gaps whose range stayed free (plan_close.c).  The cheapest is kept.
+ * Since an allocator pass fits whenever each step's own footprint does, a
+ * budget at or above the largest one is never refused.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -354,6 +355,7 @@ struct gp_win {
 	uint64_t *try_toff;
 	uint8_t *guide;
 	uint64_t *hint;
+	uint64_t deadline;	/* for closing gaps; 0: none */
 };
 
 /* One allocator's pass (always fits); kept when cheaper.  -ENOMEM or 0. */
@@ -366,7 +368,8 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
 
 	h = ortmem__plan_online(plan, c->asz, c->budget, rule, guide, hint,
 				w->try_off, w->try_toff);
-	if (h == UINT64_MAX)
+	if (h == UINT64_MAX ||
+	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	cost = ortmem__plan_gap_cost(plan, w->try_off);
 	if (cost < w->cost) {
@@ -416,6 +419,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	/* Two always; the other two while time is left, or when the graph is
 	 * small enough that they cost next to nothing. */
 	small = nt <= GAP_SEARCH_MAX;
+	w->deadline = small ? 0 : deadline;
 	ret = gp_online(c, w, 1, w->guide, w->hint);
 	if (!ret)
 		ret = gp_online(c, w, 0, NULL, NULL);
