@@ -68,6 +68,7 @@ struct gap_ctx {
 	uint8_t *off;		/* per touch: the gap it opens is off */
 	uint8_t *best;
 	uint32_t *order;	/* evictions of one sweep, in order */
+	int rule;		/* the rule of c->best */
 };
 
 static uint64_t gp_align_up(uint64_t x, uint64_t a)
@@ -244,6 +245,7 @@ static void gp_place(struct gap_ctx *c)
 		cost = gp_sweep(c, rule);
 		if (cost < best) {
 			best = cost;
+			c->rule = rule;
 			memcpy(c->best, c->off, nt);
 		}
 	}
@@ -392,34 +394,58 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
  *  - the allocator following sweeps asked for a little less than the
  *    budget (room for fragmentation), while time is left.
  */
+/* Allocator passes following sweeps asked for a little less than the
+ * budget (room for fragmentation); stops when the sweep alone costs more
+ * than the best plan. */
+static int gp_slack(struct gap_ctx *c, struct gp_win *w, bool small, uint64_t deadline)
+{
+	struct ortmem_plan *plan = c->plan;
+	int ret = 0, rule, slack;
+	uint32_t s;
+
+	for (slack = 1; slack <= GAP_SLACKS && !ret &&
+	     (small || ortmem__now_ns() < deadline); slack++) {
+		for (s = 0; s < plan->n_nodes; s++)
+			c->bud[s] = c->budget - (c->budget >> (8 - slack));
+		gp_sweep(c, c->rule);
+		memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
+		if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+			break;		/* less room only costs more */
+		for (rule = 0; rule < 2 && !ret; rule++)
+			ret = gp_online(c, w, rule, c->best, NULL);
+	}
+	return ret;
+}
+
 static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs], s;
-	uint64_t cost, now;
 	struct pk_result pres = { 0 };
-	bool small;
-	int ret = 0, rule, slack;
+	bool small = nt <= GAP_SEARCH_MAX;
+	int ret;
 
+	w->deadline = small ? 0 : deadline;
 	for (s = 0; s < plan->n_nodes; s++)
 		c->bud[s] = c->budget;
 	gp_place(c);
 	memcpy(w->guide, c->best, nt);
-	now = ortmem__now_ns();
-	ret = gp_pack(c, deadline > now ? now + (deadline - now) / 2 : 0, &pres);
+	/* The sweep's plan as it is, when its packing fits: the packer's
+	 * search gets the time budget. */
+	ret = gp_pack(c, deadline, &pres);
 	if (ret)
 		return ret;
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
-	w->res = pres;
 	if (pres.height <= c->budget) {
 		w->cost = ortmem__plan_gap_cost(plan, c->best);
 		memcpy(w->off, c->best, nt);
 		memcpy(w->toff, plan->touch_off, sizeof(*w->toff) * nt);
+		w->res = pres;
 	}
-	/* Two always; the other two while time is left, or when the graph is
-	 * small enough that they cost next to nothing. */
-	small = nt <= GAP_SEARCH_MAX;
-	w->deadline = small ? 0 : deadline;
+	/* The allocator following the sweep's plan at the packer's offsets,
+	 * and on its own: always (every budget gets a plan).  The others
+	 * while time is left, or always on a small graph, where they cost a
+	 * fraction of the packer's search. */
 	ret = gp_online(c, w, 1, w->guide, w->hint);
 	if (!ret)
 		ret = gp_online(c, w, 0, NULL, NULL);
@@ -427,17 +453,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		ret = gp_online(c, w, 0, w->guide, w->hint);
 	if (!ret && (small || ortmem__now_ns() < deadline))
 		ret = gp_online(c, w, 1, NULL, NULL);
-	for (slack = 1; slack <= GAP_SLACKS && !ret &&
-	     (small || ortmem__now_ns() < deadline); slack++) {
-		for (s = 0; s < plan->n_nodes; s++)
-			c->bud[s] = c->budget - (c->budget >> (8 - slack));
-		gp_place(c);
-		cost = ortmem__plan_gap_cost(plan, c->best);
-		if (cost >= w->cost)
-			break;		/* less room only costs more */
-		for (rule = 0; rule < 2 && !ret; rule++)
-			ret = gp_online(c, w, rule, c->best, NULL);
-	}
+	if (!ret)
+		ret = gp_slack(c, w, small, deadline);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;
