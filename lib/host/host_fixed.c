@@ -78,6 +78,12 @@ static int fixed_probe(struct ortmem_host *host, struct ortmem__fixed *fx)
 	return ret;
 }
 
+/* host.c's ortmem_host_backend_name(), which this floor may not call. */
+static const char *backend_word(const struct ortmem_host *host)
+{
+	return host->ops->backend == ORTMEM_HOST_BACKEND_MODULE ? "module" : "mlock";
+}
+
 static const char *fixed_why(int err)
 {
 	switch (err) {
@@ -157,10 +163,10 @@ void ortmem__host_fixed_attach(struct ortmem_host *host, struct ortmem_spill *sp
 				ORTMEM_SPILL_FIXED_ON, ret);
 	if (ret) {
 		pr_info("host tier: %s buffers move to and from disk with plain reads and writes: %s",
-			ortmem_host_backend_name(host->ops->backend), fixed_why(ret));
+			backend_word(host), fixed_why(ret));
 		return;
 	}
 	pr_info("host tier: %s buffers are io_uring fixed buffers of the spill engine (READ_FIXED/WRITE_FIXED)",
-		ortmem_host_backend_name(host->ops->backend));
+		backend_word(host));
 	twalk_r(host->bufs, walk_add, host);
 }

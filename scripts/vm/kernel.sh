@@ -72,8 +72,16 @@ limit=${ORTMEM_VM_TIMEOUT:-600}
 t0=$(date +%s)
 mode=test
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
+# Whether this kernel's io_uring registers the module's mapping as a fixed
+# buffer, as measured (Documentation/kmod/page-design.rst): the library
+# probes it at run time, and selftests/host/host_fixed checks the answer.
+case $kver in
+6.1.*) fixed=no ;;
+6.12.*) fixed=yes ;;
+*) fixed=any ;;
+esac
 scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$vm/swap.img" "$limit" \
-	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode" > "$vm/console.log" 2>&1
+	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode ortmemvm_fixed=$fixed" > "$vm/console.log" 2>&1
 rc=$?
 t1=$(date +%s)
 tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
