@@ -81,14 +81,14 @@ case $kver in
 *) fixed=any ;;
 esac
 scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$vm/swap.img" "$limit" \
-	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode ortmemvm_fixed=$fixed" > "$vm/console.log" 2>&1
+	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode ortmemvm_fixed=$fixed${ORTMEM_VM_BENCH_ONLY:+ ortmemvm_only=$ORTMEM_VM_BENCH_ONLY}" > "$vm/console.log" 2>&1
 rc=$?
 t1=$(date +%s)
 tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
 
 if [ "$mode" = bench ]; then
 	echo "# vm: kernel $kver, qemu TCG (-smp 2 -m 1024), $((t1 - t0)) s wall"
-	grep '^pagebench\|^spillbench\|^spill-map:' "$vm/console.txt"
+	grep '^pagebench\|^spillbench\|^spill-map:\|^fixed:' "$vm/console.txt"
 	grep -q '@@ortmem-vm bench-end rc=0' "$vm/console.txt"
 	exit
 fi
