@@ -179,6 +179,7 @@ int main(int argc, char **argv)
 	side_close(&side[0]);
 	side_close(&side[1]);
 	{
+		/* median() sorts: [0] and [runs - 1] are then the range. */
 		double cmed = median(cyc, runs), imed = median(io, runs);
 
 		printf("fixed: path %s, cycle %.2fx plain (%.2f-%.2f), io %.2fx plain (%.2f-%.2f), %d runs\n",
