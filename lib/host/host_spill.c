@@ -116,8 +116,8 @@ static uint32_t *page_crcs(const struct ortmem_host *host, const void *p,
 
 /*
  * EVICT, waiting out references of O_DIRECT requests still completing, and
- * for a buffer just unregistered from io_uring, the ring's unpin (kernels
- * before 6.4 defer it by up to a second).
+ * for a buffer just unregistered from io_uring, the ring's unpin (a kernel
+ * may run it from a worker, after the update call has returned).
  */
 static int evict_range(struct ortmem_host *host, struct ortmem__host_buf *b,
 		       const uint32_t *crcs)
