@@ -42,8 +42,12 @@ struct ortmem_spill;
 #define ORTMEM_SPILL_F_NO_REGBUF (1u << 2)
 /* Do not register the spill file with io_uring. */
 #define ORTMEM_SPILL_F_NO_REGFILE (1u << 3)
+/* Do not register host-tier buffers (ortmem_host_set_spill()) with
+ * io_uring: their transfers use plain reads and writes. */
+#define ORTMEM_SPILL_F_NO_FIXED_HOST (1u << 4)
 #define ORTMEM_SPILL_F_ALL (ORTMEM_SPILL_F_BUFFERED | ORTMEM_SPILL_F_NO_URING | \
-			    ORTMEM_SPILL_F_NO_REGBUF | ORTMEM_SPILL_F_NO_REGFILE)
+			    ORTMEM_SPILL_F_NO_REGBUF | ORTMEM_SPILL_F_NO_REGFILE | \
+			    ORTMEM_SPILL_F_NO_FIXED_HOST)
 
 /* Limits of the options below. */
 #define ORTMEM_SPILL_QD_MAX 4096u
@@ -222,7 +226,22 @@ struct ortmem_spill_stats {
 	/* Transfer calls (write, read, submit) running now; close waits for
 	 * them.  Added in 0.2: an older, smaller struct does not get it. */
 	uint64_t calls_running;
+	/* Host-tier buffers as io_uring fixed buffers (added in 0.2): which
+	 * path their transfers take, ORTMEM_SPILL_FIXED_*; when OFF, why, as
+	 * a positive errno (EOPNOTSUPP: the kernel refuses that memory, as
+	 * 6.1 does the module's mapping; ENXIO: this handle's rings have no
+	 * slots for them; EPERM: io_uring would charge them to
+	 * RLIMIT_MEMLOCK a second time; another: the probe's error). */
+	uint32_t fixed_host;
+	int32_t fixed_error;
+	uint64_t fixed_buffers;	/* host buffers registered now */
+	uint64_t fixed_bytes;	/* payload moved with READ_FIXED/WRITE_FIXED */
 };
+
+/* ortmem_spill_stats.fixed_host */
+#define ORTMEM_SPILL_FIXED_NONE 0	/* no host tier attached (not probed) */
+#define ORTMEM_SPILL_FIXED_ON 1		/* registered: READ_FIXED/WRITE_FIXED */
+#define ORTMEM_SPILL_FIXED_OFF 2	/* plain reads and writes */
 
 /**
  * ortmem_spill_stats() - Read a handle's figures.

@@ -121,7 +121,10 @@ static struct ortmem_host *closing_host;
 static void buf_release(void *node)
 {
 	struct ortmem__host_buf *b = node;
-	int ret = closing_host->ops->free(closing_host, b);
+	int ret;
+
+	ortmem__host_fixed_del(closing_host, b);
+	ret = closing_host->ops->free(closing_host, b);
 
 	ortmem__host_drop_extent(closing_host, b);
 	if (ret)
@@ -140,8 +143,10 @@ ORTMEM_API void ortmem_host_close(struct ortmem_host *host)
 	pthread_mutex_lock(&close_lock);
 	closing_host = host;
 	tdestroy(host->bufs, buf_release);
+	host->bufs = NULL;
 	closing_host = NULL;
 	pthread_mutex_unlock(&close_lock);
+	ortmem__host_fixed_detach(host);
 	ortmem__dev_close(host->dev);
 	pthread_mutex_destroy(&host->lock);
 	free(host);
@@ -200,6 +205,7 @@ ORTMEM_API int ortmem_host_alloc(struct ortmem_host *host, uint64_t size,
 	if (!ret) {
 		host->bytes += b->size;
 		host->nbufs++;
+		ortmem__host_fixed_add(host, b);
 	}
 	pthread_mutex_unlock(&host->lock);
 	if (ret) {
@@ -230,6 +236,7 @@ ORTMEM_API int ortmem_host_free(struct ortmem_host *host, void *ptr)
 	tdelete(&key, &host->bufs, ortmem__host_buf_cmp);
 	host->bytes -= b->size;
 	host->nbufs--;
+	ortmem__host_fixed_del(host, b);
 	ret = host->ops->free(host, b);
 	ortmem__host_drop_extent(host, b);
 	pthread_mutex_unlock(&host->lock);

@@ -10,6 +10,8 @@
  *   host_dev.c     finding /dev/ortmem with libudev, open, handshake
  *   host_module.c  the backend on the module: one region per buffer
  *   host_mlock.c   the fallback backend: anonymous mmap + mlock
+ *   host_fixed.c   buffers as io_uring fixed buffers of the spill engine,
+ *                  where the kernel's probe says it takes them
  *   host_spill.c   demotion to the spill engine keeping the address (the
  *                  module's spill mapping, or write-out and release), and
  *                  the order of the buffer tree both it and host.c search
@@ -24,6 +26,7 @@
 #include <stdint.h>
 
 #include <ortmem/host.h>
+#include <ortmem/spill.h>
 #include <uapi/linux/ortmem.h>
 
 /* ---- host_sys.c: one wrapper per command; 0 or -errno, never errno ---- */
@@ -73,7 +76,11 @@ struct ortmem__host_buf {
 	uint32_t handle;	/* module region handle; 0 with mlock */
 	bool demoted;		/* its bytes are in @extent (host_spill.c) */
 	uint64_t extent;	/* spill extent while demoted */
+	bool fixed;		/* registered with the spill engine's rings */
+	bool unregistered;	/* since the last EVICT: its unpin may lag */
 };
+
+struct ortmem__fixed;
 
 struct ortmem__host_ops {
 	int backend;
@@ -94,7 +101,16 @@ struct ortmem_host {
 	long page_size;
 	struct ortmem_spill *spill;	/* where demoted buffers go; not owned */
 	uint64_t demoted_bytes;
+	struct ortmem__fixed *fixed;	/* the spill's registry, a reference */
+	bool fixed_on;			/* the probe said yes: register */
 };
+
+/* host_fixed.c, host lock held: attach to @spill's rings (NULL: detach),
+ * probing the kernel once per backend; register or unregister one buffer. */
+void ortmem__host_fixed_attach(struct ortmem_host *host, struct ortmem_spill *spill);
+void ortmem__host_fixed_detach(struct ortmem_host *host);
+void ortmem__host_fixed_add(struct ortmem_host *host, struct ortmem__host_buf *b);
+void ortmem__host_fixed_del(struct ortmem_host *host, struct ortmem__host_buf *b);
 
 /* host_spill.c: order of the buffer tree (by address). */
 int ortmem__host_buf_cmp(const void *a, const void *b);

@@ -81,6 +81,7 @@ ORTMEM_API int ortmem_host_set_spill(struct ortmem_host *host,
 			host->demoted_bytes);
 	}
 	host->spill = spill;
+	ortmem__host_fixed_attach(host, spill);
 	pthread_mutex_unlock(&host->lock);
 	return 0;
 }
@@ -113,16 +114,21 @@ static uint32_t *page_crcs(const struct ortmem_host *host, const void *p,
 	return crcs;
 }
 
-/* EVICT, waiting out references of O_DIRECT requests still completing. */
+/*
+ * EVICT, waiting out references of O_DIRECT requests still completing, and
+ * for a buffer just unregistered from io_uring, the ring's unpin (a kernel
+ * may run it from a worker, after the update call has returned).
+ */
 static int evict_range(struct ortmem_host *host, struct ortmem__host_buf *b,
 		       const uint32_t *crcs)
 {
 	struct ortmem_evict_args e = { .handle = b->handle, .length = b->size,
 				       .crcs = (uintptr_t)crcs };
 	struct timespec ms = { 0, 1000000 };
-	int ret, tries;
+	int ret, tries, patience = b->unregistered ? 1500 : 50;
 
-	for (tries = 0; tries < 50; tries++) {
+	b->unregistered = false;
+	for (tries = 0; tries < patience; tries++) {
 		ret = ortmem__sys_evict(host->dev->fd, &e);
 		if (ret != -EBUSY)
 			break;
@@ -223,9 +229,13 @@ ORTMEM_API int ortmem_host_demote(struct ortmem_host *host, void *ptr)
 	ret = ortmem_spill_write(host->spill, b->ptr, b->size, &b->extent);
 	if (ret)
 		goto out;
+	/* The ring must let go of the pages before they are evicted or
+	 * released. */
+	ortmem__host_fixed_del(host, b);
 	ret = host->dev ? module_demote(host, b) : mlock_demote(host, b);
 	if (ret) {
 		ortmem_spill_free(host->spill, b->extent);
+		ortmem__host_fixed_add(host, b);
 		goto out;
 	}
 	b->demoted = true;
@@ -247,8 +257,11 @@ static int module_promote(struct ortmem_host *host, struct ortmem__host_buf *b)
 		ret = ortmem__sys_range(fd, ORTMEM_IOC_RESTORE, b->handle, 0, b->size,
 					ORTMEM_RESTORE_NOFILL);
 		if (!ret) {
+			/* The pages are in: the read can go straight to them. */
+			ortmem__host_fixed_add(host, b);
 			ret = ortmem_spill_read(host->spill, b->extent, b->ptr, b->size);
 			if (ret) {
+				ortmem__host_fixed_del(host, b);
 				/* Zeroed by the engine: evict them again with their
 				 * own CRCs, so a touch gets SIGBUS, never zeroes. */
 				crcs = page_crcs(host, b->ptr, b->size);
@@ -290,8 +303,10 @@ static int mlock_promote(struct ortmem_host *host, struct ortmem__host_buf *b)
 			"mlock of the promoted buffer %p failed: %s (RLIMIT_MEMLOCK?)",
 			b->ptr, strerror(-ret));
 	}
+	ortmem__host_fixed_add(host, b);
 	ret = ortmem_spill_read(host->spill, b->extent, b->ptr, b->size);
 	if (ret) {
+		ortmem__host_fixed_del(host, b);
 		raw_munlock(b->ptr, b->size);
 		madvise(b->ptr, b->size, MADV_DONTNEED);
 		mprotect(b->ptr, b->size, PROT_NONE);
@@ -312,8 +327,11 @@ ORTMEM_API int ortmem_host_promote(struct ortmem_host *host, void *ptr)
 		ret = -EINVAL;
 	else if (b->demoted)
 		ret = host->dev ? module_promote(host, b) : mlock_promote(host, b);
-	if (!ret && b && b->demoted)
+	if (!ret && b && b->demoted) {
 		ortmem__host_drop_extent(host, b);
+		/* Partly faulted back, the module restored it: register now. */
+		ortmem__host_fixed_add(host, b);
+	}
 	pthread_mutex_unlock(&host->lock);
 	return ret;
 }

@@ -57,6 +57,7 @@ struct ortmem_spill {
 	atomic_uint next_lane;
 	struct ortmem__lane *lanes;
 	struct ortmem__sengine eng;
+	struct ortmem__fixed *fixed;	/* registered host-tier buffers */
 	/* Calls inside spill_run(); close waits for them (under lock). */
 	uint32_t users;
 	bool closing;
@@ -266,6 +267,7 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 				 struct ortmem_spill **spillp)
 {
 	struct ortmem_spill *s;
+	uint32_t i;
 	int ret;
 
 	if (!spillp)
@@ -320,10 +322,19 @@ ORTMEM_API int ortmem_spill_open(const struct ortmem_spill_opts *opts,
 		ret = spill_err(ret, 0, "disk tier: cannot set up %u I/O lanes", s->nlanes);
 		goto err_close_file;
 	}
+	s->fixed = ortmem__fixed_new(s->lanes, s->nlanes, &s->eng);
+	if (!s->fixed) {
+		ret = spill_err(-ENOMEM, 0, "disk tier: out of memory for a spill handle");
+		goto err_stop_lanes;
+	}
 	spill_log_features(s);
 	*spillp = s;
 	return 0;
 
+err_stop_lanes:
+	for (i = 0; i < s->nlanes; i++)
+		ortmem__lane_fini(&s->lanes[i], &s->eng);
+	free(s->lanes);
 err_close_file:
 	ortmem__sfile_close(&s->file);
 err_free:
@@ -346,6 +357,9 @@ ORTMEM_API void ortmem_spill_close(struct ortmem_spill *spill)
 	while (spill->users)
 		pthread_cond_wait(&spill->idle, &spill->lock);
 	pthread_mutex_unlock(&spill->lock);
+	/* A host tier still attached keeps the registry, detached: its
+	 * buffers are unregistered now, while the rings live. */
+	ortmem__fixed_detach(spill->fixed);
 	for (i = 0; i < spill->nlanes; i++)
 		ortmem__lane_fini(&spill->lanes[i], &spill->eng);
 	free(spill->lanes);
@@ -664,6 +678,9 @@ ORTMEM_API int ortmem_spill_stats(struct ortmem_spill *spill,
 	v.retries = atomic_load(&c->retries);
 	v.io_errors = atomic_load(&c->io_errors);
 	v.checksum_errors = atomic_load(&c->checksum_errors);
+	v.fixed_bytes = atomic_load(&c->fixed_bytes);
+	ortmem__fixed_stats(spill->fixed, &v.fixed_host, &v.fixed_error,
+			    &v.fixed_buffers);
 	memcpy((char *)st + sizeof(st->sz), (char *)&v + sizeof(v.sz),
 	       (st->sz < sizeof(v) ? st->sz : sizeof(v)) - sizeof(v.sz));
 	return 0;
@@ -713,4 +730,10 @@ int ortmem__spill_extent_where(struct ortmem_spill *s, uint64_t extent,
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;
+}
+
+struct ortmem__fixed *ortmem__spill_fixed(struct ortmem_spill *s)
+{
+	ortmem__fixed_get(s->fixed);
+	return s->fixed;
 }

@@ -9,6 +9,7 @@
  *   spill_file.c    the O_TMPFILE file: alignment probe, growth
  *   spill_csum.c    checksums and the extent trailer
  *   spill_ring.c    lanes: io_uring setup, probing, registration
+ *   spill_fixed.c   host-tier buffers as fixed buffers of every lane
  *   spill_io.c      the transfer engine: segments, short I/O, retries
  *   spill.c         public calls, extent table, locking
  */
@@ -91,6 +92,12 @@ int ortmem__trailer_check(const void *src, uint64_t id, uint64_t off,
 
 struct ortmem__sreq;
 
+/* A caller's buffer registered as one fixed buffer of a ring. */
+struct ortmem__ureg {
+	const uint8_t *ptr;	/* NULL: the slot is empty */
+	uint64_t len;
+};
+
 /* One I/O in flight. */
 struct ortmem__seg {
 	struct ortmem__sreq *req;
@@ -99,7 +106,7 @@ struct ortmem__seg {
 	uint64_t body_off;	/* offset in the caller's buffer (bounce) */
 	uint32_t len;		/* bytes left */
 	uint32_t total;		/* bytes at submission */
-	int16_t buf_index;	/* registered buffer, or -1 */
+	int32_t buf_index;	/* registered buffer, or -1 */
 	int16_t bounce;		/* bounce slot, or -1 */
 	bool is_tail;
 	bool fixed_ok;
@@ -131,6 +138,12 @@ struct ortmem__lane {
 	struct ortmem__sreq *verify;	/* reads done, awaiting their checksum */
 	uint32_t *done;		/* completed segs (sync engine) */
 	uint32_t ndone;
+	/* Host-tier buffers registered in this ring (spill_fixed.c): table
+	 * slot ubase + i holds ureg[i]; nuser is 0 when the ring has none. */
+	uint32_t ubase;
+	uint32_t nuser;
+	uint32_t uhigh;		/* ureg[uhigh..nuser) are all empty */
+	struct ortmem__ureg *ureg;
 };
 
 /* One extent transfer being run by a lane. */
@@ -153,6 +166,7 @@ struct ortmem__sreq {
 	/* No tail, no trailer: len and foff are multiples of the alignment
 	 * and the caller verifies the bytes (file-backed weights). */
 	bool raw;
+	int32_t uslot;		/* ring slot of a registered caller buffer, -1 */
 	/* Raw reads: called when the bytes are in; 0 or -errno. */
 	int (*verify_raw)(struct ortmem__sreq *r);
 	void *verify_arg;
@@ -178,6 +192,7 @@ struct ortmem__scount {
 	atomic_uint_fast64_t retries;
 	atomic_uint_fast64_t io_errors;
 	atomic_uint_fast64_t checksum_errors;
+	atomic_uint_fast64_t fixed_bytes;	/* bodies moved with *_FIXED */
 };
 
 /* What the lanes need to know of their handle. */
@@ -198,6 +213,47 @@ uint64_t ortmem__extent_disk_len(uint64_t len, uint32_t align);
 /* Run @n prepared requests to completion; each gets err 0 or -errno. */
 void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
 		      struct ortmem__sreq *reqs, unsigned int n);
+
+/* ---- host-tier buffers as fixed buffers (spill_fixed.c) ---- */
+
+/* Slots each ring keeps for them, after its bounce and tail buffers. */
+#define ORTMEM__FIXED_SLOTS 1024u
+/* io_uring takes at most 1 GiB in one registered buffer. */
+#define ORTMEM__FIXED_LEN_MAX (1ull << 30)
+
+/*
+ * The registry of a spill handle's registered host buffers.  Refcounted:
+ * the spill handle holds one reference and every host tier attached to it
+ * another, so a host tier closed after its spill handle finds the registry
+ * detached (its buffers already unregistered) rather than freed memory.
+ */
+struct ortmem__fixed;
+
+struct ortmem__fixed *ortmem__fixed_new(struct ortmem__lane *lanes,
+					uint32_t nlanes,
+					struct ortmem__sengine *e);
+void ortmem__fixed_get(struct ortmem__fixed *fx);
+void ortmem__fixed_put(struct ortmem__fixed *fx);
+/* Spill close: unregister everything while the rings live, then forget them. */
+void ortmem__fixed_detach(struct ortmem__fixed *fx);
+/* Whether the rings have slots for host buffers at all. */
+bool ortmem__fixed_usable(struct ortmem__fixed *fx);
+/*
+ * Register [ptr, ptr+len) in every lane: 0, or the kernel's -errno
+ * (nothing left registered); -ENOSPC when the slots are full, -E2BIG over
+ * ORTMEM__FIXED_LEN_MAX, -ESHUTDOWN when detached.  Sets no thread error.
+ */
+int ortmem__fixed_add(struct ortmem__fixed *fx, const void *ptr, uint64_t len);
+/* Unregister the buffer at @ptr from every lane, before it is unmapped,
+ * released or evicted; nothing when it is not registered. */
+void ortmem__fixed_del(struct ortmem__fixed *fx, const void *ptr);
+/* What the host tier found, for ortmem_spill_stats(). */
+void ortmem__fixed_set_state(struct ortmem__fixed *fx, uint32_t state, int err);
+void ortmem__fixed_stats(struct ortmem__fixed *fx, uint32_t *state, int32_t *err,
+			 uint64_t *regions);
+
+/* The registry of @s, with a reference for the caller. */
+struct ortmem__fixed *ortmem__spill_fixed(struct ortmem_spill *s);
 
 /* For tests: where an extent lies in which file descriptor. */
 int ortmem__spill_extent_where(struct ortmem_spill *s, uint64_t extent,

@@ -144,6 +144,22 @@ static void req_fail(struct ortmem__sreq *r, int err, const struct ortmem__seg *
 	r->err_what = what;
 }
 
+/* The ring slot of a registered host buffer holding [p, p+len), or -1. */
+static int32_t lane_find_ureg(const struct ortmem__lane *l, const uint8_t *p,
+			      uint64_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < l->uhigh; i++) {
+		const struct ortmem__ureg *u = &l->ureg[i];
+
+		if (u->ptr && p >= u->ptr && len <= u->len &&
+		    (uint64_t)(p - u->ptr) <= u->len - len)
+			return (int32_t)(l->ubase + i);
+	}
+	return -1;
+}
+
 static void req_activate(struct ortmem__lane *l, struct ortmem__sengine *e,
 			 struct ortmem__sreq *r)
 {
@@ -158,9 +174,11 @@ static void req_activate(struct ortmem__lane *l, struct ortmem__sengine *e,
 		r->body = r->len;
 		r->tail_slot = UINT32_MAX;
 		r->tail_sched = true;
+		r->uslot = r->direct ? lane_find_ureg(l, r->buf, r->body) : -1;
 		return;
 	}
 	r->body = r->len & ~(uint64_t)(align - 1);
+	r->uslot = r->direct && r->body ? lane_find_ureg(l, r->buf, r->body) : -1;
 	r->tail_slot = l->tail_free[--l->ntail_free];
 	if (!r->is_write)
 		return;
@@ -198,17 +216,23 @@ static void req_check_tail(struct ortmem__lane *l, struct ortmem__sengine *e,
 
 static void req_account(struct ortmem__sengine *e, struct ortmem__sreq *r)
 {
+	r->finished = true;
 	if (!r->is_write && r->err)
 		memset(r->buf, 0, r->len);
-	if (r->err == -ORTMEM_E_CHECKSUM)
+	if (r->err == -ORTMEM_E_CHECKSUM) {
 		atomic_fetch_add(&e->count.checksum_errors, 1);
-	else if (r->err)
+		return;
+	}
+	if (r->err) {
 		atomic_fetch_add(&e->count.io_errors, 1);
-	else if (r->is_write)
+		return;
+	}
+	if (r->uslot >= 0)
+		atomic_fetch_add(&e->count.fixed_bytes, r->body);
+	if (r->is_write)
 		atomic_fetch_add(&e->count.bytes_written, r->len);
 	else
 		atomic_fetch_add(&e->count.bytes_read, r->len);
-	r->finished = true;
 }
 
 /*
@@ -280,7 +304,7 @@ static bool req_produce(struct ortmem__lane *l, struct ortmem__sengine *e,
 		s->mem = lane_tail(l, e, r->tail_slot);
 		s->len = req_tail_len(r, e->file->align);
 		s->foff = r->foff + r->body;
-		s->buf_index = l->regbuf ? (int16_t)l->nbounce : -1;
+		s->buf_index = l->regbuf ? (int32_t)l->nbounce : -1;
 		r->tail_sched = true;
 	} else {
 		n = r->body - r->sched < e->chunk ? r->body - r->sched : e->chunk;
@@ -289,6 +313,7 @@ static bool req_produce(struct ortmem__lane *l, struct ortmem__sengine *e,
 		s->len = (uint32_t)n;
 		if (r->direct) {
 			s->mem = r->buf + r->sched;
+			s->buf_index = r->uslot;
 		} else {
 			s->bounce = (int16_t)l->bounce_free[--l->nbounce_free];
 			s->mem = lane_bounce(l, e, s->bounce);

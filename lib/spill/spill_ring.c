@@ -91,11 +91,44 @@ static bool lane_probe_ops(struct ortmem__lane *l, bool *fixed)
 	return ok;
 }
 
+/*
+ * The bounce slots, the tail slots, then (unless ORTMEM_SPILL_F_NO_FIXED_HOST)
+ * ORTMEM__FIXED_SLOTS empty slots for host-tier buffers (spill_fixed.c);
+ * a kernel that refuses the empty ones gets the table without them.
+ */
+static int lane_register_bufs(struct ortmem__lane *l, struct ortmem__sengine *e)
+{
+	uint32_t nbase = l->nbounce + 1, i;
+	uint32_t nuser = (e->flags & ORTMEM_SPILL_F_NO_FIXED_HOST) ? 0 :
+			 ORTMEM__FIXED_SLOTS;
+	struct iovec *iov = calloc(nbase + nuser, sizeof(*iov));
+	int ret;
+
+	if (!iov)
+		return -ENOMEM;
+	for (i = 0; i < l->nbounce; i++) {
+		iov[i].iov_base = l->mem + (size_t)i * e->chunk;
+		iov[i].iov_len = e->chunk;
+	}
+	iov[i].iov_base = l->mem + (size_t)l->nbounce * e->chunk;
+	iov[i].iov_len = (size_t)e->queue_depth * l->tail_size;
+	ret = nuser ? io_uring_register_buffers(&l->ring, iov, nbase + nuser) : -EINVAL;
+	if (!ret) {
+		l->ureg = calloc(nuser, sizeof(*l->ureg));
+		if (l->ureg) {
+			l->ubase = nbase;
+			l->nuser = nuser;
+		}
+	} else {
+		ret = io_uring_register_buffers(&l->ring, iov, nbase);
+	}
+	free(iov);
+	return ret;
+}
+
 static void lane_register(struct ortmem__lane *l, struct ortmem__sengine *e,
 			  bool fixed_ops)
 {
-	struct iovec iov[LANE_BOUNCE_MAX + 1];
-	uint32_t i;
 	int ret;
 
 	if (!(e->flags & ORTMEM_SPILL_F_NO_REGFILE)) {
@@ -108,13 +141,7 @@ static void lane_register(struct ortmem__lane *l, struct ortmem__sengine *e,
 	}
 	if ((e->flags & ORTMEM_SPILL_F_NO_REGBUF) || !fixed_ops)
 		return;
-	for (i = 0; i < l->nbounce; i++) {
-		iov[i].iov_base = l->mem + (size_t)i * e->chunk;
-		iov[i].iov_len = e->chunk;
-	}
-	iov[i].iov_base = l->mem + (size_t)l->nbounce * e->chunk;
-	iov[i].iov_len = (size_t)e->queue_depth * l->tail_size;
-	ret = io_uring_register_buffers(&l->ring, iov, l->nbounce + 1);
+	ret = lane_register_bufs(l, e);
 	if (!ret)
 		l->regbuf = true;
 	else
@@ -171,6 +198,10 @@ void ortmem__lane_fini(struct ortmem__lane *l, struct ortmem__sengine *e)
 	 * alone leaves it to the kernel's deferred teardown. */
 	if (l->have_ring && l->regfile)
 		io_uring_unregister_files(&l->ring);
+	/* And drops the pins of the buffers at once, host-tier ones too,
+	 * where the ring's own teardown is deferred. */
+	if (l->have_ring && l->regbuf)
+		io_uring_unregister_buffers(&l->ring);
 	if (l->have_ring)
 		io_uring_queue_exit(&l->ring);
 	l->have_ring = false;
@@ -179,6 +210,9 @@ void ortmem__lane_fini(struct ortmem__lane *l, struct ortmem__sengine *e)
 	free(l->tail_free);
 	free(l->segs);
 	free(l->done);
+	free(l->ureg);
+	l->ureg = NULL;
+	l->nuser = l->uhigh = 0;
 	l->mem = NULL;
 	l->bounce_free = l->tail_free = l->done = NULL;
 	l->segs = NULL;

@@ -17,7 +17,8 @@
 # a kernel: a guest needs 110-250 s with the spill-mapping tests, more on a
 # loaded machine; 900 for the bench), ORTMEM_VM_BENCH=1 (run
 # bench/kmod/pagebench and spillbench in the VM instead of the tests; make
-# bench-kmod).
+# bench-kmod), ORTMEM_VM_BENCH_ONLY=fixed (only bench/spill/fixed.c; make
+# bench-kmod-fixed).
 cd "$(dirname "$0")/../.."
 top=$(pwd)
 : "${O:=$top/build/gcc}"
@@ -59,6 +60,12 @@ if [ -x "$O/selftests/governor/stat-module.sh" ] && [ -x "$O/tools/ortmem-stat" 
 	cp -a "$O/selftests/governor/stat-module.sh" "$O/vm/lib-tests/governor/"
 	cp -a "$O/selftests/governor/fixtures/holder" "$O/tools/ortmem-stat" \
 		"$O/vm/lib-tests/governor/fixtures/"
+fi
+
+# The fixed-buffer bench links libortmem: it runs on the module in the guest.
+if [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && [ -x "$O/bench/spill/fixed" ]; then
+	mkdir -p "$O/vm/bench"
+	cp -a "$O/bench/spill/fixed" "$O/vm/bench/"
 fi
 
 p=0 f=0 s=0 rc=0

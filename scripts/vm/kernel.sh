@@ -40,16 +40,26 @@ mkdir -p "$vm"
 # The production build first (it must hold no fault injection), then the
 # debug build the guest loads.  MAKEFLAGS is cleared: the kernel's build
 # runs its own make, and a parent's -jN would only make it warn.
-sparse=$(command -v sparse >/dev/null && echo 1 || echo 0)
-MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse \
-	> "$vm/kmod-build.log" 2>&1 ||
-	{ cat "$vm/kmod-build.log"; fail "building ortmem.ko failed"; }
+# ORTMEM_VM_KO_REUSE=1 (benchmarks only) boots the last build as it is, so
+# that a benchmark holding the machine's bench lock does not build.
+build_ko() {
+	sparse=$(command -v sparse >/dev/null && echo 1 || echo 0)
+	MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse \
+		> "$vm/kmod-build.log" 2>&1 ||
+		{ cat "$vm/kmod-build.log"; fail "building ortmem.ko failed"; }
+	cp kmod/ortmem.ko "$prod_ko"
+	MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse ORTMEM_DEBUG=1 \
+		>> "$vm/kmod-build.log" 2>&1 ||
+		{ cat "$vm/kmod-build.log"; fail "building ortmem.ko with ORTMEM_DEBUG=1 failed"; }
+	cp kmod/ortmem.ko "$vm/ortmem-debug.ko"
+}
 prod_ko=$vm/ortmem-prod.ko
-cp kmod/ortmem.ko "$prod_ko"
-MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse ORTMEM_DEBUG=1 \
-	>> "$vm/kmod-build.log" 2>&1 ||
-	{ cat "$vm/kmod-build.log"; fail "building ortmem.ko with ORTMEM_DEBUG=1 failed"; }
-cp kmod/ortmem.ko "$vm/ortmem-debug.ko"
+if [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && [ "${ORTMEM_VM_KO_REUSE:-0}" = 1 ] &&
+	[ -f "$vm/ortmem-debug.ko" ]; then
+	echo "# vm: kernel $kver: booting the ortmem.ko built before (ORTMEM_VM_KO_REUSE=1)"
+else
+	build_ko
+fi
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && export BENCH_DIR="$O/vm/bench"
 scripts/vm/mkinitramfs.sh "$vm/initramfs.cpio.gz" "$kver" "$vm/ortmem-debug.ko" \
 	"$O/vm/selftests" "$O/vm/lib-tests" || fail "building the initramfs failed"
@@ -72,15 +82,23 @@ limit=${ORTMEM_VM_TIMEOUT:-600}
 t0=$(date +%s)
 mode=test
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
+# Whether this kernel's io_uring registers the module's mapping as a fixed
+# buffer, as measured (Documentation/kmod/page-design.rst): the library
+# probes it at run time, and selftests/host/host_fixed checks the answer.
+case $kver in
+6.1.*) fixed=no ;;
+6.12.*) fixed=yes ;;
+*) fixed=any ;;
+esac
 scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$vm/swap.img" "$limit" \
-	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode" > "$vm/console.log" 2>&1
+	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode ortmemvm_fixed=$fixed${ORTMEM_VM_BENCH_ONLY:+ ortmemvm_only=$ORTMEM_VM_BENCH_ONLY}" > "$vm/console.log" 2>&1
 rc=$?
 t1=$(date +%s)
 tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
 
 if [ "$mode" = bench ]; then
 	echo "# vm: kernel $kver, qemu TCG (-smp 2 -m 1024), $((t1 - t0)) s wall"
-	grep '^pagebench\|^spillbench\|^spill-map:' "$vm/console.txt"
+	grep '^pagebench\|^spillbench\|^spill-map:\|^fixed:' "$vm/console.txt"
 	grep -q '@@ortmem-vm bench-end rc=0' "$vm/console.txt"
 	exit
 fi
