@@ -242,6 +242,9 @@ struct ortmem_gov {
 	struct gov_pub *pub;		/* NULL: not published */
 	/* Asynchronous promotion, made at the first prefetch (gov->lock). */
 	struct gov_prefetch *_Atomic pf;
+	/* The spare bounce buffer of file-backed promotions to a tier without
+	 * host pointers (gov_file.c); taken and given back by exchange. */
+	struct gov_bounce *_Atomic bounce;
 };
 
 /*
@@ -346,6 +349,9 @@ int ortmem__poll_locked(struct ortmem_gov *gov);
 void ortmem__deferred_fini(struct ortmem_gov *gov);
 
 /* gov_file.c: file-backed allocations (their source is a weights file). */
+/* The spare bounce buffer of promotions to a tier without host pointers,
+ * freed at close. */
+void ortmem__file_bounce_fini(struct ortmem_gov *gov);
 /* Holds no bytes: a file-backed allocation not on its home tier. */
 static inline bool ortmem__file_absent(struct gov_slot *s)
 {
