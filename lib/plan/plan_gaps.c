@@ -22,11 +22,15 @@
  *
  * Offsets: each resident interval (a run of touches joined by kept gaps)
  * is one packing item.  The profile fitting the budget does not promise
- * the packing does; when it does not, the sweep runs again under a budget
- * lowered by the excess, down to the largest single step's footprint, and
- * at worst every gap goes off (even the empty ones between adjacent
- * steps), which leaves one-step items that stack to exactly that
- * footprint: a budget at or above it is never refused.
+ * the packing does (fragmentation), so the sweep's plan is one candidate
+ * among allocator passes (plan_online.c) that always fit: one follows the
+ * sweep's plan and takes the packer's offsets where they still fit,
+ * sending off more only where the packing overran; one is the allocator
+ * on its own; then, while time is left, ones following sweeps asked for a
+ * little less than the budget.  Each pass then keeps on the device the off
+ * gaps whose range stayed free (plan_close.c).  The cheapest is kept.
+ * Since an allocator pass fits whenever each step's own footprint does, a
+ * budget at or above the largest one is never refused.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,6 +40,7 @@
 
 #define GAP_RULES 4
 #define GAP_SEARCH_MAX 2048
+#define GAP_SLACKS 4
 
 struct gap {
 	uint32_t k;		/* touch that opens it */
@@ -57,11 +62,13 @@ struct gap_ctx {
 	uint64_t *prof;
 	uint64_t *bud;		/* budget per step */
 	uint64_t *foot;		/* bytes the step itself touches */
+	uint64_t *over;		/* per step: how far the packing overran */
 	uint32_t *active;
 	bool *written;
 	uint8_t *off;		/* per touch: the gap it opens is off */
 	uint8_t *best;
 	uint32_t *order;	/* evictions of one sweep, in order */
+	int rule;		/* the rule of c->best */
 };
 
 static uint64_t gp_align_up(uint64_t x, uint64_t a)
@@ -106,13 +113,14 @@ static int gp_alloc(struct gap_ctx *c)
 	c->prof = malloc(sizeof(*c->prof) * (n + 1));
 	c->bud = malloc(sizeof(*c->bud) * (n + 1));
 	c->foot = calloc(n + 1, sizeof(*c->foot));
+	c->over = calloc(n + 1, sizeof(*c->over));
 	c->active = malloc(sizeof(*c->active) * (nt + 1));
 	c->written = malloc(sizeof(*c->written) * (nb + 1));
 	c->off = calloc(nt + 1, 1);
 	c->best = calloc(nt + 1, 1);
 	c->order = malloc(sizeof(*c->order) * (nt + 1));
 	if (!c->asz || !c->gaps || !c->by_first || !c->by_first_idx || !c->base ||
-	    !c->prof || !c->bud || !c->foot || !c->active || !c->written || !c->off || !c->best || !c->order)
+	    !c->prof || !c->bud || !c->foot || !c->over || !c->active || !c->written || !c->off || !c->best || !c->order)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot index the gaps of %u buffers", nb);
 	for (b = 0; b < nb; b++) {
 		const struct pl_buf *pb = &plan->bufs[b];
@@ -237,6 +245,7 @@ static void gp_place(struct gap_ctx *c)
 		cost = gp_sweep(c, rule);
 		if (cost < best) {
 			best = cost;
+			c->rule = rule;
 			memcpy(c->best, c->off, nt);
 		}
 	}
@@ -275,6 +284,14 @@ static int gp_pack(struct gap_ctx *c, uint64_t deadline, struct pk_result *res)
 	ret = ortmem__pack(it, n, &po, off, res);
 	if (ret)
 		ret = ortmem__err_plain(ret, "planner: cannot pack %u device intervals", n);
+	memset(c->over, 0, sizeof(*c->over) * plan->n_nodes);
+	for (j = 0; !ret && j < n; j++) {
+		uint64_t top = off[j] + it[j].size, s;
+
+		for (s = it[j].lo; top > c->budget && s < it[j].hi && s < plan->n_nodes; s++)
+			if (top - c->budget > c->over[s])
+				c->over[s] = top - c->budget;
+	}
 	for (b = 0, n = 0; !ret && b < plan->n_bufs; b++)
 		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1, n++) {
 			for (j = k; j + 1 < plan->touch_idx[b + 1] && !c->best[j]; j++)
@@ -322,74 +339,172 @@ static void gp_free(struct gap_ctx *c)
 	free(c->prof);
 	free(c->bud);
 	free(c->foot);
+	free(c->over);
 	free(c->active);
 	free(c->written);
 	free(c->off);
 	free(c->order);
 }
 
+/* The cheapest plan found so far: its off gaps, offsets and height. */
+struct gp_win {
+	uint64_t cost;
+	uint8_t *off;
+	uint64_t *toff;
+	struct pk_result res;
+	/* scratch for one allocator's pass */
+	uint8_t *try_off;
+	uint64_t *try_toff;
+	uint8_t *guide;
+	uint64_t *hint;
+	uint64_t deadline;	/* for closing gaps; 0: none */
+};
+
+/* One allocator's pass (always fits); kept when cheaper.  -ENOMEM or 0. */
+static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
+		     const uint8_t *guide, const uint64_t *hint)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint32_t nt = plan->touch_idx[plan->n_bufs];
+	uint64_t h, cost;
+
+	h = ortmem__plan_online(plan, c->asz, c->budget, rule, guide, hint,
+				w->try_off, w->try_toff);
+	if (h == UINT64_MAX ||
+	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, w->deadline))
+		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	cost = ortmem__plan_gap_cost(plan, w->try_off);
+	if (cost < w->cost) {
+		w->cost = cost;
+		memcpy(w->off, w->try_off, nt);
+		memcpy(w->toff, w->try_toff, sizeof(*w->toff) * nt);
+		w->res.height = h;
+		w->res.optimal = false;
+	}
+	return 0;
+}
+
+/*
+ * The candidates, cheapest kept:
+ *  - the sweep's plan (c->bud = budget), packed in half the time left: it
+ *    stands as it is when the packing fits;
+ *  - the allocator following the sweep's plan, taking the packer's offsets
+ *    where they still fit and sending off more where the packing overran;
+ *  - the allocator on its own (furthest next use, then per byte moved);
+ *  - the allocator following sweeps asked for a little less than the
+ *    budget (room for fragmentation), while time is left.
+ */
+/* Allocator passes following sweeps asked for a little less than the
+ * budget (room for fragmentation); stops when the sweep alone costs more
+ * than the best plan. */
+static int gp_slack(struct gap_ctx *c, struct gp_win *w, bool small, uint64_t deadline)
+{
+	struct ortmem_plan *plan = c->plan;
+	int ret = 0, rule, slack;
+	uint32_t s;
+
+	for (slack = 1; slack <= GAP_SLACKS && !ret &&
+	     (small || ortmem__now_ns() < deadline); slack++) {
+		for (s = 0; s < plan->n_nodes; s++)
+			c->bud[s] = c->budget - (c->budget >> (8 - slack));
+		gp_sweep(c, c->rule);
+		memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
+		if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+			break;		/* less room only costs more */
+		for (rule = 0; rule < 2 && !ret; rule++)
+			ret = gp_online(c, w, rule, c->best, NULL);
+	}
+	return ret;
+}
+
+static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint32_t nt = plan->touch_idx[plan->n_bufs], s;
+	struct pk_result pres = { 0 };
+	bool small = nt <= GAP_SEARCH_MAX;
+	int ret;
+
+	w->deadline = small ? 0 : deadline;
+	for (s = 0; s < plan->n_nodes; s++)
+		c->bud[s] = c->budget;
+	gp_place(c);
+	memcpy(w->guide, c->best, nt);
+	/* The sweep's plan as it is, when its packing fits: the packer's
+	 * search gets the time budget. */
+	ret = gp_pack(c, deadline, &pres);
+	if (ret)
+		return ret;
+	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
+	if (pres.height <= c->budget) {
+		w->cost = ortmem__plan_gap_cost(plan, c->best);
+		memcpy(w->off, c->best, nt);
+		memcpy(w->toff, plan->touch_off, sizeof(*w->toff) * nt);
+		w->res = pres;
+	}
+	/* The allocator following the sweep's plan at the packer's offsets,
+	 * and on its own: always (every budget gets a plan).  The others
+	 * while time is left, or always on a small graph, where they cost a
+	 * fraction of the packer's search. */
+	ret = gp_online(c, w, 1, w->guide, w->hint);
+	if (!ret)
+		ret = gp_online(c, w, 0, NULL, NULL);
+	if (!ret && (small || ortmem__now_ns() < deadline))
+		ret = gp_online(c, w, 0, w->guide, w->hint);
+	if (!ret && (small || ortmem__now_ns() < deadline))
+		ret = gp_online(c, w, 1, NULL, NULL);
+	if (!ret)
+		ret = gp_slack(c, w, small, deadline);
+	w->res.lb = pres.lb;
+	w->res.iters = pres.iters;
+	return ret;
+}
+
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		      struct pk_result *res)
 {
 	struct gap_ctx c = { .plan = plan, .budget = plan->o.budget[ORTMEM_TIER_DEVICE] };
-	uint32_t nt = plan->touch_idx[plan->n_bufs], b, k, s;
-	uint64_t foot, cost = UINT64_MAX, h, *toff = NULL;
-	uint8_t *off = NULL;
-	int ret, rule;
+	uint32_t nt = plan->touch_idx[plan->n_bufs], b, k;
+	struct gp_win w = { .cost = UINT64_MAX };
+	uint64_t foot;
+	int ret;
 
-	ret = gp_alloc(&c);
+	w.off = malloc(nt + 1);
+	w.toff = malloc(sizeof(*w.toff) * (nt + 1));
+	w.try_off = malloc(nt + 1);
+	w.try_toff = malloc(sizeof(*w.try_toff) * (nt + 1));
+	w.guide = malloc(nt + 1);
+	w.hint = malloc(sizeof(*w.hint) * (nt + 1));
+	ret = w.off && w.toff && w.try_off && w.try_toff && w.guide && w.hint ?
+	      gp_alloc(&c) :
+	      ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret)
 		ret = gp_footprint(&c, &foot);
-	for (s = 0; !ret && s < plan->n_nodes; s++)
-		c.bud[s] = c.budget;
-	/* The profile sweep, packed once in the time budget. */
+	if (!ret)
+		ret = gp_candidates(&c, &w, deadline);
 	if (!ret) {
-		gp_place(&c);
-		ret = gp_pack(&c, deadline, res);
-		if (!ret && res->height <= c.budget)
-			cost = ortmem__plan_gap_cost(plan, c.best);
-	}
-	/* The allocator's passes: always fit; kept when cheaper. */
-	if (!ret) {
-		off = malloc(nt + 1);
-		toff = malloc(sizeof(*toff) * (nt + 1));
-		if (!off || !toff)
-			ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
-	}
-	for (rule = 0; !ret && rule < 2; rule++) {
-		uint64_t oc;
-
-		h = ortmem__plan_online(plan, c.asz, c.budget, rule, off, toff);
-		if (h == UINT64_MAX) {
-			ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
-			break;
-		}
-		oc = ortmem__plan_gap_cost(plan, off);
-		if (oc >= cost)
-			continue;
-		cost = oc;
-		memcpy(c.best, off, nt);
-		memcpy(plan->touch_off, toff, sizeof(*toff) * nt);
-		res->height = h;
-		res->optimal = false;
-	}
-	free(off);
-	free(toff);
-	if (!ret) {
+		*res = w.res;
+		memcpy(plan->touch_off, w.toff, sizeof(*w.toff) * nt);
 		for (b = 0; b < plan->n_bufs; b++) {
 			struct pl_buf *pb = &plan->bufs[b];
 
 			pb->tier = ORTMEM_TIER_DEVICE;
 			for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-				if (c.best[k])
+				if (w.off[k])
 					pb->tier = home;
 			if (pb->tier == ORTMEM_TIER_DEVICE)
 				pb->off = plan->touch_idx[b] < plan->touch_idx[b + 1] ?
 					  plan->touch_off[plan->touch_idx[b]] : 0;
 		}
-		plan->gap_off = c.best;
-		c.best = NULL;
+		plan->gap_off = w.off;
+		w.off = NULL;
 	}
+	free(w.off);
+	free(w.toff);
+	free(w.try_off);
+	free(w.try_toff);
+	free(w.guide);
+	free(w.hint);
 	free(c.best);
 	gp_free(&c);
 	return ret;

@@ -10,6 +10,7 @@
  *   plan_live.c      sizes, liveness, views folded, in-place hints
  *   plan_validate.c  the independent validator
  *   plan_online.c    residency and offsets in one allocator's pass
+ *   plan_close.c     off gaps kept on the device where their range is free
  *   plan_gaps.c      device residency per gap, its offsets and moves
  *   plan_place.c     tier placement and offsets under the budgets
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
@@ -105,9 +106,15 @@ int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 /* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
 int ortmem__plan_liveness(struct ortmem_plan *plan);
 /* plan_online.c: off gaps and device offsets per touch under @budget by
- * an allocator's pass; returns the arena height (UINT64_MAX: no memory). */
+ * an allocator's pass, sending off the gaps @guide marks (NULL: none) and
+ * more when a step finds no room; returns the arena height (UINT64_MAX:
+ * no memory). */
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
-			     uint64_t budget, int rule, uint8_t *off, uint64_t *toff);
+			     uint64_t budget, int rule, const uint8_t *guide,
+			     const uint64_t *hint, uint8_t *off, uint64_t *toff);
+/* plan_close.c: keep on the device the off gaps whose range stayed free. */
+int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
+			    uint8_t *off, uint64_t *toff, uint64_t deadline);
 /* plan_gaps.c: which gaps of each buffer leave the device (under its
  * budget, buffers sent off going to @home) and the device offsets. */
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,

@@ -28,6 +28,8 @@ struct ol {
 	const struct ortmem_plan *plan;
 	uint64_t budget;
 	const uint64_t *asz;
+	const uint8_t *guide;	/* per touch: a gap the sweep sent off, or NULL */
+	const uint64_t *hint;	/* per touch: an offset to take when free, or NULL */
 	uint8_t *off;		/* per touch: the gap it opens is off */
 	uint64_t *toff;		/* per touch: device offset */
 	uint32_t *cur;		/* per buffer: its latest touch, or UINT32_MAX */
@@ -66,6 +68,25 @@ static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
 	}
 	*nd = d;
 	return best;
+}
+
+/* @at when [at, at + size) lies in [0, budget) and no resident holds any
+ * of it (the packer's offset, kept where it still fits), or UINT64_MAX. */
+static uint64_t ol_hinted(const struct ol *o, uint64_t at, uint64_t size)
+{
+	uint32_t i;
+
+	if (at == UINT64_MAX || at > o->budget || size > o->budget - at)
+		return UINT64_MAX;
+	for (i = 0; i < o->n_live; i++) {
+		uint32_t b = o->live[i];
+
+		if (o->addr[b] >= at + size)
+			break;		/* sorted by offset */
+		if (o->addr[b] + o->asz[b] > at && o->asz[b])
+			return UINT64_MAX;
+	}
+	return at;
 }
 
 /* What sending buffer @b off at step @s costs, per step it frees. */
@@ -222,11 +243,16 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 	const struct ortmem_plan *plan = o->plan;
 	uint32_t i, j, d;
 
-	for (i = 0; i < o->n_live;)
-		if (plan->bufs[o->live[i]].hi <= s)
+	for (i = 0; i < o->n_live;) {
+		uint32_t b = o->live[i];
+
+		if (plan->bufs[b].hi <= s)
 			ol_drop(o, i);
+		else if (o->guide && o->guide[o->cur[b]])
+			ol_send_off(o, i);	/* the sweep sent this gap off */
 		else
 			i++;
+	}
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++)
 		o->pin[ol_buf_of(plan, o->st_k[j])] = true;
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++) {
@@ -238,7 +264,11 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 			o->cur[b] = k;
 			continue;
 		}
-		addr = ol_fit(o, o->asz[b], &d);
+		addr = ol_hinted(o, o->hint ? o->hint[k] : UINT64_MAX, o->asz[b]);
+		if (addr == UINT64_MAX)
+			addr = ol_fit(o, o->asz[b], &d);
+		else
+			d = 0;
 		if (addr == UINT64_MAX) {
 			addr = ol_window(o, d, o->asz[b], s, rule);
 			if (addr != UINT64_MAX)
@@ -289,11 +319,12 @@ static int ol_index(struct ol *o)
  * when out of memory.
  */
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
-			     uint64_t budget, int rule, uint8_t *off, uint64_t *toff)
+			     uint64_t budget, int rule, const uint8_t *guide,
+			     const uint64_t *hint, uint8_t *off, uint64_t *toff)
 {
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s, k, b;
-	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .off = off,
-			.toff = toff };
+	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
+			.hint = hint, .off = off, .toff = toff };
 	uint64_t h = UINT64_MAX;
 
 	o.cur = malloc(sizeof(*o.cur) * (nb + 1));

@@ -5,7 +5,8 @@
 # the three tiers, the picture parses as SVG (python3's XML parser, and
 # xmllint where installed), holds one titled rectangle per buffer of the
 # JSON with the buffer's name, the live-bytes curve and the lower bound,
-# and a legend naming every tier.
+# a legend naming every tier, and, when the plan moves bytes, the transfer
+# schedule of ortmem_plan_transfers() carrying every byte moved.
 KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cat "$here/../srcdir" 2>/dev/null)
@@ -54,6 +55,22 @@ print('# %d buffers drawn, tiers %s, %d bytes moved' % (len(titles), tiers, move
 limit = int(sys.argv[3])
 if limit and plan['tiers']['device']['arena_bytes'] > limit:
     sys.exit('device arena over its budget')
+# The transfer schedule: its bars carry every byte the plan moves, the
+# read-backs (above) and write-outs (below), and a device-panel band per
+# read-back; none of it when nothing moves.
+import re
+bars = {'xin': 0, 'xout': 0}
+for r in root.iter(ns + 'rect'):
+    if r.get('class') in bars:
+        t = r.find(ns + 'title').text
+        bars[r.get('class')] += int(re.search(r'\((\d+) bytes\)', t).group(1))
+spill = sum(sum(m['spill']) for m in plan['moves'])
+assert bars['xin'] == moved - spill, (bars, moved, spill)
+assert bars['xout'] == spill, (bars, spill)
+wins = [r for r in root.iter(ns + 'rect') if r.get('class') == 'win']
+assert bool(wins) == bool(bars['xin']), len(wins)
+assert ('transfers:' in texts) == bool(moved), moved
+print('# transfers drawn: %d bytes in, %d out, %d read-back bands' % (bars['xin'], bars['xout'], len(wins)))
 PY
 	then
 		ok "SVG of a ${budgets:-device-only} plan parses and draws every buffer"

@@ -6,6 +6,13 @@
  * tier, its name, size and steps in a <title> shown on hover.  The width is
  * fixed, so a 1,000-step model gets sub-pixel columns that still read as a
  * skyline; rectangles keep a minimum width of one pixel.
+ *
+ * When the plan moves bytes, a transfers panel sits under the curve: the
+ * schedule of ortmem_plan_transfers(), the bytes read back before each
+ * step above the axis and written out after it below, coloured by the
+ * slower tier, with the stall bytes (read-backs that cannot start ahead of
+ * their step) outlined in red; in the device panel each read-back is drawn
+ * as a hatched band over the steps it may overlap (earliest .. step).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +27,7 @@
 #define CURVE_H 180.0
 #define PANEL_H 300.0
 #define GAP 50.0
+#define XFER_H 140.0
 
 static const char *const tier_names[ORTMEM_TIER_COUNT] = { "device", "host", "disk" };
 static const char *const tier_fill[ORTMEM_TIER_COUNT] = { "#4e79a7", "#f28e2b", "#8c8c8c" };
@@ -154,17 +162,180 @@ static void panel(FILE *f, const struct md_model *m, const struct pm_result *r,
 	axis_steps(f, n, top + PANEL_H);
 }
 
+/* The schedule of every step: bytes in and out per tier, stall bytes. */
+struct xfer_sched {
+	uint64_t (*in)[ORTMEM_TIER_COUNT];
+	uint64_t (*out)[ORTMEM_TIER_COUNT];
+	uint64_t *stall;
+	uint64_t max_in, max_out, total;
+};
+
+/* The transfers of step @s into *buf (grown as needed); their count or -1. */
+static int xfer_get(const struct pm_result *r, uint32_t s, struct ortmem_plan_transfer **buf,
+		    size_t *cap, uint64_t *stall)
+{
+	int n = ortmem_plan_transfers(r->plan, s, *buf, *cap, stall);
+
+	if (n > 0 && (size_t)n > *cap) {
+		struct ortmem_plan_transfer *grown = realloc(*buf, sizeof(**buf) * (size_t)n);
+
+		if (!grown)
+			return -1;
+		*buf = grown;
+		*cap = (size_t)n;
+		n = ortmem_plan_transfers(r->plan, s, *buf, *cap, stall);
+	}
+	return n < 0 ? -1 : n;
+}
+
+static int xfer_collect(const struct pm_result *r, struct xfer_sched *x)
+{
+	struct ortmem_plan_transfer *xs_ = NULL;
+	size_t cap = 0;
+	uint32_t s;
+	int n, i, ret = -1;
+
+	x->in = calloc(r->n_steps + 1, sizeof(*x->in));
+	x->out = calloc(r->n_steps + 1, sizeof(*x->out));
+	x->stall = calloc(r->n_steps + 1, sizeof(*x->stall));
+	if (!x->in || !x->out || !x->stall)
+		return -1;
+	for (s = 0; s < r->n_steps; s++) {
+		uint64_t in = 0, out = 0;
+
+		n = xfer_get(r, s, &xs_, &cap, &x->stall[s]);
+		if (n < 0)
+			goto out;
+		for (i = 0; i < n; i++) {
+			const struct ortmem_plan_transfer *t = &xs_[i];
+			int slow = t->dir == ORTMEM_PLAN_XFER_IN ? t->from_tier : t->to_tier;
+
+			if (slow < 0 || slow >= ORTMEM_TIER_COUNT)
+				continue;
+			if (t->dir == ORTMEM_PLAN_XFER_IN)
+				x->in[s][slow] += t->bytes, in += t->bytes;
+			else
+				x->out[s][slow] += t->bytes, out += t->bytes;
+		}
+		x->max_in = in > x->max_in ? in : x->max_in;
+		x->max_out = out > x->max_out ? out : x->max_out;
+		x->total += in + out;
+	}
+	ret = 0;
+out:
+	free(xs_);
+	return ret;
+}
+
+static void xfer_free(struct xfer_sched *x)
+{
+	free(x->in);
+	free(x->out);
+	free(x->stall);
+}
+
+/* One bar: @sign -1 grows up from @axis (read-backs), +1 down (write-outs). */
+static void xfer_bar(FILE *f, uint32_t s, uint32_t n, double axis, double y0, double h,
+		     int sign, const char *fill, const char *what, uint64_t bytes,
+		     const char *cls)
+{
+	char b1[32];
+	double x0 = xs(s, n), x1 = xs(s + 1, n);
+
+	human(b1, sizeof(b1), (double)bytes);
+	fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" class=\"%s\">"
+		"<title>step %u: %s %s (%" PRIu64 " bytes)</title></rect>\n",
+		x0, sign < 0 ? axis - y0 - h : axis + y0, x1 - x0 < 1 ? 1 : x1 - x0,
+		h < 0.5 ? 0.5 : h, fill, cls, s, what, b1, bytes);
+}
+
+static void xfer_panel(FILE *f, const struct pm_result *r, const struct xfer_sched *x,
+		       double top)
+{
+	uint64_t maxv = x->max_in > x->max_out ? x->max_in : x->max_out;
+	double half = XFER_H / 2, axis = top + half, sy = maxv ? (half - 4) / (double)maxv : 0;
+	uint32_t s, n = r->n_steps;
+	char b1[32], what[64];
+	int t;
+
+	human(b1, sizeof(b1), (double)x->total);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"h\">transfers: %s moved "
+		"(read back before a step above, written out after it below; red: stall)</text>\n",
+		LEFT, top - 6, b1);
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n",
+		LEFT, top, W - LEFT - RIGHT, XFER_H);
+	fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"frame\"/>\n",
+		LEFT, W - RIGHT, axis, axis);
+	human(b1, sizeof(b1), (double)maxv);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%s in</text>\n",
+		LEFT - 4, top + 10, b1);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"ax\" text-anchor=\"end\">%s out</text>\n",
+		LEFT - 4, top + XFER_H, b1);
+	for (s = 0; s < n; s++) {
+		double up = 0, down = 0;
+
+		for (t = 1; t < ORTMEM_TIER_COUNT; t++) {
+			if (x->in[s][t]) {
+				snprintf(what, sizeof(what), "read back from %s", tier_names[t]);
+				xfer_bar(f, s, n, axis, up, sy * (double)x->in[s][t], -1,
+					 tier_fill[t], what, x->in[s][t], "xin");
+				up += sy * (double)x->in[s][t];
+			}
+			if (x->out[s][t]) {
+				snprintf(what, sizeof(what), "written out to %s", tier_names[t]);
+				xfer_bar(f, s, n, axis, down, sy * (double)x->out[s][t], 1,
+					 tier_fill[t], what, x->out[s][t], "xout");
+				down += sy * (double)x->out[s][t];
+			}
+		}
+		if (x->stall[s])
+			xfer_bar(f, s, n, axis, 0, sy * (double)x->stall[s], -1, "none",
+				 "stall", x->stall[s], "stall");
+	}
+	axis_steps(f, n, top + XFER_H);
+}
+
+/* In the device panel: each read-back over the steps it may overlap. */
+static void xfer_windows(FILE *f, const struct pm_result *r, double top)
+{
+	uint64_t arena = r->st.arena[ORTMEM_TIER_DEVICE];
+	double sy = arena ? PANEL_H / (double)arena : 0;
+	struct ortmem_plan_transfer *t = NULL;
+	uint32_t s, n = r->n_steps;
+	size_t cap = 0;
+	int k, cnt;
+
+	for (s = 0; s < n; s++) {
+		cnt = xfer_get(r, s, &t, &cap, NULL);
+		for (k = 0; k < cnt; k++) {
+			double x0, x1;
+
+			if (t[k].dir != ORTMEM_PLAN_XFER_IN)
+				continue;
+			x0 = xs(t[k].earliest, n);
+			x1 = xs(s, n);
+			fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" class=\"win\">"
+				"<title>read-back of value %u for step %u: may start before step %u, offset %" PRIu64 "</title></rect>\n",
+				x0, top + sy * (double)t[k].device_offset, x1 - x0 < 1 ? 1 : x1 - x0,
+				sy * (double)t[k].bytes < 0.5 ? 0.5 : sy * (double)t[k].bytes,
+				t[k].value, s, t[k].earliest, t[k].device_offset);
+		}
+	}
+	free(t);
+}
+
 int out_svg(FILE *f, const struct md_model *m, const struct pm_result *r,
 	    const char *title)
 {
 	int64_t *lo = calloc(r->n_pvals + 1, sizeof(*lo)), *hi = calloc(r->n_pvals + 1, sizeof(*hi));
 	uint64_t *live = calloc(r->n_steps + 2, sizeof(*live));
+	struct xfer_sched x = { 0 };
 	double height, top;
 	uint32_t p, s;
 	int t, panels = 0, ret = -1;
 	char b1[32], b2[32];
 
-	if (!lo || !hi || !live || pm_intervals(m, r, lo, hi))
+	if (!lo || !hi || !live || pm_intervals(m, r, lo, hi) || xfer_collect(r, &x))
 		goto out;
 	for (p = 0; p < r->n_pvals; p++)
 		if (r->pval_root[p] == p && lo[p] >= 0)
@@ -172,13 +343,16 @@ int out_svg(FILE *f, const struct md_model *m, const struct pm_result *r,
 				live[s] += r->pval_size[p];
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
 		panels += r->st.arena[t] > 0;
-	height = 90 + CURVE_H + GAP + panels * (PANEL_H + GAP) + 20;
+	height = 90 + CURVE_H + GAP + panels * (PANEL_H + GAP) + 20 +
+		 (x.total ? XFER_H + GAP : 0);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
 		W, height, W, height);
 	fprintf(f, "<style>text{font-family:sans-serif;font-size:13px}.ax{font-size:11px;fill:#444}"
 		".h{font-weight:bold}.frame{fill:none;stroke:#bbb}.live{fill:none;stroke:#222;stroke-width:1.2}"
-		".buf{stroke:#fff;stroke-width:0.4}.lb{stroke:#d62728;stroke-dasharray:6 4;stroke-width:1.5}rect:hover{stroke:#000;stroke-width:1}</style>\n");
+		".buf{stroke:#fff;stroke-width:0.4}.lb{stroke:#d62728;stroke-dasharray:6 4;stroke-width:1.5}rect:hover{stroke:#000;stroke-width:1}"
+		".xin,.xout{stroke:none}.stall{fill:none;stroke:#d62728;stroke-width:1}"
+		".win{fill:#4e79a7;fill-opacity:0.12;stroke:#4e79a7;stroke-opacity:0.5;stroke-width:0.4;stroke-dasharray:2 2}</style>\n");
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n<text x=\"%.1f\" y=\"22\" class=\"h\">", LEFT);
 	xml_text(f, title);
 	human(b1, sizeof(b1), (double)r->st.lower_bound);
@@ -197,10 +371,16 @@ int out_svg(FILE *f, const struct md_model *m, const struct pm_result *r,
 	top = 90;
 	curve(f, r, live, top);
 	top += CURVE_H + GAP;
+	if (x.total) {
+		xfer_panel(f, r, &x, top);
+		top += XFER_H + GAP;
+	}
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		if (!r->st.arena[t])
 			continue;
 		panel(f, m, r, lo, hi, t, top);
+		if (t == ORTMEM_TIER_DEVICE && x.total)
+			xfer_windows(f, r, top);
 		top += PANEL_H + GAP;
 	}
 	fprintf(f, "</svg>\n");
@@ -209,5 +389,6 @@ out:
 	free(lo);
 	free(hi);
 	free(live);
+	xfer_free(&x);
 	return ret;
 }
