@@ -85,9 +85,14 @@ print(W % ("host peak", m(o["host_peak_bytes"]),
 print(W % ("disk -> host", m(o["host_promoted_bytes"]) + " (%d passes)" % o["passes"],
       m(r["disk_bytes"] or r["file_bytes_verified"])))
 print(W % ("host -> disk", "0 (%s dropped)" % m(o["host_dropped_bytes"]), "0"))
+d = o.get("device")
+if d:  # a GPU took the hot buffers: layers stream disk -> device
+    print(W % ("device budget", "%s on GPU %d (%s), peak %s" % (m(d["budget_bytes"]), d["ordinal"], d["name"], m(d["peak_bytes"])), "none"))
+    print(W % ("disk -> device", m(d["promoted_bytes"]) + " (%d passes)" % o["passes"], "0"))
+moved = o["host_promoted_bytes"] + (d["promoted_bytes"] if d else 0)
 print(W % ("time per pass", "%.2f s (best of %d)" % (best, o["passes"]),
       "%.2f s" % min(r["pass_s"]) + (" + %.1f s load" % r["load_s"] if r["load_s"] else "")))
-print("%-18s %s" % ("disk bandwidth", "%.0f MiB/s effective" % (o["host_promoted_bytes"] / MiB / sum(o["pass_s"]))))
+print("%-18s %s" % ("disk bandwidth", "%.0f MiB/s effective" % (moved / MiB / sum(o["pass_s"]))))
 print("%-18s %s" % ("prefetch", "%d of %d pins found their layer home (hit rate %.0f%%), %d waited %.2f s in all, %d synchronous"
       % (pf["hits"], pins, 100.0 * pf["hits"] / pins if pins else 0, pf["waits"], pf["wait_s"], pf["misses"])))
 print(W % ("output", o["output"], r["output"]))

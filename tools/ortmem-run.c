@@ -33,6 +33,8 @@
 
 #include <cblas.h>
 
+#include "run/acts.h"
+#include "run/devtier.h"
 #include "run/model.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -45,12 +47,17 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
 }
 
 struct opts {
@@ -63,6 +70,8 @@ struct opts {
 	uint32_t prefetch_depth;
 	uint64_t inject_nth;
 	uint32_t threads;
+	int device;		/* GPU ordinal for the hot buffers; -1 none */
+	uint64_t device_budget;	/* 0: the host budget */
 	int json;
 	int progress;
 	struct model_cfg cfg;
@@ -71,6 +80,8 @@ struct opts {
 /* What a run measured. */
 struct result {
 	double *pass_s;
+	double compute_cpu_s;	/* this thread's CPU in the passes */
+	double proc_cpu_s;	/* every thread's CPU in the passes */
 	double load_s;
 	uint64_t disk_bytes;	/* bytes read from the file in the passes */
 	uint64_t out_hash;
@@ -80,6 +91,10 @@ struct result {
 	uint64_t arena;
 	struct ortmem_prefetch_stats pf;
 	int have_gov;
+	uint64_t dev_peak;
+	uint64_t dev_promoted;	/* disk -> device, by the governor */
+	uint64_t dev_h2d, dev_d2h;
+	const char *dev_absent;	/* why no GPU took the hot buffers */
 };
 
 static void progress(const struct opts *o, uint32_t pass, uint32_t layer)
@@ -99,80 +114,6 @@ static void progress(const struct opts *o, uint32_t pass, uint32_t layer)
 	fflush(stderr);
 }
 
-/* ---- the activations, placed by the planner ---- */
-
-struct acts {
-	struct ortmem_plan *plan;
-	uint32_t *x, *h;	/* value ids */
-	uint64_t arena;
-};
-
-/* x_0 (made by the input node), then per layer h_l = fc1(x_l) and
- * x_{l+1} = fc2(h_l, x_l); x_L is the output. */
-static int acts_plan(const struct model_cfg *c, uint32_t batch, struct acts *a)
-{
-	/* The planner's compute tier is "device"; this executor computes on
-	 * the CPU, so that one arena is placed in the host tier. */
-	ORTMEM_OPTS(ortmem_plan_opts, po, .tiers = 1u << ORTMEM_TIER_DEVICE,
-		    .max_iterations = 1000, .time_budget_us = 200000);
-	ORTMEM_OPTS(ortmem_plan_stats, ps);
-	uint64_t xb = (uint64_t)batch * c->hidden * 4, hb = (uint64_t)batch * c->ffn * 4;
-	uint32_t l, in[2];
-	int v, ret;
-
-	a->x = calloc(c->layers + 1, sizeof(*a->x));
-	a->h = calloc(c->layers, sizeof(*a->h));
-	if (!a->x || !a->h)
-		return -ENOMEM;
-	ret = ortmem_plan_new(&po, &a->plan);
-	if (ret)
-		return ret;
-	for (l = 0; l <= c->layers; l++) {
-		v = ortmem_plan_add_value(a->plan, xb,
-					  l == c->layers ? ORTMEM_PLAN_VALUE_OUTPUT : 0);
-		if (v < 0)
-			return v;
-		a->x[l] = (uint32_t)v;
-		if (l == c->layers)
-			break;
-		v = ortmem_plan_add_value(a->plan, hb, 0);
-		if (v < 0)
-			return v;
-		a->h[l] = (uint32_t)v;
-	}
-	ret = ortmem_plan_add_node(a->plan, NULL, 0, &a->x[0], 1);
-	for (l = 0; ret >= 0 && l < c->layers; l++) {
-		ret = ortmem_plan_add_node(a->plan, &a->x[l], 1, &a->h[l], 1);
-		in[0] = a->h[l];
-		in[1] = a->x[l];
-		if (ret >= 0)
-			ret = ortmem_plan_add_node(a->plan, in, 2, &a->x[l + 1], 1);
-	}
-	if (ret < 0)
-		return ret;
-	ret = ortmem_plan_solve(a->plan);
-	if (!ret)
-		ret = ortmem_plan_stats(a->plan, &ps);
-	a->arena = ps.arena[ORTMEM_TIER_DEVICE];
-	return ret;
-}
-
-static float *act_ptr(const struct acts *a, void *arena, uint32_t v)
-{
-	uint64_t off = 0;
-
-	if (ortmem_plan_offset(a->plan, v, &off) != ORTMEM_TIER_DEVICE)
-		abort();	/* the plan was asked for one tier only */
-	return (float *)((char *)arena + off);
-}
-
-static void acts_free(struct acts *a)
-{
-	ortmem_plan_free(a->plan);
-	free(a->x);
-	free(a->h);
-}
-
 /* ---- weights sources, one per mode ---- */
 
 struct source {
@@ -183,6 +124,8 @@ struct source {
 	struct ortmem_host *host;
 	struct ortmem_handle *h;
 	struct ortmem_handle arena_h;
+	struct devtier dt;	/* with a GPU: weights and arena live there */
+	int on_device;
 	/* ram, mmap, pread */
 	uint8_t *all;
 	size_t map_len;
@@ -221,10 +164,18 @@ static int gov_setup(struct source *s, uint64_t arena)
 	/* A handle a layer and one for the arena: reclaim scans no more. */
 	ORTMEM_OPTS(ortmem_gov_opts, go, .limit = { 0, s->o->budget, 0 },
 		    .max_handles = c->layers + 8);
+	int home = s->on_device ? ORTMEM_TIER_DEVICE : ORTMEM_TIER_HOST;
 	uint32_t l;
 	int ret;
 
+	if (s->on_device)
+		go.limit[ORTMEM_TIER_DEVICE] = s->dt.budget;
 	ret = ortmem_gov_open(&go, &s->gov);
+	if (!ret && s->on_device)
+		/* The hot buffers' home: prefetch promotes each layer from
+		 * the file to the GPU while the one before it computes. */
+		ret = ortmem_gov_set_backend(s->gov, ORTMEM_TIER_DEVICE,
+					     ortmem_backend_device(), s->dt.dev);
 	if (ret)
 		return ret;
 	if (!ortmem_host_open(NULL, &s->host))
@@ -239,14 +190,14 @@ static int gov_setup(struct source *s, uint64_t arena)
 	if (!s->h)
 		return -ENOMEM;
 	for (l = 0; l < c->layers; l++) {
-		ret = ortmem_gov_alloc_file(s->gov, ORTMEM_TIER_HOST,
+		ret = ortmem_gov_alloc_file(s->gov, home,
 					    ORTMEM_ROLE_WEIGHTS, s->wf,
 					    model_layer_offset(c, l),
 					    model_layer_bytes(c), 0, &s->h[l]);
 		if (ret)
 			return ret;
 	}
-	return ortmem_gov_alloc(s->gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_ACTIVATION,
+	return ortmem_gov_alloc(s->gov, home, ORTMEM_ROLE_ACTIVATION,
 				arena, 0, &s->arena_h);
 }
 
@@ -263,6 +214,9 @@ static int source_open(struct source *s, uint64_t arena, struct result *r)
 	s->fd = open(s->o->path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0)
 		return -errno;
+	/* The peers' best setting: the whole model is read front to back, so
+	 * the kernel may read ahead twice as far. */
+	posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (!strcmp(m, "ram")) {
 		/* Read and verified once, before the timed passes. */
 		s->all = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
@@ -282,6 +236,9 @@ static int source_open(struct source *s, uint64_t arena, struct result *r)
 			return -errno;
 		}
 		s->map_len = size;
+		/* Sequential faults: the kernel reads ahead (as llama.cpp's
+		 * mapping does, which advises the file sequential too). */
+		madvise(s->all, size, MADV_SEQUENTIAL);
 		return 0;
 	}
 	s->layer_buf = aligned_alloc(4096, (model_layer_bytes(c) + 4095) / 4096 * 4096);
@@ -298,6 +255,7 @@ static void source_close(struct source *s)
 				ortmem_gov_release(s->gov, s->h[l], 0);
 		ortmem_gov_close(s->gov);
 	}
+	devtier_close(&s->dt);
 	ortmem_host_close(s->host);
 	free(s->h);
 	if (s->map_len)
@@ -344,6 +302,10 @@ static int layer_get(struct source *s, uint32_t l, uint32_t pass,
 		prefetch_ahead(s, l, pass);
 		ret = ortmem_gov_pin(s->gov, s->h[l], 0, &p);
 		*wp = p;
+		if (!ret && s->on_device)
+			/* The CPU computes: it reads the layer back. */
+			ret = devtier_weights(&s->dt, (uintptr_t)p,
+					      model_layer_bytes(c), wp);
 		return ret;
 	}
 	if (!strcmp(m, "pread")) {
@@ -380,6 +342,21 @@ static int fail(const char *what, int ret)
 	return 1;
 }
 
+/* With a GPU, value @v between the device's arena and its host mirror
+ * (where @arena points): where a GPU runtime would compute in place. */
+static int act_move(struct source *s, const struct acts *a, uint32_t v,
+		    uint64_t len, int to_device)
+{
+	uint64_t off = 0;
+
+	if (!s->on_device)
+		return 0;
+	if (ortmem_plan_offset(a->plan, v, &off) != ORTMEM_TIER_DEVICE)
+		abort();	/* the plan was asked for one tier only */
+	return to_device ? devtier_push(&s->dt, off, len) :
+			   devtier_pull(&s->dt, off, len);
+}
+
 /* One forward pass over every layer; x_0 from the seed. */
 static int run_pass(struct source *s, const struct acts *a, void *arena,
 		    uint32_t pass, struct result *r)
@@ -395,17 +372,26 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 	if (!strcmp(o->mode, "mmap"))
 		r->disk_bytes += model_file_bytes(&o->cfg);
 	model_input(&o->cfg, o->batch, act_ptr(a, arena, a->x[0]));
-	for (l = 0; l < o->cfg.layers; l++) {
+	ret = act_move(s, a, a->x[0], a->xb, 1);
+	for (l = 0; !ret && l < o->cfg.layers; l++) {
 		if (interrupted)
 			return -EINTR;
 		progress(o, pass, l);
 		ret = layer_get(s, l, pass, &w, r);
 		if (ret)
 			return fail("reading the weights", ret);
+		ret = act_move(s, a, a->x[l], a->xb, 0);
+		if (ret)
+			break;
 		model_layer(&o->cfg, o->batch, w, act_ptr(a, arena, a->x[l]),
 			    act_ptr(a, arena, a->h[l]), act_ptr(a, arena, a->x[l + 1]));
+		ret = act_move(s, a, a->h[l], a->hb, 1);
+		if (!ret)
+			ret = act_move(s, a, a->x[l + 1], a->xb, 1);
 		layer_put(s, l, pass);
 	}
+	if (ret)
+		return fail("moving the activations to or from the GPU", ret);
 	progress(o, pass, l);
 	return 0;
 }
@@ -431,12 +417,18 @@ static void report(const struct opts *o, const struct result *r,
 		       o->cfg.ffn, o->batch, wbytes, o->budget, r->arena, o->passes);
 		for (p = 0; p < o->passes; p++)
 			printf("%s%.6f", p ? "," : "", r->pass_s[p]);
-		printf("],\"load_s\":%.6f,\"disk_bytes\":%" PRIu64 ",\"file_bytes_verified\":%" PRIu64 ","
+		printf("],\"compute_cpu_s\":%.6f,\"process_cpu_s\":%.6f,\"load_s\":%.6f,\"disk_bytes\":%" PRIu64 ",\"file_bytes_verified\":%" PRIu64 ","
 		       "\"host_peak_bytes\":%" PRIu64 ",\"host_promoted_bytes\":%" PRIu64 ",\"host_dropped_bytes\":%" PRIu64 ",\"prefetch\":{\"issued\":%" PRIu64 ",\"hits\":%" PRIu64
-		       ",\"waits\":%" PRIu64 ",\"wait_s\":%.6f,\"misses\":%" PRIu64 ",\"failed\":%" PRIu64 "},"
-		       "\"output\":\"%016" PRIx64 "\"}\n", r->load_s, r->disk_bytes, ws.bytes_read,
+		       ",\"waits\":%" PRIu64 ",\"wait_s\":%.6f,\"misses\":%" PRIu64 ",\"failed\":%" PRIu64 "},", r->compute_cpu_s, r->proc_cpu_s, r->load_s, r->disk_bytes, ws.bytes_read,
 		       r->host_peak, r->host_promoted, r->host_dropped, r->pf.issued, r->pf.hits, r->pf.waits, r->pf.wait_ns / 1e9,
-		       r->pf.misses, r->pf.failed, r->out_hash);
+		       r->pf.misses, r->pf.failed);
+		if (s->on_device)
+			printf("\"device\":{\"ordinal\":%d,\"name\":\"%s\",\"budget_bytes\":%" PRIu64
+			       ",\"peak_bytes\":%" PRIu64 ",\"promoted_bytes\":%" PRIu64
+			       ",\"h2d_bytes\":%" PRIu64 ",\"d2h_bytes\":%" PRIu64 "},",
+			       s->dt.ordinal, s->dt.name, s->dt.budget, r->dev_peak,
+			       r->dev_promoted, r->dev_h2d, r->dev_d2h);
+		printf("\"output\":\"%016" PRIx64 "\"}\n", r->out_hash);
 		return;
 	}
 	printf("mode        %s\n", o->mode);
@@ -446,28 +438,55 @@ static void report(const struct opts *o, const struct result *r,
 		printf("host budget %.1f MiB (peak %.1f MiB), activations %.2f MiB (planned arena)\n",
 		       o->budget / MIB, r->host_peak / MIB, r->arena / MIB);
 	printf("pass        %.3f s best, %.3f s mean over %u\n", best, sum / o->passes, o->passes);
+	printf("cpu         %.3f s computing, %.3f s in all threads (over the passes)\n",
+	       r->compute_cpu_s, r->proc_cpu_s);
 	if (r->load_s > 0)
 		printf("load        %.3f s (before the passes)\n", r->load_s);
 	if (r->disk_bytes)
 		printf("disk        %.1f MiB read, %.1f MiB/s effective\n",
 		       r->disk_bytes / MIB, r->disk_bytes / MIB / sum);
+	if (s->on_device)
+		printf("device      GPU %d (%s): budget %.1f MiB (peak %.1f MiB), %.1f MiB promoted from the file, %.1f MiB to and %.1f MiB from it in all\n",
+		       s->dt.ordinal, s->dt.name, s->dt.budget / MIB, r->dev_peak / MIB,
+		       r->dev_promoted / MIB, r->dev_h2d / MIB, r->dev_d2h / MIB);
+	else if (r->have_gov && r->dev_absent && o->device >= 0)
+		printf("device      none, the host tier takes the hot buffers: %s\n", r->dev_absent);
 	if (r->have_gov)
 		printf("prefetch    %" PRIu64 " issued, %" PRIu64 " hits, %" PRIu64 " waits (%.3f s), %" PRIu64 " misses\n",
 		       r->pf.issued, r->pf.hits, r->pf.waits, r->pf.wait_ns / 1e9, r->pf.misses);
 	printf("output      %016" PRIx64 "\n", r->out_hash);
 }
 
-static int check_budget(const struct opts *o, uint64_t arena)
+static int check_budget(const struct opts *o, uint64_t arena, int on_device)
 {
 	uint64_t layer = model_layer_bytes(&o->cfg), need = layer + arena;
+	uint64_t budget = on_device ? o->device_budget : o->budget;
 
-	if (strcmp(o->mode, "ortmem") || o->budget >= need)
+	if (strcmp(o->mode, "ortmem") || budget >= need)
 		return 0;
 	fprintf(stderr,
-		"ortmem-run: %s: a host budget of %" PRIu64 " bytes cannot hold one layer (%" PRIu64 " bytes) plus the activation arena (%" PRIu64 " bytes); give --budget of at least %" PRIu64 " bytes, or %" PRIu64 " to stream the next layer while one computes\n",
-		ortmem_strerror(-ORTMEM_E_CAPACITY_UNAVAILABLE), o->budget, layer,
-		arena, need, need + layer);
+		"ortmem-run: %s: a %s budget of %" PRIu64 " bytes cannot hold one layer (%" PRIu64 " bytes) plus the activation arena (%" PRIu64 " bytes); give %s of at least %" PRIu64 " bytes, or %" PRIu64 " to stream the next layer while one computes\n",
+		ortmem_strerror(-ORTMEM_E_CAPACITY_UNAVAILABLE),
+		on_device ? "device" : "host", budget, layer, arena,
+		on_device ? "--device-budget" : "--budget", need, need + layer);
 	return 1;
+}
+
+/* With a GPU (and not --no-device), the device tier takes the hot
+ * buffers; without one, say why in the report. */
+static int device_setup(struct source *s, struct result *r, uint64_t arena)
+{
+	const struct opts *o = s->o;
+	int ret;
+
+	if (strcmp(o->mode, "ortmem") || o->device < 0)
+		return 0;
+	ret = devtier_open(&s->dt, o->device, o->device_budget,
+			   model_layer_bytes(&o->cfg), arena, &r->dev_absent);
+	if (ret < 0)
+		return fail("opening the GPU", ret);
+	s->on_device = !ret;
+	return 0;
 }
 
 static int do_run(struct opts *o)
@@ -494,8 +513,10 @@ static int do_run(struct opts *o)
 		goto out;
 	}
 	r.arena = a.arena;
-	if (check_budget(o, a.arena))
-		goto out;
+	if (!o->device_budget)
+		o->device_budget = o->budget;
+	if (device_setup(&s, &r, a.arena) || check_budget(o, a.arena, s.on_device))
+		goto out_src;
 	r.pass_s = calloc(o->passes, sizeof(double));
 	ret = r.pass_s ? source_open(&s, a.arena, &r) : -ENOMEM;
 	if (ret) {
@@ -507,6 +528,11 @@ static int do_run(struct opts *o)
 		if (o->inject_nth)
 			ortmem_wfile_inject_fault(s.wf, o->inject_nth, -EIO);
 		ret = ortmem_gov_pin(s.gov, s.arena_h, 0, &arena);
+		if (!ret && s.on_device) {
+			/* The arena is on the GPU; the CPU works in its mirror. */
+			s.dt.arena = (uintptr_t)arena;
+			arena = s.dt.astage;
+		}
 	} else {
 		arena = aligned_alloc(64, (a.arena + 63) / 64 * 64);
 		ret = arena ? 0 : -ENOMEM;
@@ -516,11 +542,20 @@ static int do_run(struct opts *o)
 		goto out_src;
 	}
 	for (p = 0; p < o->passes; p++) {
-		double t0 = now_s();
+		/* Where the time goes: the compute thread's CPU, the whole
+		 * process's (the I/O and verification threads too), the wall. */
+		double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+		double q0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 
 		if (run_pass(&s, &a, arena, p, &r))
 			goto out_arena;
 		r.pass_s[p] = now_s() - t0;
+		r.compute_cpu_s += clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+		r.proc_cpu_s += clock_s(CLOCK_PROCESS_CPUTIME_ID) - q0;
+	}
+	if (act_move(&s, &a, a.x[o->cfg.layers], a.xb, 0)) {
+		fail("reading the output back from the GPU", -EIO);
+		goto out_arena;
 	}
 	r.out_hash = model_hash(act_ptr(&a, arena, a.x[o->cfg.layers]),
 				(uint64_t)o->batch * o->cfg.hidden * 4);
@@ -535,6 +570,16 @@ static int do_run(struct opts *o)
 		r.host_promoted = st.tier[ORTMEM_TIER_HOST].promoted_bytes;
 		r.host_dropped = st.tier[ORTMEM_TIER_HOST].demoted_bytes;
 		r.disk_bytes = ws.bytes_read;
+		r.dev_peak = st.tier[ORTMEM_TIER_DEVICE].peak;
+		r.dev_promoted = st.tier[ORTMEM_TIER_DEVICE].promoted_bytes;
+	}
+	if (s.on_device) {
+		ORTMEM_OPTS(ortmem_device_stats, ds);
+
+		if (!ortmem_device_stats(s.dt.dev, &ds)) {
+			r.dev_h2d = ds.h2d_bytes;
+			r.dev_d2h = ds.d2h_bytes;
+		}
 	}
 	report(o, &r, &s);
 	rc = 0;
@@ -560,7 +605,7 @@ static void usage(FILE *f)
 		"usage: ortmem-run create [--layers N] [--hidden H] [--ffn F] [--seed S] FILE\n"
 		"       ortmem-run [run] [--mode ortmem|ram|mmap|pread] [--budget SIZE]\n"
 		"                  [--batch B] [--passes N] [--prefetch N] [--threads N]\n"
-		"                  [--json]"
+		"                  [--device N|--no-device] [--device-budget SIZE] [--json]"
 		" [--progress|--no-progress] FILE\n"
 		"SIZE takes K, M, G suffixes (powers of 1024).  See ortmem-run(1).\n");
 }
@@ -616,6 +661,26 @@ static int parse(int argc, char **argv, struct opts *o, int *create)
 		NUM("--prefetch", 64, o->prefetch_depth)
 		NUM("--threads", 256, o->threads)
 		NUM("--inject-read-fault", UINT32_MAX, o->inject_nth)
+		if (!strcmp(a, "--device")) {
+			char *end = NULL;
+			unsigned long d = val ? strtoul(val, &end, 10) : 0;
+
+			if (!val || end == val || *end || *val == '-' || d > 1023) {
+				fprintf(stderr, "ortmem-run: --device '%s' is not a GPU ordinal from 0 to 1023\n",
+					val ? val : "");
+				return -1;
+			}
+			o->device = (int)d;
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "--device-budget")) {
+			if (!val || parse_u64(a, val, 1ull << 50, &o->device_budget))
+				return -1;
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "--no-device")) { o->device = -1; continue; }
 		if (!strcmp(a, "--budget")) {
 			if (!val || parse_u64(a, val, 1ull << 50, &o->budget))
 				return -1;
@@ -654,6 +719,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = {
 		.mode = "ortmem", .batch = 16, .threads = 1, .passes = 1, .prefetch_depth = 8,
+		.device = 0,
 		.progress = isatty(STDERR_FILENO),
 		.cfg = { .layers = 18, .hidden = 2048, .ffn = 8192, .seed = 1 },
 	};

@@ -36,9 +36,9 @@ model="$dir/model.bin"
 bytes=$(stat -c %s "$model")
 budget=${RUN_BENCH_BUDGET:-$((bytes / 8))}
 
-pass() { # mode -> seconds of the pass
+pass() { # mode -> seconds of the pass, and the process's CPU seconds in it
 	"$tool" --json --no-progress --mode "$1" --budget "$budget" "$model" |
-		python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["pass_s"][0])'
+		python3 -c 'import json,sys; j = json.load(sys.stdin); print("%.4f %.4f" % (j["pass_s"][0], j["process_cpu_s"]))'
 }
 fio_once() { # extra fio options -> MiB/s
 	fio --name=run --filename="$model" --readonly --size="$bytes" --bs=1M \
@@ -55,6 +55,7 @@ fio_bw() { # the faster of registered and plain buffers
 peers="ortmem mmap pread ram fio"
 log="$dir/log"
 : > "$log"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$runs"); do
 	# Rotate the order: run r starts with peer (r - 1) mod 5.
 	order=$(echo $peers | awk -v r="$r" '{ for (i = 0; i < NF; i++) printf "%s ", $(((i + r - 1) % NF) + 1) }')
@@ -63,12 +64,15 @@ for r in $(seq 1 "$runs"); do
 		if [ "$p" = fio ]; then
 			v=$(fio_bw); line="$line fio ${v}MiB/s"
 		else
-			v=$(pass "$p"); line="$line $p ${v}s"
+			set -- $(pass "$p"); v=$1
+			line="$line $p ${v}s"
+			echo "$r $p-cpu $2" >> "$log"
 		fi
 		echo "$r $p $v" >> "$log"
 	done
 	echo "$line"
 done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$log" "$bytes" <<'PY'
 import sys, statistics as st
 runs = {}
@@ -79,10 +83,15 @@ size = int(sys.argv[2])
 MiB = 1 << 20
 def col(p): return [runs[r][p] for r in sorted(runs)]
 def show(name, xs, unit):
-    print("%-7s median %8.3f %s  (min %.3f, max %.3f, %d runs)" % (name, st.median(xs), unit, min(xs), max(xs), len(xs)))
+    print("%-10s median %8.3f %s  (min %.3f, max %.3f, %d runs)" % (name, st.median(xs), unit, min(xs), max(xs), len(xs)))
 for p in ("ortmem", "mmap", "pread", "ram"):
     show(p, col(p), "s/pass")
 show("fio", col("fio"), "MiB/s")
+# Where the time goes: CPU seconds of each mode's pass, all its threads.  On
+# a loaded machine the pass is CPU-bound, and the ortmem mode's extra CPU
+# (checksums of every byte read, the I/O) is what its ratio pays.
+for p in ("ortmem", "mmap", "pread", "ram"):
+    show(p + " cpu", col(p + "-cpu"), "s/pass")
 bound = [max(runs[r]["ram"], size / MiB / runs[r]["fio"]) for r in sorted(runs)]
 show("bound", bound, "s/pass")
 X = [runs[r]["ortmem"] / b for r, b in zip(sorted(runs), bound)]

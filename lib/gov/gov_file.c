@@ -90,11 +90,61 @@ static int restore_error(const struct ortmem_error *saved, int code)
 	return code;
 }
 
+/*
+ * A page-aligned bounce buffer (so the file's O_DIRECT reads land in it
+ * without the lane's own bounce copy), kept between promotions: a layer
+ * streamed per step must not cost a fresh mapping, its page faults and
+ * its zeroing each time.  One spare; a concurrent promotion makes its own.
+ */
+struct gov_bounce {
+	uint64_t size;
+	uint8_t *data;
+};
+
+#define BOUNCE_ALIGN 4096u
+
+static void bounce_free(struct gov_bounce *b)
+{
+	if (b) {
+		free(b->data);
+		free(b);
+	}
+}
+
+static struct gov_bounce *bounce_get(struct ortmem_gov *gov, uint64_t size)
+{
+	struct gov_bounce *b = atomic_exchange(&gov->bounce, NULL);
+
+	if (b && b->size >= size)
+		return b;
+	bounce_free(b);
+	if (size > SIZE_MAX - BOUNCE_ALIGN || !(b = calloc(1, sizeof(*b))))
+		return NULL;
+	b->size = (size + BOUNCE_ALIGN - 1) / BOUNCE_ALIGN * BOUNCE_ALIGN;
+	b->data = aligned_alloc(BOUNCE_ALIGN, b->size);
+	if (!b->data) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+static void bounce_put(struct ortmem_gov *gov, struct gov_bounce *b)
+{
+	bounce_free(atomic_exchange(&gov->bounce, b));
+}
+
+void ortmem__file_bounce_fini(struct ortmem_gov *gov)
+{
+	bounce_free(atomic_exchange(&gov->bounce, NULL));
+}
+
 /* Read the range into @bh of @home: straight in, or through a bounce. */
 static int file_copy_in(struct ortmem_gov *gov, struct gov_fsrc *src, int home,
 			uint64_t bh, uint64_t size)
 {
 	struct gov_tier *t = &gov->tiers[home];
+	struct gov_bounce *b;
 	void *dst;
 	int ret;
 
@@ -105,10 +155,12 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_fsrc *src, int home,
 		/* The slot is ours (MOVING): no lock while the disk works. */
 		return ortmem_wfile_read(src->wf, src->off, dst, size);
 	}
-	if (size > SIZE_MAX || !(dst = malloc(size)))
+	b = bounce_get(gov, size);
+	if (!b)
 		return ortmem__err_plain(-ENOMEM,
 			"cannot allocate a %" PRIu64 "-byte bounce buffer to promote file-backed bytes to the %s tier",
 			size, ortmem_tier_name(home));
+	dst = b->data;
 	ret = ortmem_wfile_read(src->wf, src->off, dst, size);
 	if (!ret) {
 		pthread_mutex_lock(&gov->lock);
@@ -118,7 +170,7 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_fsrc *src, int home,
 			ret = ortmem__backend_hook_failed(t, home, ret, size, "write");
 		pthread_mutex_unlock(&gov->lock);
 	}
-	free(dst);
+	bounce_put(gov, b);
 	return ret;
 }
 

@@ -251,6 +251,9 @@ struct ortmem_gov {
 	/* Its counters, here so that gov_publish.c reads them without
 	 * calling up into gov_prefetch.c, and before any prefetch. */
 	struct gov_pf_counts pfc;
+	/* The spare bounce buffer of file-backed promotions to a tier without
+	 * host pointers (gov_file.c); taken and given back by exchange. */
+	struct gov_bounce *_Atomic bounce;
 };
 
 /*
@@ -355,6 +358,9 @@ int ortmem__poll_locked(struct ortmem_gov *gov);
 void ortmem__deferred_fini(struct ortmem_gov *gov);
 
 /* gov_file.c: file-backed allocations (their source is a weights file). */
+/* The spare bounce buffer of promotions to a tier without host pointers,
+ * freed at close. */
+void ortmem__file_bounce_fini(struct ortmem_gov *gov);
 /* Holds no bytes: a file-backed allocation not on its home tier. */
 static inline bool ortmem__file_absent(struct gov_slot *s)
 {

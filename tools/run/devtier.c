@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ortmem-run's device tier (see devtier.h): the GPU handle and the pinned
+ * host buffers the CPU arithmetic works in.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devtier.h"
+
+/* Page-aligned and registered with the driver, so copies are DMA. */
+static int stage_alloc(struct devtier *d, uint64_t len, uint8_t **pp)
+{
+	uint64_t n = (len + 4095) / 4096 * 4096;
+	void *p = aligned_alloc(4096, n);
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	ret = ortmem_device_register(d->dev, p, n);
+	if (ret) {
+		free(p);
+		return ret;
+	}
+	*pp = p;
+	return 0;
+}
+
+static void stage_free(struct devtier *d, uint8_t *p)
+{
+	if (!p)
+		return;
+	ortmem_device_unregister(d->dev, p);
+	free(p);
+}
+
+int devtier_open(struct devtier *d, int ordinal, uint64_t budget,
+		 uint64_t wbytes, uint64_t abytes, const char **why)
+{
+	ORTMEM_OPTS(ortmem_device_opts, o, .budget = budget);
+	ORTMEM_OPTS(ortmem_device_stats, st);
+	int n, ret;
+
+	memset(d, 0, sizeof(*d));
+	n = ortmem_device_count();
+	if (n <= 0 || ordinal >= n) {
+		*why = n <= 0 ? ortmem_device_absent_reason() : "no GPU of that ordinal";
+		return 1;
+	}
+	ret = ortmem_device_open(ordinal, &o, &d->dev);
+	if (ret)
+		return ret;
+	d->ordinal = ordinal;
+	d->budget = budget;
+	d->wbytes = wbytes;
+	d->abytes = abytes;
+	if (!ortmem_device_stats(d->dev, &st))
+		memcpy(d->name, st.name, sizeof(d->name));
+	d->name[sizeof(d->name) - 1] = 0;
+	ret = stage_alloc(d, wbytes, &d->wstage);
+	if (!ret)
+		ret = stage_alloc(d, abytes, &d->astage);
+	if (ret)
+		devtier_close(d);
+	return ret;
+}
+
+void devtier_close(struct devtier *d)
+{
+	if (!d->dev)
+		return;
+	stage_free(d, d->wstage);
+	stage_free(d, d->astage);
+	ortmem_device_close(d->dev);
+	d->dev = NULL;
+	d->wstage = d->astage = NULL;
+}
+
+int devtier_weights(struct devtier *d, uint64_t dptr, uint64_t len,
+		    const uint8_t **wp)
+{
+	if (len > d->wbytes)
+		return -EINVAL;
+	*wp = d->wstage;
+	return ortmem_device_copy_from(d->dev, d->wstage, dptr, len, NULL);
+}
+
+int devtier_push(struct devtier *d, uint64_t off, uint64_t len)
+{
+	if (off > d->abytes || len > d->abytes - off)
+		return -EINVAL;
+	return ortmem_device_copy_to(d->dev, d->arena + off, d->astage + off,
+				     len, NULL);
+}
+
+int devtier_pull(struct devtier *d, uint64_t off, uint64_t len)
+{
+	if (off > d->abytes || len > d->abytes - off)
+		return -EINVAL;
+	return ortmem_device_copy_from(d->dev, d->astage + off, d->arena + off,
+				       len, NULL);
+}
