@@ -137,27 +137,28 @@ void ortmem__mech_drain(struct ortmem_gov *gov, struct ortmem_mechanism *out,
 	struct ortmem_mechanism m;
 	int t;
 
+	pthread_mutex_lock(&gov->lock);
+	ortmem__poll_locked(gov);
+	pthread_mutex_unlock(&gov->lock);
+	/* One count for all tiers: draining one leaves the others' as they
+	 * were (what moved down moved before the drain). */
+	ortmem_gov_stats(gov, &st);
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
+		pthread_mutex_lock(&gov->lock);
 		if (atomic_load(&gov->reg.mech[t]) == ORTMEM_MECH_RETIRED) {
+			pthread_mutex_unlock(&gov->lock);
 			if ((size_t)t < max)
 				out[t].lifecycle = ORTMEM_MECH_RETIRED;
 			continue;
 		}
-		/* Thread credit is charged but held by no binding. */
-		ortmem_gov_stats(gov, &st);
-		pthread_mutex_lock(&gov->lock);
-		ortmem__poll_locked(gov);
-		pthread_mutex_unlock(&gov->lock);
-		ortmem_gov_stats(gov, &st);
-		pthread_mutex_lock(&gov->lock);
-		atomic_store(&gov->reg.mech[t], 0);
 		mech_snapshot(gov, t, &st, &m);
 		atomic_store(&gov->reg.mech[t], ORTMEM_MECH_DRAINING);
 		mech_report(&m);
 		/* Prefixes live above this file: reached through a pointer. */
 		if (gov->reg.prefix_drain)
 			gov->reg.prefix_drain(gov, t);
-		mech_free_tier_locked(gov, t);
+		if (m.bindings)
+			mech_free_tier_locked(gov, t);
 		atomic_store(&gov->reg.mech[t], ORTMEM_MECH_RETIRED);
 		pthread_mutex_unlock(&gov->lock);
 		if ((size_t)t < max) {
