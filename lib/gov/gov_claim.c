@@ -150,19 +150,21 @@ ORTMEM_API int ortmem_gov_authority_unregister(struct ortmem_gov *gov,
 	struct ortmem_context_holds h = { 0 };
 	struct gov_reg_entry *e;
 	char name[ORTMEM_REGISTRY_NAME_MAX] = "";
+	bool prefixes;
 
 	if (!gov)
 		return ortmem__err_invalid(-1, 0, "gov is NULL");
 	pthread_mutex_lock(&gov->lock);
 	e = ortmem__reg_find(gov, GOV_REG_AUTH, auth);
-	if (e && auth != gov->reg.prefix_auth) {
+	prefixes = e && auth == gov->reg.prefix_auth;
+	if (e && !prefixes) {
 		holds_scan_locked(gov, auth, true, &h);
 		ortmem__text_fit(name, sizeof(name), e->name);
 		if (!h.bindings && !h.deferred && !h.quarantined)
 			e->id = 0;
 	}
 	pthread_mutex_unlock(&gov->lock);
-	if (!e || auth == gov->reg.prefix_auth)
+	if (!e || prefixes)
 		return ortmem__err_plain(e ? -EPERM : -ENOENT,
 			"authority id %#x %s", auth, e ?
 			"belongs to the governor's shared prefixes and cannot be unregistered" :
