@@ -224,10 +224,12 @@ ORTMEM_API int ortmem_prefix_release(struct ortmem_prefix *pub)
 	gov = p->gov;
 	pthread_mutex_lock(&gov->lock);
 	if (p->owner_released) {
-		pthread_mutex_unlock(&gov->lock);
-		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
+		int ret = ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
 			"the prefix was released already; it lives on only for its %" PRIu64 " sharers",
 			p->sharers);
+
+		pthread_mutex_unlock(&gov->lock);
+		return ret;
 	}
 	p->owner_released = true;
 	if (p->sharers) {
@@ -288,10 +290,11 @@ ORTMEM_API int ortmem_prefix_bind(struct ortmem_prefix *pub, uint64_t tail,
 	sh->writable = p->flags & ORTMEM_PREFIX_WRITABLE;
 	pthread_mutex_lock(&gov->lock);
 	if (p->owner_released) {
-		pthread_mutex_unlock(&gov->lock);
+		/* Said under the lock: the sharers come and go. */
 		ret = ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
 			"cannot bind a released prefix (%" PRIu64 " bytes, %" PRIu64 " sharers left); bind before the owner releases it",
 			p->size, p->sharers);
+		pthread_mutex_unlock(&gov->lock);
 		goto err_lease;
 	}
 	ortmem_error_clear();
