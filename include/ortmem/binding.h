@@ -6,9 +6,10 @@
  * mechanisms, and shared prefixes (KV-cache prefix sharing).
  *
  * Documentation/lib/contracts.rst maps each name of the original seed to
- * the construct here.  Thread safety: as <ortmem/governor.h>; registering
- * and unregistering serialise on the governor's mutex, making and checking
- * a view take no lock.
+ * the construct here.  Thread safety: as <ortmem/governor.h>, and
+ * ortmem_gov_drain() like ortmem_gov_close(); registering, claiming and
+ * the prefix calls serialise on the governor's mutex; checking a view
+ * takes no lock (it pins and unpins, or reads under its own pin).
  */
 #ifndef ORTMEM_BINDING_H
 #define ORTMEM_BINDING_H
