@@ -102,7 +102,7 @@ static void mech_free_tier_locked(struct ortmem_gov *gov, int tier)
 		if (!slot_live_or_demoted(w) || atomic_load(&s->tier) != tier)
 			continue;
 		if (slot_pins(w))
-			pr_warn("draining the %s tier: handle %#" PRIx64 " still holds %u pins; freeing it\n",
+			pr_warn("draining the %s tier: handle %#" PRIx64 " still holds %u pins; freeing it",
 				ortmem_tier_name(tier),
 				handle_make(gen, gov->tag, i), slot_pins(w));
 		if (!atomic_compare_exchange_strong(&s->word, &w,
@@ -110,7 +110,7 @@ static void mech_free_tier_locked(struct ortmem_gov *gov, int tier)
 			continue;	/* the caller does not race us */
 		if (ortmem__backend_release_locked(gov, i,
 				handle_make(gen, gov->tag, i)) < 0)
-			pr_err("draining the %s tier: %s\n",
+			pr_err("draining the %s tier: %s",
 			       ortmem_tier_name(tier),
 			       ortmem_last_error_message());
 	}
@@ -121,12 +121,12 @@ static void mech_report(const struct ortmem_mechanism *m)
 	if (m->lifecycle == ORTMEM_MECH_ABSENT && !m->used)
 		return;
 	if (m->bindings || m->used || m->deferred || m->quarantined_bytes)
-		pr_warn("draining the %s tier (%s): it still held %" PRIu64 " bytes (%" PRIu64 " shared, %" PRIu64 " private) in %" PRIu64 " bindings, %" PRIu64 " prefixes, %" PRIu64 " deferred releases, %" PRIu64 " quarantined bytes\n",
+		pr_warn("draining the %s tier (%s): it still held %" PRIu64 " bytes (%" PRIu64 " shared, %" PRIu64 " private) in %" PRIu64 " bindings, %" PRIu64 " prefixes, %" PRIu64 " deferred releases, %" PRIu64 " quarantined bytes",
 			ortmem_tier_name(m->tier), m->name[0] ? m->name : "no backend",
 			m->used, m->shared_bytes, m->private_bytes, m->bindings,
 			m->prefixes, m->deferred, m->quarantined_bytes);
 	else
-		pr_info("draining the %s tier (%s): it held nothing\n",
+		pr_info("draining the %s tier (%s): it held nothing",
 			ortmem_tier_name(m->tier), m->name[0] ? m->name : "no backend");
 }
 

@@ -58,7 +58,7 @@ static void prefix_destroy_locked(struct ortmem_gov *gov, struct gov_prefix *p,
 	/* A lease's release takes no lock: safe under gov->lock. */
 	if (release_lease &&
 	    ortmem_gov_release_as(gov, p->owner, gov->reg.prefix_auth, 0))
-		pr_err("releasing shared prefix %#" PRIx64 ": %s\n",
+		pr_err("releasing shared prefix %#" PRIx64 ": %s",
 		       p->owner.id, ortmem_last_error_message());
 	free(p);
 }
@@ -354,7 +354,7 @@ ORTMEM_API int ortmem_prefix_unbind(struct ortmem_gov *gov,
 				       &(uint64_t){ (uint64_t)(uintptr_t)sh }, 0);
 	ret = p->ops.unmap(p->ctx, sh->addr, sh->plen, sh->total);
 	if (ret)
-		pr_err("unmapping a sharer of a prefix: %s\n", ortmem_strerror(ret));
+		pr_err("unmapping a sharer of a prefix: %s", ortmem_strerror(ret));
 	p->sharers--;
 	gov->reg.sharers[p->tier]--;
 	if (!p->sharers && p->owner_released)
