@@ -102,6 +102,22 @@ struct ortmem_region *ortmem_range_get(struct ortmem_file *file, u64 handle,
 				       u64 offset, u64 length,
 				       unsigned long *first, unsigned long *nr);
 
+/*
+ * ortmem_next_region() - The live region of @file with the lowest handle
+ * >= *@handle, with a reference (put it with ortmem_region_put()); NULL
+ * past the last.  The handle table's lock is held only for the lookup, so
+ * the caller may sleep on the region's lock (SPILL_STATS, fdinfo).
+ */
+struct ortmem_region *ortmem_next_region(struct ortmem_file *file,
+					 unsigned long *handle);
+
+/*
+ * ortmem_region_spill_bytes() - Add @region's resident, evicted and bound
+ * bytes to @args, read under the region lock (taken here for reading).
+ */
+void ortmem_region_spill_bytes(struct ortmem_region *region,
+			       struct ortmem_spill_stats_args *args);
+
 /* ortmem_page_crc() - CRC32C of a page, as EVICT's crcs[] gives it. */
 u32 ortmem_page_crc(struct page *page);
 

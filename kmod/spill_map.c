@@ -474,7 +474,7 @@ out:
 	return ret;
 }
 
-static void region_spill_bytes(struct ortmem_region *region,
+void ortmem_region_spill_bytes(struct ortmem_region *region,
 			       struct ortmem_spill_stats_args *args)
 {
 	struct ortmem_spill *spill;
@@ -493,7 +493,7 @@ static void region_spill_bytes(struct ortmem_region *region,
 }
 
 /* The live region of the lowest handle >= *handle, with a reference. */
-static struct ortmem_region *next_region(struct ortmem_file *file,
+struct ortmem_region *ortmem_next_region(struct ortmem_file *file,
 					 unsigned long *handle)
 {
 	struct ortmem_region *region;
@@ -537,12 +537,12 @@ long ortmem_spill_stats(struct ortmem_file *file, void __user *uarg)
 		region = ortmem_region_lookup(file, want);
 		if (!region)
 			return -ENOENT;
-		region_spill_bytes(region, &args);
+		ortmem_region_spill_bytes(region, &args);
 		ortmem_region_put(region);
 	} else {
 		handle = 1;
-		while ((region = next_region(file, &handle))) {
-			region_spill_bytes(region, &args);
+		while ((region = ortmem_next_region(file, &handle))) {
+			ortmem_region_spill_bytes(region, &args);
 			ortmem_region_put(region);
 			handle++;
 		}

@@ -71,6 +71,7 @@ void ortmem__log(enum ortmem_log_level level, const char *fmt, ...)
 	char msg[1024];
 	va_list ap;
 	int saved_errno = errno;
+	size_t n;
 
 	pthread_once(&log_env_once, log_read_env);
 	pthread_mutex_lock(&log_lock);
@@ -78,6 +79,11 @@ void ortmem__log(enum ortmem_log_level level, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(msg, sizeof(msg), fmt, ap);
 		va_end(ap);
+		/* A message is one line; the logger ends it, not the caller
+		 * (a stray "\n" would print an empty line after it). */
+		n = strlen(msg);
+		while (n && msg[n - 1] == '\n')
+			msg[--n] = '\0';
 		log_fn(level, msg, log_user);
 	}
 	pthread_mutex_unlock(&log_lock);

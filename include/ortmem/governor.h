@@ -419,12 +419,34 @@ struct ortmem_gov_tier_record {
 	uint64_t reclaim_calls;
 };
 
+/* Prefetch figures (struct ortmem_prefetch_stats), record version 2 on. */
+struct ortmem_gov_prefetch_record {
+	uint64_t issued;	/* promotions started by prefetch */
+	uint64_t bytes;		/* their bytes */
+	uint64_t hits;		/* pins that found a prefetch done */
+	uint64_t waits;		/* pins that waited for one in flight */
+	uint64_t wait_ns;	/* time those pins waited */
+	uint64_t misses;	/* pins that promoted synchronously */
+	uint64_t refused;	/* prefetch calls refused: not one fit */
+	uint64_t failed;	/* prefetches whose transfer failed */
+};
+
+/* The record version this library writes; a file of an older version is
+ * read too, with what it lacks zeroed (see ortmem_gov_scan(3)). */
+#define ORTMEM_GOV_RECORD_VERSION 2
+/* The first record version with the prefetch figures. */
+#define ORTMEM_GOV_RECORD_PREFETCH 2
+
 struct ortmem_gov_record {
 	size_t sz;		/* sizeof(struct ortmem_gov_record) */
 	int32_t pid;
 	uint64_t serial;	/* the governor's number in its process */
 	char name[ORTMEM_GOV_NAME_MAX];
 	struct ortmem_gov_tier_record tier[ORTMEM_TIER_COUNT];
+	/* Appended by version 2; fields are only ever appended. */
+	uint32_t version;	/* of the file read (1: no prefetch figures) */
+	uint32_t reserved;	/* 0 */
+	struct ortmem_gov_prefetch_record prefetch;
 };
 
 typedef int (*ortmem_gov_scan_fn)(const struct ortmem_gov_record *rec,

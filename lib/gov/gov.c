@@ -140,11 +140,11 @@ static void gov_close_slots(struct ortmem_gov *gov)
 			continue;
 		}
 		if (slot_pins(w))
-			pr_warn("governor closed with slot %u still pinned (%u pins); freeing it\n",
+			pr_warn("governor closed with slot %u still pinned (%u pins); freeing it",
 				i, slot_pins(w));
 		if (ortmem__backend_free(gov, tier, atomic_load(&s->bh),
 					 atomic_load(&s->size), &freed))
-			pr_err("closing the governor: %s\n",
+			pr_err("closing the governor: %s",
 			       ortmem_last_error_message());
 		if (atomic_load(&s->src))
 			ortmem__file_forget(s);

@@ -213,7 +213,7 @@ static int move_sink(struct gov_tier *dst, int to, const void *data,
 		return 0;
 	ret = ortmem__backend_hook_failed(dst, to, ret, size, "write");
 	if (dst->ops.free(dst->ctx, *bhp, size, &freed))
-		pr_err("backend '%s' leaked %" PRIu64 " bytes: free after a failed write failed too\n",
+		pr_err("backend '%s' leaked %" PRIu64 " bytes: free after a failed write failed too",
 		       dst->name, size - freed);
 	return ret;
 }

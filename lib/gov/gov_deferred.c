@@ -48,11 +48,11 @@ void ortmem__quarantine_add(struct ortmem_gov *gov, int32_t slot, uint64_t id,
 
 	atomic_fetch_add(&t->quarantined, residual);
 	ortmem__publish(gov);
-	pr_warn("quarantined %" PRIu64 " of %" PRIu64 " bytes of handle %#" PRIx64 " on the %s tier: %s\n",
+	pr_warn("quarantined %" PRIu64 " of %" PRIu64 " bytes of handle %#" PRIx64 " on the %s tier: %s",
 		residual, size, id, ortmem_tier_name(tier),
 		ortmem_last_error_message());
 	if (!q) {
-		pr_err("cannot record the quarantine of handle %#" PRIx64 "; %" PRIu64 " bytes stay charged\n",
+		pr_err("cannot record the quarantine of handle %#" PRIx64 "; %" PRIu64 " bytes stay charged",
 		       id, residual);
 		return;
 	}
@@ -249,14 +249,14 @@ void ortmem__deferred_fini(struct ortmem_gov *gov)
 
 	for (d = gov->deferred; d; d = dn) {
 		dn = d->next;
-		pr_warn("governor closed while the release of handle %#" PRIx64 " (%" PRIu64 " bytes) still waits; its bytes are left to the backend\n",
+		pr_warn("governor closed while the release of handle %#" PRIx64 " (%" PRIu64 " bytes) still waits; its bytes are left to the backend",
 			d->id, atomic_load(&gov->slots[d->idx].size));
 		free(d);
 	}
 	gov->deferred = NULL;
 	for (q = gov->quarantine; q; q = qn) {
 		qn = q->next;
-		pr_warn("governor closed with handle %#" PRIx64 " quarantined: %" PRIu64 " bytes still owned on the %s tier\n",
+		pr_warn("governor closed with handle %#" PRIx64 " quarantined: %" PRIu64 " bytes still owned on the %s tier",
 			q->e.handle.id, q->e.residual, ortmem_tier_name(q->e.tier));
 		free(q);
 	}

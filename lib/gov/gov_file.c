@@ -154,7 +154,7 @@ int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
 	saved = *ortmem_last_error();
 	pthread_mutex_lock(&gov->lock);
 	if (t->ops.free(t->ctx, *nbhp, size, &freed))
-		pr_err("backend '%s' leaked %" PRIu64 " bytes: free after a failed file read failed too\n",
+		pr_err("backend '%s' leaked %" PRIu64 " bytes: free after a failed file read failed too",
 		       t->name, size - freed);
 	pthread_mutex_unlock(&gov->lock);
 	return restore_error(&saved, ret);

@@ -264,6 +264,12 @@ struct gov_registry {
 	void (*prefix_drain)(struct ortmem_gov *gov, int tier);
 };
 
+/* Prefetch counters: gov_prefetch.c counts, gov_publish.c copies. */
+struct gov_pf_counts {
+	_Atomic uint64_t issued, bytes, hits, waits, wait_ns, misses, refused,
+		failed, inflight;
+};
+
 struct ortmem_gov {
 	struct gov_tier tiers[ORTMEM_TIER_COUNT];
 	uint64_t serial;
@@ -291,6 +297,9 @@ struct ortmem_gov {
 	struct gov_pub *pub;		/* NULL: not published */
 	/* Asynchronous promotion, made at the first prefetch (gov->lock). */
 	struct gov_prefetch *_Atomic pf;
+	/* Its counters, here so that gov_publish.c reads them without
+	 * calling up into gov_prefetch.c, and before any prefetch. */
+	struct gov_pf_counts pfc;
 	struct gov_registry reg;
 };
 

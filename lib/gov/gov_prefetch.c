@@ -45,8 +45,7 @@ struct gov_prefetch {
 	bool stop;
 	struct pf_job *head, **tail;
 	struct pf_fail *fails;
-	_Atomic uint64_t issued, bytes, hits, waits, wait_ns, misses, refused,
-		failed, inflight;
+	struct gov_pf_counts *c;	/* &gov->pfc */
 };
 
 static uint64_t now_ns(void)
@@ -63,7 +62,7 @@ static bool pf_job_fail(struct gov_prefetch *pf, struct pf_job *j)
 	struct pf_fail *f = calloc(1, sizeof(*f));
 	const struct ortmem_error *e = ortmem_last_error();
 
-	atomic_fetch_add(&pf->failed, 1);
+	atomic_fetch_add(&pf->c->failed, 1);
 	if (!f)
 		return false;	/* the next pin promotes and meets it itself */
 	f->idx = j->idx;
@@ -91,7 +90,7 @@ static void pf_publish(struct gov_prefetch *pf, struct gov_slot *s,
 	atomic_store(&s->pf, state);
 	atomic_store_explicit(&s->word, word, memory_order_release);
 	if (job_done)
-		atomic_fetch_sub(&pf->inflight, 1);
+		atomic_fetch_sub(&pf->c->inflight, 1);
 	pthread_cond_broadcast(&pf->done);
 	pthread_mutex_unlock(&pf->lock);
 }
@@ -133,6 +132,7 @@ static void pf_run_job(struct ortmem_gov *gov, struct gov_prefetch *pf,
 	kept = pf_job_fail(pf, j);
 	pf_publish(pf, s, kept ? PF_FAILED : PF_NONE,
 		   slot_word(j->gen, 0, SLOT_DEMOTED), true);
+	ortmem__publish(gov);	/* the failed count */
 }
 
 static void *pf_worker(void *arg)
@@ -183,6 +183,7 @@ static int pf_get(struct ortmem_gov *gov, struct gov_prefetch **pfp)
 	pthread_cond_init(&pf->work, NULL);
 	pthread_cond_init(&pf->done, NULL);
 	pf->tail = &pf->head;
+	pf->c = &gov->pfc;
 	atomic_store(&gov->pf, pf);
 	ret = pthread_create(&pf->thread, NULL, pf_worker, gov);
 	if (ret) {
@@ -300,10 +301,11 @@ static int pf_start(struct ortmem_gov *gov, struct gov_prefetch *pf,
 	j->idx = idx;
 	j->gen = gen;
 	j->home = home;
-	atomic_fetch_add(&pf->issued, 1);
-	atomic_fetch_add(&pf->bytes, atomic_load(&s->size));
+	atomic_fetch_add(&pf->c->issued, 1);
+	atomic_fetch_add(&pf->c->bytes, atomic_load(&s->size));
+	ortmem__publish(gov);
 	pthread_mutex_lock(&pf->lock);
-	atomic_fetch_add(&pf->inflight, 1);
+	atomic_fetch_add(&pf->c->inflight, 1);
 	*pf->tail = j;
 	pf->tail = &j->next;
 	pthread_cond_signal(&pf->work);
@@ -350,8 +352,11 @@ ORTMEM_API int ortmem_gov_prefetch(struct ortmem_gov *gov,
 		ortmem_error_clear();
 		return (int)i;
 	}
-	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE || ret == -ORTMEM_E_TIER_EXHAUSTED)
-		atomic_fetch_add(&pf->refused, 1);
+	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE ||
+	    ret == -ORTMEM_E_TIER_EXHAUSTED) {
+		atomic_fetch_add(&pf->c->refused, 1);
+		ortmem__publish(gov);
+	}
 	return ret;
 }
 
@@ -374,8 +379,9 @@ bool ortmem__prefetch_wait(struct ortmem_gov *gov, uint32_t idx, uint64_t w)
 	while (atomic_load(&s->word) == w)
 		pthread_cond_wait(&pf->done, &pf->lock);
 	pthread_mutex_unlock(&pf->lock);
-	atomic_fetch_add(&pf->waits, 1);
-	atomic_fetch_add(&pf->wait_ns, now_ns() - t0);
+	atomic_fetch_add(&pf->c->waits, 1);
+	atomic_fetch_add(&pf->c->wait_ns, now_ns() - t0);
+	ortmem__publish(gov);
 	return true;
 }
 
@@ -422,9 +428,12 @@ void ortmem__prefetch_note_pin(struct ortmem_gov *gov, struct gov_slot *s,
 	if (!pf)
 		return;
 	if (atomic_compare_exchange_strong(&s->pf, &ready, PF_NONE) && !waited)
-		atomic_fetch_add(&pf->hits, 1);
+		atomic_fetch_add(&pf->c->hits, 1);
 	else if (promoted)
-		atomic_fetch_add(&pf->misses, 1);
+		atomic_fetch_add(&pf->c->misses, 1);
+	else
+		return;
+	ortmem__publish(gov);
 }
 
 void ortmem__prefetch_stats(struct ortmem_gov *gov,
@@ -435,13 +444,13 @@ void ortmem__prefetch_stats(struct ortmem_gov *gov,
 	memset(ps, 0, sizeof(*ps));
 	if (!pf)
 		return;
-	ps->issued = atomic_load(&pf->issued);
-	ps->bytes = atomic_load(&pf->bytes);
-	ps->hits = atomic_load(&pf->hits);
-	ps->waits = atomic_load(&pf->waits);
-	ps->wait_ns = atomic_load(&pf->wait_ns);
-	ps->misses = atomic_load(&pf->misses);
-	ps->refused = atomic_load(&pf->refused);
-	ps->failed = atomic_load(&pf->failed);
-	ps->inflight = atomic_load(&pf->inflight);
+	ps->issued = atomic_load(&pf->c->issued);
+	ps->bytes = atomic_load(&pf->c->bytes);
+	ps->hits = atomic_load(&pf->c->hits);
+	ps->waits = atomic_load(&pf->c->waits);
+	ps->wait_ns = atomic_load(&pf->c->wait_ns);
+	ps->misses = atomic_load(&pf->c->misses);
+	ps->refused = atomic_load(&pf->c->refused);
+	ps->failed = atomic_load(&pf->c->failed);
+	ps->inflight = atomic_load(&pf->c->inflight);
 }

@@ -10,6 +10,13 @@
  * seqlock) copies the counters until nothing is dirty.  Readers retry while
  * the counter is odd or moved.  The file goes at close; a file whose
  * process is gone is stale, and readers skip and remove it.
+ *
+ * Versions: the record only grows at its end.  The header says the
+ * version and the record's size; a reader takes the prefix it knows and
+ * zeroes the rest, so it reads older files (version 1 has no prefetch
+ * figures) and newer ones alike.  Readers of version 1 (libortmem 0.2
+ * before the prefetch figures) want their exact size and skip a newer
+ * file rather than misread it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,18 +34,38 @@
 #include "gov_internal.h"
 
 #define PUB_MAGIC 0x5354524fu	/* "ORTS" */
-#define PUB_VERSION 1u
+#define PUB_VERSION ORTMEM_GOV_RECORD_VERSION
 #define PUB_READ_TRIES 1000
+#define PUB_MAX 4096		/* a file of any version: one page at most */
+/* Version 1's record: everything before @version. */
+#define REC_V1_SIZE offsetof(struct ortmem_gov_record, version)
+/* Version 2's: up to the prefetch figures. */
+#define REC_V2_SIZE (offsetof(struct ortmem_gov_record, prefetch) + \
+		     sizeof(struct ortmem_gov_prefetch_record))
 
-/* The file's layout, one page at most. */
+/* The file's header as a reader sees it. */
+struct pub_head {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t rec_size;	/* the writer's sizeof(struct ortmem_gov_record) */
+	uint32_t pad;
+	uint64_t seq;		/* odd while a writer copies */
+};
+
+/* The file as this library writes it. */
 struct pub_file {
 	uint32_t magic;
 	uint32_t version;
-	uint32_t rec_size;	/* sizeof(struct ortmem_gov_record) */
+	uint32_t rec_size;
 	uint32_t pad;
-	_Atomic uint64_t seq;	/* odd while a writer copies */
+	_Atomic uint64_t seq;
 	struct ortmem_gov_record rec;
 };
+
+_Static_assert(offsetof(struct pub_file, seq) == offsetof(struct pub_head, seq) &&
+	       offsetof(struct pub_file, rec) == sizeof(struct pub_head),
+	       "the writer's and the reader's headers differ");
+_Static_assert(sizeof(struct pub_file) <= PUB_MAX, "the record outgrew a page");
 
 struct gov_pub {
 	struct pub_file *map;
@@ -76,6 +103,22 @@ static bool run_dir_pick(const char *opt, char *buf, size_t len, bool create)
 	return true;
 }
 
+/* The prefetch counters (gov->pfc, counted by gov_prefetch.c). */
+static void pub_copy_prefetch(struct ortmem_gov *gov,
+			      struct ortmem_gov_prefetch_record *p)
+{
+	struct gov_pf_counts *c = &gov->pfc;
+
+	p->issued = atomic_load_explicit(&c->issued, memory_order_relaxed);
+	p->bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+	p->hits = atomic_load_explicit(&c->hits, memory_order_relaxed);
+	p->waits = atomic_load_explicit(&c->waits, memory_order_relaxed);
+	p->wait_ns = atomic_load_explicit(&c->wait_ns, memory_order_relaxed);
+	p->misses = atomic_load_explicit(&c->misses, memory_order_relaxed);
+	p->refused = atomic_load_explicit(&c->refused, memory_order_relaxed);
+	p->failed = atomic_load_explicit(&c->failed, memory_order_relaxed);
+}
+
 static void pub_copy(struct ortmem_gov *gov, struct ortmem_gov_record *r)
 {
 	int t;
@@ -98,6 +141,7 @@ static void pub_copy(struct ortmem_gov *gov, struct ortmem_gov_record *r)
 		tr->reclaim_calls = atomic_load_explicit(&gt->reclaim_calls,
 							 memory_order_relaxed);
 	}
+	pub_copy_prefetch(gov, &r->prefetch);
 }
 
 void ortmem__publish(struct ortmem_gov *gov)
@@ -138,7 +182,7 @@ int ortmem__publish_open(struct ortmem_gov *gov, const char *run_dir,
 	int fd;
 
 	if (!run_dir_pick(run_dir, dir, sizeof(dir), true)) {
-		pr_debug("no run folder (/run/ortmem not writable, XDG_RUNTIME_DIR unset): statistics not published\n");
+		pr_debug("no run folder (/run/ortmem not writable, XDG_RUNTIME_DIR unset): statistics not published");
 		return 0;
 	}
 	p = calloc(1, sizeof(*p));
@@ -167,13 +211,14 @@ int ortmem__publish_open(struct ortmem_gov *gov, const char *run_dir,
 	p->map->rec.sz = sizeof(struct ortmem_gov_record);
 	p->map->rec.pid = (int32_t)getpid();
 	p->map->rec.serial = gov->serial;
+	p->map->rec.version = PUB_VERSION;
 	snprintf(p->map->rec.name, sizeof(p->map->rec.name), "%s",
 		 name ? name : program_invocation_short_name);
 	gov->pub = p;
 	ortmem__publish(gov);
 	return 0;
 fail:
-	pr_debug("cannot publish statistics in %s: %s\n", p->path,
+	pr_debug("cannot publish statistics in %s: %s", p->path,
 		 strerror(errno));
 	if (fd >= 0) {
 		close(fd);
@@ -195,25 +240,55 @@ void ortmem__publish_close(struct ortmem_gov *gov)
 	free(p);
 }
 
-/* One consistent copy of the record; -EAGAIN while a writer holds it. */
-static int pub_read(int fd, struct ortmem_gov_record *rec)
+/* A header of a version and size this reader can take the prefix of. */
+static bool pub_head_ok(const struct pub_head *h, size_t file_size)
 {
-	struct pub_file f;
-	uint64_t s1, s2;
+	if (h->magic != PUB_MAGIC || !h->version)
+		return false;
+	if (h->version == 1 ? h->rec_size != REC_V1_SIZE :
+			      h->rec_size < REC_V2_SIZE)
+		return false;
+	return file_size == sizeof(*h) + h->rec_size;
+}
+
+/* The record of @buf, as far as this library knows it, the rest zeroed. */
+static void pub_take(const unsigned char *buf, const struct pub_head *h,
+		     struct ortmem_gov_record *rec)
+{
+	size_t n = h->rec_size < sizeof(*rec) ? h->rec_size : sizeof(*rec);
+
+	memset(rec, 0, sizeof(*rec));
+	memcpy(rec, buf + sizeof(*h), n);
+	rec->sz = sizeof(*rec);
+	rec->version = h->version;
+	rec->reserved = 0;
+	rec->name[sizeof(rec->name) - 1] = '\0';
+}
+
+/*
+ * One consistent copy of the record in the @file_size bytes of @fd;
+ * -EPROTO for what is no record this reader can read, -EAGAIN while a
+ * writer holds it.
+ */
+static int pub_read(int fd, size_t file_size, struct ortmem_gov_record *rec)
+{
+	_Alignas(8) unsigned char buf[PUB_MAX];
+	struct pub_head h;
+	uint64_t s2;
 	int i;
 
+	if (file_size < sizeof(h) || file_size > sizeof(buf))
+		return -EPROTO;
 	for (i = 0; i < PUB_READ_TRIES; i++) {
-		if (pread(fd, &f, sizeof(f), 0) != (ssize_t)sizeof(f))
+		if (pread(fd, buf, file_size, 0) != (ssize_t)file_size)
 			return -EIO;
-		s1 = atomic_load_explicit(&f.seq, memory_order_relaxed);
-		if (f.magic != PUB_MAGIC || f.version != PUB_VERSION ||
-		    f.rec_size != sizeof(*rec))
+		memcpy(&h, buf, sizeof(h));
+		if (!pub_head_ok(&h, file_size))
 			return -EPROTO;
-		if (!(s1 & 1) &&
-		    pread(fd, &s2, sizeof(s2), offsetof(struct pub_file, seq)) ==
-			    (ssize_t)sizeof(s2) && s1 == s2) {
-			*rec = f.rec;
-			rec->name[sizeof(rec->name) - 1] = '\0';
+		if (!(h.seq & 1) &&
+		    pread(fd, &s2, sizeof(s2), offsetof(struct pub_head, seq)) ==
+			    (ssize_t)sizeof(s2) && h.seq == s2) {
+			pub_take(buf, &h, rec);
 			return 0;
 		}
 		sched_yield();
@@ -265,12 +340,11 @@ static int scan_one(int dfd, const char *n, ortmem_gov_scan_fn fn, void *arg)
 	fd = openat(dfd, n, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_size != (off_t)sizeof(struct pub_file)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > PUB_MAX) {
 		close(fd);
 		return 0;
 	}
-	ret = pub_read(fd, &rec);
+	ret = pub_read(fd, (size_t)st.st_size, &rec);
 	close(fd);
 	if (ret || rec.pid != pid)
 		return 0;

@@ -210,6 +210,104 @@ void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)
 	memcpy(pk->best_order, pk->order, sizeof(*pk->order) * pk->n);
 }
 
+/* ---- settling a packing ---- */
+
+/* The lowest offset where @size fits among the (sorted) occupied ranges
+ * @g: first fit, never above where the item was (see pk_settle_pass). */
+static uint64_t pk_first_fit(uint64_t (*g)[2], uint32_t d, uint64_t size)
+{
+	uint64_t cur = 0;
+	uint32_t k;
+
+	if (d < 24)
+		pk_sort_gaps(g, d);
+	else
+		qsort(g, d, sizeof(*g), pk_gap_cmp);
+	for (k = 0; k < d && g[k][0] < cur + size; k++)
+		if (g[k][1] > cur)
+			cur = g[k][1];
+	return cur;
+}
+
+/*
+ * One pass over the @m live items of pk->order, a packing of height @h in
+ * pk->off: turn it upside down (offset h - top), then place each item,
+ * lowest offset first, at the lowest offset where it fits against those
+ * placed before it.  Every item already placed lay wholly below the next
+ * one and moved only down, so the next one's offset is still free: no
+ * item rises, and the new height is at most @h.  Returns it, or
+ * UINT64_MAX when the deadline passed (pk->off is then unchanged).
+ */
+static uint64_t pk_settle_pass(struct packer *pk, uint32_t m, uint64_t h)
+{
+	uint32_t *ids = pk->t32[0], *tmp = pk->t32[1], p, k;
+	uint64_t *key = pk->t64[0], *newoff = pk->t64[1], top = 0;
+
+	for (p = 0; p < m; p++) {
+		uint32_t i = pk->order[p];
+
+		ids[p] = i;
+		key[i] = h - pk->off[i] - pk->it[i].size;
+		pk->rank[i] = UINT32_MAX;
+	}
+	ortmem__pk_sort_by(ids, m, key, tmp);
+	for (p = 0; p < m; p++) {
+		uint32_t i = ids[p], d = 0;
+
+		pk->work += pk->cidx[i + 1] - pk->cidx[i] + 1;
+		if (ortmem__pk_deadline_passed(pk))
+			return UINT64_MAX;
+		for (k = pk->cidx[i]; k < pk->cidx[i + 1]; k++) {
+			uint32_t j = pk->conf[k];
+
+			if (pk->rank[j] < p) {
+				pk->gap[d][0] = newoff[j];
+				pk->gap[d][1] = newoff[j] + pk->it[j].size;
+				d++;
+			}
+		}
+		newoff[i] = pk_first_fit(pk->gap, d, pk->it[i].size);
+		pk->rank[i] = p;
+		if (newoff[i] + pk->it[i].size > top)
+			top = newoff[i] + pk->it[i].size;
+	}
+	for (p = 0; p < m; p++) {
+		pk->order[p] = ids[p];
+		pk->off[ids[p]] = newoff[ids[p]];
+	}
+	return top;
+}
+
+/* Passes without a lower height before settling stops; most found
+ * packings stop falling within a few (the height only falls). */
+#define PK_SETTLE_STALL 2
+#define PK_SETTLE_MAX 16
+
+/*
+ * Settle the packing of the @m live items first in pk->order (height @h):
+ * pushed down from either side in turn until it stops falling; the new
+ * height (pk->order is then those items by offset).  A search
+ * that packs under a height stops as soon as everything fits under it, so
+ * what it finds often has room to fall; this costs a few best-fit
+ * placements, not a search.
+ */
+uint64_t ortmem__pk_settle(struct packer *pk, uint32_t m, uint64_t h)
+{
+	uint32_t pass, stall = 0;
+
+	if (!pk->have_conf)
+		return h;
+	for (pass = 0; pass < PK_SETTLE_MAX && stall < PK_SETTLE_STALL; pass++) {
+		uint64_t nh = pk_settle_pass(pk, m, h);
+
+		if (nh == UINT64_MAX)
+			break;
+		stall = nh < h ? 0 : stall + 1;
+		h = nh;
+	}
+	return h;
+}
+
 void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
 			    uint32_t m)
 {
@@ -228,7 +326,7 @@ void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
 			pk->off[k] = 0;
 			pk->order[p++] = k;
 		}
-	ortmem__pk_keep_if_best(pk, top);
+	ortmem__pk_keep_if_best(pk, ortmem__pk_settle(pk, m, top));
 }
 
 bool ortmem__pk_out_of_time(struct packer *pk)

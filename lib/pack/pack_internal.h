@@ -157,6 +157,14 @@ bool ortmem__pk_deadline_passed(struct packer *pk);
 bool ortmem__pk_out_of_time(struct packer *pk);
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h);
 /*
+ * The packing in pk->off of the @m live items first in pk->order, of
+ * height @h, pushed down from either side in turn until it stops falling
+ * (first fit by offset: no item rises).  Returns the new height; needs the
+ * conflict lists, and uses the scratch arrays and pk->rank.  Every packing
+ * an exact search finds is settled by ortmem__pk_keep_placed().
+ */
+uint64_t ortmem__pk_settle(struct packer *pk, uint32_t m, uint64_t h);
+/*
  * An exact search placed the @m live items of @placed (offsets in pk->off):
  * order them first, the empty ones after, and keep it if it is the best.
  */

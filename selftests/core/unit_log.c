@@ -49,6 +49,21 @@ TEST(callback_gets_messages_within_threshold)
 	EXPECT_STREQ("falling back", s.msg);
 }
 
+TEST(messages_arrive_without_a_trailing_newline)
+{
+	struct seen s = { 0 };
+
+	ASSERT_EQ(0, ortmem_set_log_fn(collect, &s, ORTMEM_LOG_DEBUG));
+	pr_warn("one line\n");
+	EXPECT_STREQ("one line", s.msg);
+	pr_warn("two\nlines\n\n");
+	EXPECT_STREQ("two\nlines", s.msg);
+	pr_warn("\n");
+	EXPECT_STREQ("", s.msg);
+	EXPECT_EQ(3, s.count);
+	ASSERT_EQ(0, ortmem_set_log_fn(NULL, NULL, ORTMEM_LOG_DEBUG));
+}
+
 TEST(null_callback_silences)
 {
 	struct seen s = { 0 };

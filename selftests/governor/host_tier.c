@@ -59,16 +59,30 @@ FIXTURE_SETUP(tiers)
 		SKIP("cannot pin 8 MiB of host memory (%s); raise RLIMIT_MEMLOCK",
 		     ortmem_last_error_message());
 	ASSERT_EQ(0, ortmem_host_free(self->host, probe));
-	ASSERT_TRUE(make_spill_dir(self->dir, sizeof(self->dir)));
-	so.dir = self->dir;
-	if (ortmem_spill_open(&so, &self->spill))
-		SKIP("spill engine unavailable in %s: %s", self->dir,
-		     ortmem_last_error_message());
 	ASSERT_EQ(0, ortmem_gov_open(&o, &self->gov));
 	ASSERT_EQ(0, ortmem_gov_set_backend(self->gov, ORTMEM_TIER_HOST,
 					    ortmem_backend_host(), self->host));
-	ASSERT_EQ(0, ortmem_gov_set_backend(self->gov, ORTMEM_TIER_DISK,
-					    ortmem_backend_spill(), self->spill));
+	/*
+	 * The spill folder last, and removed on every way out of here: the
+	 * teardown runs only after a setup that finished, so a skip or a
+	 * failure below would leave it in /var/tmp.
+	 */
+	ASSERT_TRUE(make_spill_dir(self->dir, sizeof(self->dir)));
+	so.dir = self->dir;
+	ret = ortmem_spill_open(&so, &self->spill);
+	if (ret) {
+		rmdir(self->dir);
+		SKIP("spill engine unavailable in %s: %s", self->dir,
+		     ortmem_last_error_message());
+	}
+	ret = ortmem_gov_set_backend(self->gov, ORTMEM_TIER_DISK,
+				     ortmem_backend_spill(), self->spill);
+	if (ret) {
+		ortmem_gov_close(self->gov);
+		ortmem_spill_close(self->spill);
+		rmdir(self->dir);
+	}
+	ASSERT_EQ(0, ret);
 }
 
 FIXTURE_TEARDOWN(tiers)

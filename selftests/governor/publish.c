@@ -5,12 +5,15 @@
  * close; ORTMEM_GOV_NO_PUBLISH publishes nothing; what is not a governor's
  * file in the folder (a FIFO, a link, a short file, a stale file) is skipped
  * without blocking, the stale one removed; readers racing writers always
- * see a consistent record.
+ * see a consistent record.  Files of record version 1 (no prefetch
+ * figures) and of a later version are read by the prefix this library
+ * knows; a header that does not fit its file is skipped.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +89,9 @@ TEST_F(pub, follows_reserve_release_and_goes_at_close)
 	ASSERT_EQ(1, s.n);
 	EXPECT_EQ(getpid(), s.rec[0].pid);
 	EXPECT_STREQ("pub-test", s.rec[0].name);
+	EXPECT_EQ(ORTMEM_GOV_RECORD_VERSION, s.rec[0].version);
+	EXPECT_EQ(sizeof(struct ortmem_gov_record), s.rec[0].sz);
+	EXPECT_EQ(0u, s.rec[0].prefetch.issued);
 	EXPECT_EQ(64 * MIB, s.rec[0].tier[ORTMEM_TIER_HOST].limit);
 	EXPECT_EQ(0, s.rec[0].tier[ORTMEM_TIER_HOST].used);
 
@@ -118,6 +124,38 @@ TEST_F(pub, no_publish_flag)
 
 	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
 	EXPECT_EQ(0, files_in(self->dir));
+	ortmem_gov_close(gov);
+}
+
+static void keep_log(enum ortmem_log_level level, const char *msg, void *user)
+{
+	(void)level;
+	snprintf(user, 512, "%s", msg);
+}
+
+/* A folder that cannot hold the file: the governor opens unpublished and
+ * says why at debug level, in one line (the logger adds the newline). */
+TEST_F(pub, unusable_folder_is_logged_in_one_line)
+{
+	char bad[128], msg[512] = "";
+	struct ortmem_gov *gov;
+	size_t n;
+
+	snprintf(bad, sizeof(bad), "%s/not-a-folder", self->dir);
+	ASSERT_EQ(0, close(open(bad, O_CREAT | O_WRONLY, 0600)));
+	strcat(bad, "/run");
+	{
+		ORTMEM_OPTS(ortmem_gov_opts, o, .run_dir = bad);
+
+		ASSERT_EQ(0, ortmem_set_log_fn(keep_log, msg, ORTMEM_LOG_DEBUG));
+		ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+		ortmem_set_log_fn(NULL, NULL, ORTMEM_LOG_DEBUG);
+	}
+	EXPECT_NONNULL(strstr(msg, "cannot publish statistics in"));
+	EXPECT_NONNULL(strstr(msg, bad));
+	n = strlen(msg);
+	ASSERT_LT(0u, n);
+	EXPECT_NE('\n', msg[n - 1]);
 	ortmem_gov_close(gov);
 }
 
@@ -176,6 +214,126 @@ TEST_F(pub, hostile_folder_contents_are_skipped)
 	EXPECT_EQ(1, s.n);	/* only the real governor */
 	EXPECT_NE(0, access(path, F_OK));	/* the stale one removed */
 	ortmem_gov_close(gov);
+}
+
+/* The file's header, as gov_publish.c documents it. */
+struct file_head {
+	uint32_t magic, version, rec_size, pad;
+	uint64_t seq;
+};
+
+#define FILE_MAGIC 0x5354524fu
+#define V1_SIZE offsetof(struct ortmem_gov_record, version)
+
+/* gov.OURPID.@serial in @dir: @head, then @rec_bytes of @rec, then
+ * @extra bytes of 0xab (fields of a version this test does not know). */
+static void plant(const char *dir, int serial, struct file_head head,
+		  const struct ortmem_gov_record *rec, size_t rec_bytes,
+		  size_t extra)
+{
+	unsigned char buf[8192];
+	char path[128];
+	int fd;
+
+	memset(buf, 0xab, sizeof(buf));
+	memcpy(buf, &head, sizeof(head));
+	memcpy(buf + sizeof(head), rec, rec_bytes);
+	snprintf(path, sizeof(path), "%s/gov.%d.%d", dir, (int)getpid(), serial);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, buf, sizeof(head) + rec_bytes + extra) !=
+		      (ssize_t)(sizeof(head) + rec_bytes + extra))
+		abort();
+	close(fd);
+}
+
+static void record_of(struct ortmem_gov_record *r, int serial, const char *name)
+{
+	memset(r, 0, sizeof(*r));
+	r->sz = sizeof(*r);
+	r->pid = getpid();
+	r->serial = serial;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->tier[ORTMEM_TIER_HOST].used = 5 * MIB;
+	r->tier[ORTMEM_TIER_HOST].limit = 8 * MIB;
+}
+
+TEST_F(pub, older_and_newer_record_versions_are_read_by_prefix)
+{
+	struct ortmem_gov_record r, *old = NULL, *newer = NULL;
+	struct seen s = { 0 };
+	int i;
+
+	/* Version 1: the record up to the tiers, no prefetch figures. */
+	record_of(&r, 1, "v1");
+	memset(&r.prefetch, 0x77, sizeof(r.prefetch));	/* not in the file */
+	plant(self->dir, 1, (struct file_head){ FILE_MAGIC, 1, V1_SIZE, 0, 4 },
+	      &r, V1_SIZE, 0);
+	/* A later version: ours with 16 bytes more at the end. */
+	record_of(&r, 2, "v3");
+	r.version = 3;
+	r.prefetch.hits = 9;
+	r.prefetch.wait_ns = 123456789;
+	plant(self->dir, 2, (struct file_head){ FILE_MAGIC, 3, sizeof(r) + 16, 0, 6 },
+	      &r, sizeof(r), 16);
+	ASSERT_EQ(0, ortmem_gov_scan(self->dir, collect, &s));
+	ASSERT_EQ(2, s.n);
+	for (i = 0; i < 2; i++) {
+		if (s.rec[i].serial == 1)
+			old = &s.rec[i];
+		else
+			newer = &s.rec[i];
+	}
+	ASSERT_NONNULL(old);
+	ASSERT_NONNULL(newer);
+	EXPECT_EQ(1u, old->version);
+	EXPECT_STREQ("v1", old->name);
+	EXPECT_EQ(5 * MIB, old->tier[ORTMEM_TIER_HOST].used);
+	EXPECT_EQ(8 * MIB, old->tier[ORTMEM_TIER_HOST].limit);
+	EXPECT_EQ(0u, old->prefetch.hits);	/* zeroed, not read past */
+	EXPECT_EQ(0u, old->prefetch.issued);
+	EXPECT_EQ(sizeof(struct ortmem_gov_record), old->sz);
+	EXPECT_EQ(3u, newer->version);
+	EXPECT_STREQ("v3", newer->name);
+	EXPECT_EQ(9u, newer->prefetch.hits);
+	EXPECT_EQ(123456789u, newer->prefetch.wait_ns);
+	EXPECT_EQ(5 * MIB, newer->tier[ORTMEM_TIER_HOST].used);
+}
+
+TEST_F(pub, headers_that_do_not_fit_their_file_are_skipped)
+{
+	struct ortmem_gov_record r;
+	struct seen s = { 0 };
+
+	record_of(&r, 1, "bad");
+	/* Version 2 must hold the prefetch figures. */
+	plant(self->dir, 1, (struct file_head){ FILE_MAGIC, 2, V1_SIZE, 0, 2 },
+	      &r, V1_SIZE, 0);
+	/* Version 1 has exactly its size. */
+	plant(self->dir, 2, (struct file_head){ FILE_MAGIC, 1, sizeof(r), 0, 2 },
+	      &r, sizeof(r), 0);
+	/* No version 0, and the magic must match. */
+	plant(self->dir, 3, (struct file_head){ FILE_MAGIC, 0, sizeof(r), 0, 2 },
+	      &r, sizeof(r), 0);
+	plant(self->dir, 4, (struct file_head){ FILE_MAGIC ^ 1, 2, sizeof(r), 0, 2 },
+	      &r, sizeof(r), 0);
+	/* A size the file does not have: longer, then shorter. */
+	plant(self->dir, 5, (struct file_head){ FILE_MAGIC, 2, sizeof(r) + 8, 0, 2 },
+	      &r, sizeof(r), 0);
+	plant(self->dir, 6, (struct file_head){ FILE_MAGIC, 2, sizeof(r), 0, 2 },
+	      &r, sizeof(r), 8);
+	/* A writer that never finishes (the count stays odd). */
+	plant(self->dir, 7, (struct file_head){ FILE_MAGIC, 2, sizeof(r), 0, 3 },
+	      &r, sizeof(r), 0);
+	/* Larger than a page. */
+	plant(self->dir, 8, (struct file_head){ FILE_MAGIC, 3, 4096, 0, 2 },
+	      &r, sizeof(r), 4096 - sizeof(r));
+	ASSERT_EQ(0, ortmem_gov_scan(self->dir, collect, &s));
+	EXPECT_EQ(0, s.n);
+	/* And the same record with a header that fits is read. */
+	plant(self->dir, 9, (struct file_head){ FILE_MAGIC, 2, sizeof(r), 0, 2 },
+	      &r, sizeof(r), 0);
+	ASSERT_EQ(0, ortmem_gov_scan(self->dir, collect, &s));
+	EXPECT_EQ(1, s.n);
 }
 
 struct race {

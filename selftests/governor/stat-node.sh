@@ -5,11 +5,14 @@
 # (through /dev/ortmem when the module is loaded, as in the VM, else the
 # mmap + mlock fallback) and ortmem-stat --json, --prometheus, the table
 # and --watch (in tmux) must report each one's figures as they are; a killed process's file is
-# cleaned, a closed governor's file is gone.
+# cleaned, a closed governor's file is gone.  A third process prefetches:
+# its prefetch figures (hits, waits, wait time, misses) must be reported
+# exactly as the process itself counts them.
 KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
 tool="$here/../../tools/ortmem-stat"
 holder="$here/fixtures/holder"
+prefetcher="$here/fixtures/prefetcher"
 [ -x "$tool" ] && [ -x "$holder" ] || { echo "no ortmem-stat or holder beside the tests"; exit $KSFT_SKIP; }
 command -v python3 >/dev/null || { echo "python3 missing"; exit $KSFT_SKIP; }
 tmp=$(mktemp -d)
@@ -81,12 +84,13 @@ for i, l in enumerate(lines):
         continue
     if l.startswith("#"):
         continue
-    m = re.fullmatch(r'([a-z_]+)(\{.*\})? ([0-9]+)', l)
+    m = re.fullmatch(r'([a-z_]+)(\{.*\})? ([0-9]+(?:\.[0-9]+)?)', l)
     assert m, l
+    assert "." not in m.group(3) or m.group(1).endswith("_seconds_total"), l
     assert m.group(1) in typed, "sample before its TYPE: " + l
     assert m.group(1).startswith("ortmem_"), l
     labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
-    samples.setdefault(m.group(1), []).append((labels, int(m.group(3))))
+    samples.setdefault(m.group(1), []).append((labels, float(m.group(3))))
 for name, t in typed.items():
     assert t != "counter" or name.endswith("_total"), name
 def get(metric, **lab):
@@ -127,17 +131,66 @@ else
 	echo "ok 4 --watch in tmux # SKIP tmux not installed"
 fi
 
+# A process that prefetches: its own figures, as ortmem-stat reports them.
+if [ -x "$prefetcher" ]; then
+	mkdir "$tmp/w" && mkfifo "$tmp/pf.in" && exec 7<> "$tmp/pf.in"
+	"$prefetcher" gamma "$tmp/w" < "$tmp/pf.in" > "$tmp/pf.out" 2> "$tmp/pf.err" 5>&- 6>&- 7>&- &
+	pid_gamma=$!
+	pids="$pids $!"
+	for _ in $(seq 100); do
+		grep -q '^ready' "$tmp/pf.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	grep -q '^ready' "$tmp/pf.out" || fail "prefetcher: $(cat "$tmp/pf.err")"
+	"$tool" --json > "$tmp/pf.json" || fail "--json with a prefetcher"
+	"$tool" --prometheus > "$tmp/pf.prom" || fail "--prometheus with a prefetcher"
+	"$tool" > "$tmp/pf.txt" || fail "table with a prefetcher"
+	python3 - "$tmp/pf.out" "$tmp/pf.json" "$tmp/pf.prom" "$tmp/pf.txt" "$pid_alpha" <<'PY' || fail "prefetch figures"
+import json, re, sys
+f = open(sys.argv[1]).read().split()
+pid = f[1]
+fields = ["issued", "bytes", "hits", "waits", "wait_ns", "misses", "refused", "failed"]
+own = dict(zip(fields, map(int, f[2:])))
+# What the process did: two prefetched (each pin a hit or a wait), one miss.
+assert own["issued"] == 2 and own["bytes"] == 2 << 20, own
+assert own["hits"] + own["waits"] == 2 and own["misses"] == 1, own
+assert own["refused"] == 0 and own["failed"] == 0, own
+assert (own["waits"] > 0) == (own["wait_ns"] > 0), own
+procs = {p["pid"]: p for p in json.load(open(sys.argv[2]))["processes"]}
+assert procs[int(pid)]["name"] == "gamma"
+assert procs[int(pid)]["governors"][0]["prefetch"] == own, procs[int(pid)]
+assert procs[int(sys.argv[5])]["governors"][0]["prefetch"]["issued"] == 0
+prom = {}
+for l in open(sys.argv[3]).read().splitlines():
+    m = re.fullmatch(r'(ortmem_governor_prefetch_\w+)\{pid="%s",name="gamma",governor="\d+"\} (\S+)' % pid, l)
+    if m:
+        prom[m.group(1)] = m.group(2)
+for k in fields:
+    name = "ortmem_governor_prefetch_%s_total" % ("wait_seconds" if k == "wait_ns" else k)
+    want = "%d.%09d" % divmod(own[k], 10**9) if k == "wait_ns" else str(own[k])
+    assert prom.get(name) == want, (name, prom.get(name), want)
+txt = open(sys.argv[4]).read()
+want = "prefetch: issued 2 (%d bytes), hits %d, waits %d" % (own["bytes"], own["hits"], own["waits"])
+assert want in txt, txt
+PY
+	exec 7>&-
+	wait "$pid_gamma" || fail "prefetcher exit status"
+	echo "ok 5 a prefetching process's hits, waits, wait time and misses"
+else
+	echo "ok 5 prefetch figures # SKIP no prefetcher beside the tests"
+fi
+
 # Killed: its file stays until a reader finds the process gone.
 kill -9 "$pid_alpha"; wait "$pid_alpha" 2>/dev/null
 ls "$ORTMEM_RUN_DIR" | grep -q "^gov\.$pid_alpha\." || fail "a killed process leaves its file"
 "$tool" --json > "$tmp/after.json" || fail "json after kill"
 grep -q "\"pid\": $pid_alpha," "$tmp/after.json" && fail "a dead process is shown"
 ls "$ORTMEM_RUN_DIR" | grep -q "^gov\.$pid_alpha\." && fail "a stale file is not cleaned"
-echo "ok 5 a dead process's file is ignored and removed"
+echo "ok 6 a dead process's file is ignored and removed"
 
 # Closed: the file goes with the governor.
 exec 6>&-
 wait "$pid_beta" || fail "beta exit status"
 ls "$ORTMEM_RUN_DIR" | grep -q "^gov\.$pid_beta\." && fail "a closed governor's file is left"
-echo "ok 6 the file is removed at close"
+echo "ok 7 the file is removed at close"
 echo "ok: ortmem-stat node view"

@@ -31,6 +31,19 @@ assert t["host"]["backend"] == "heap" and t["host"]["caps"] == 1, t
 assert d["module"] == {"pinned_bytes": "4096", "backend": 'a "quoted"'}, d["module"]
 PY
 "$tool" --sysfs "$sys" | grep -q "pinned_bytes *4096" || fail "table shows module attributes"
+# The spill/ folder too: its since-load counts are counters, named so.
+mkdir "$sys/spill"
+echo 8192 > "$sys/spill/evicted_bytes"
+echo 7 > "$sys/spill/fault_backs"
+echo 2 > "$sys/spill/failed_read"
+"$tool" --prometheus --sysfs "$sys" > "$tmp/spill.prom" || fail "prometheus with spill/"
+for want in "# TYPE ortmem_module_spill_evicted_bytes gauge" "ortmem_module_spill_evicted_bytes 8192" \
+	"# TYPE ortmem_module_spill_fault_back_pages_total counter" "ortmem_module_spill_fault_back_pages_total 7" \
+	"# TYPE ortmem_module_spill_failed_read_total counter" "ortmem_module_spill_failed_read_total 2"; do
+	grep -qx "$want" "$tmp/spill.prom" || fail "spill/ metric: no '$want' in $(cat "$tmp/spill.prom")"
+done
+"$tool" --json --sysfs "$sys" | grep -q '"spill/fault_backs": "7"' || fail "json shows spill/ attributes"
+rm -r "$sys/spill"
 "$tool" --sysfs "$tmp/none" | grep -q "^module" && fail "no module section without the folder"
 "$tool" --limit foo=1 2>/dev/null; [ $? -eq 2 ] || fail "bad tier is a usage error"
 "$tool" --limit host=-1 2>/dev/null; [ $? -eq 2 ] || fail "negative size is a usage error"

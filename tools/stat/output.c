@@ -114,6 +114,39 @@ static uint64_t total(const struct node *nd, int tier, size_t f)
 	return sum;
 }
 
+/* ---- prefetch figures (records of version 2 on) ---- */
+
+static const struct {
+	const char *field, *metric, *help;
+} pf_field[] = {
+	{ "issued", "ortmem_governor_prefetch_issued_total", "Promotions the governor's prefetch started." },
+	{ "bytes", "ortmem_governor_prefetch_bytes_total", "Bytes of the promotions prefetch started." },
+	{ "hits", "ortmem_governor_prefetch_hits_total", "Pins that found their prefetch done." },
+	{ "waits", "ortmem_governor_prefetch_waits_total", "Pins that waited for a prefetch in flight." },
+	{ "wait_ns", "ortmem_governor_prefetch_wait_seconds_total", "Time pins waited for prefetches in flight." },
+	{ "misses", "ortmem_governor_prefetch_misses_total", "Pins that promoted synchronously (no prefetch)." },
+	{ "refused", "ortmem_governor_prefetch_refused_total", "Prefetch calls refused: not one allocation fit." },
+	{ "failed", "ortmem_governor_prefetch_failed_total", "Prefetches whose transfer failed." },
+};
+#define NPF (sizeof(pf_field) / sizeof(pf_field[0]))
+#define PF_WAIT_NS 4	/* the one figure in nanoseconds */
+
+static uint64_t pf_get(const struct ortmem_gov_prefetch_record *p, size_t f)
+{
+	const uint64_t v[NPF] = {
+		p->issued, p->bytes, p->hits, p->waits, p->wait_ns, p->misses,
+		p->refused, p->failed,
+	};
+
+	return v[f];
+}
+
+/* A writer of record version 1 published no prefetch figures. */
+static bool has_prefetch(const struct ortmem_gov_record *r)
+{
+	return r->version >= ORTMEM_GOV_RECORD_PREFETCH;
+}
+
 /* ---- table ---- */
 
 static void table_tier_head(void)
@@ -127,6 +160,22 @@ static void table_tier(const char *tier, const uint64_t *v)
 	printf("    %-7s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %14" PRIu64
 	       " %14" PRIu64 " %12" PRIu64 "\n", tier, v[0], v[1], v[2], v[3],
 	       v[4], v[5]);
+}
+
+static void table_prefetch(const struct ortmem_gov_record *r)
+{
+	const struct ortmem_gov_prefetch_record *p = &r->prefetch;
+
+	if (!has_prefetch(r)) {
+		printf("    prefetch: not published (record version %u)\n",
+		       r->version);
+		return;
+	}
+	printf("    prefetch: issued %" PRIu64 " (%" PRIu64 " bytes), hits %"
+	       PRIu64 ", waits %" PRIu64 " (%.3f ms), misses %" PRIu64
+	       ", refused %" PRIu64 ", failed %" PRIu64 "\n", p->issued,
+	       p->bytes, p->hits, p->waits, (double)p->wait_ns / 1e6,
+	       p->misses, p->refused, p->failed);
 }
 
 void print_table(const struct node *nd, const struct attr *a, int na,
@@ -158,6 +207,7 @@ void print_table(const struct node *nd, const struct attr *a, int na,
 					v[f] = tier_get(&p->gov[g].tier[t], f);
 				table_tier(ortmem_tier_name(t), v);
 			}
+			table_prefetch(&p->gov[g]);
 		}
 	}
 	if (!nd->nprocs)
@@ -196,6 +246,22 @@ static void json_tiers(const struct ortmem_gov_record *r, const struct node *nd)
 	printf("}");
 }
 
+/* The prefetch figures, or null from a writer that published none. */
+static void json_prefetch(const struct ortmem_gov_record *r)
+{
+	size_t f;
+
+	if (!has_prefetch(r)) {
+		printf("null");
+		return;
+	}
+	printf("{");
+	for (f = 0; f < NPF; f++)
+		printf("%s\"%s\": %" PRIu64, f ? ", " : "", pf_field[f].field,
+		       pf_get(&r->prefetch, f));
+	printf("}");
+}
+
 void print_json(const struct node *nd, const struct attr *a, int na)
 {
 	int i, k, g;
@@ -219,6 +285,8 @@ void print_json(const struct node *nd, const struct attr *a, int na)
 			json_str(p->gov[g].name);
 			printf(", \"tiers\": ");
 			json_tiers(&p->gov[g], nd);
+			printf(", \"prefetch\": ");
+			json_prefetch(&p->gov[g]);
 			printf("}");
 		}
 		printf("]}");
@@ -283,7 +351,10 @@ static const struct {
 	{ "total-", "ortmem_process_total_bytes", "gauge", "Bytes of the process's regions.", true },
 	{ "resident-", "ortmem_process_resident_bytes", "gauge", "Pinned (resident) bytes of the process's regions.", true },
 	{ "evicted-", "ortmem_process_evicted_bytes", "gauge", "Bytes of the process's regions evicted to their spill file.", true },
-	{ "fault-backs-", "ortmem_process_fault_backs_total", "counter", "Evicted pages faulted back in.", true },
+	{ "fault-backs", "ortmem_process_fault_back_pages_total", "counter", "Evicted pages of the process brought back by a touch.", false },
+	{ "restored", "ortmem_process_restored_pages_total", "counter", "Evicted pages of the process brought back by RESTORE.", false },
+	{ "readahead", "ortmem_process_readahead_pages_total", "counter", "Evicted pages read back with a fault-back, after the touched one.", false },
+	{ "fault-back-failures", "ortmem_process_fault_back_failures_total", "counter", "Fault-backs and restores of the process that failed.", false },
 };
 
 static void prom_module_keys(const struct node *nd)
@@ -321,6 +392,73 @@ static void prom_module_keys(const struct node *nd)
 	}
 }
 
+/*
+ * A module attribute as a metric: ortmem_module_ and its name, '/' and
+ * others made '_'; the spill/ counters count since load, so they are
+ * counters (named for their unit, ending in _total), the rest gauges.
+ */
+static void prom_attr(const struct attr *at)
+{
+	static const struct { const char *attr, *metric; } counters[] = {
+		{ "spill/fault_backs", "spill_fault_back_pages" },
+		{ "spill/restored_pages", "spill_restored_pages" },
+		{ "spill/readahead_pages", "spill_readahead_pages" },
+		{ "spill/failed_", "spill_failed_" },	/* and the cause */
+	};
+	const char *type = "gauge";
+	char name[128], *c;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		n = strlen(counters[i].attr);
+		if (strncmp(at->name, counters[i].attr, n))
+			continue;
+		if (counters[i].attr[n - 1] != '_' && at->name[n])
+			continue;
+		snprintf(name, sizeof(name), "ortmem_module_%s%s_total",
+			 counters[i].metric, at->name + n);
+		type = "counter";
+		break;
+	}
+	if (i == sizeof(counters) / sizeof(counters[0]))
+		snprintf(name, sizeof(name), "ortmem_module_%s", at->name);
+	for (c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
+			*c = '_';
+	printf("# HELP %s The module's sysfs attribute %s.\n# TYPE %s %s\n%s %s\n",
+	       name, at->name, name, type, name, at->value);
+}
+
+/* One metric per prefetch figure, a sample per governor that has them. */
+static void prom_prefetch(const struct node *nd)
+{
+	size_t f;
+	int i, g;
+
+	for (f = 0; f < NPF; f++) {
+		prom_head(pf_field[f].metric, "counter", pf_field[f].help);
+		for (i = 0; i < nd->nprocs; i++) {
+			const struct proc *p = &nd->procs[i];
+
+			for (g = 0; g < p->ngov; g++) {
+				uint64_t v = pf_get(&p->gov[g].prefetch, f);
+
+				if (!has_prefetch(&p->gov[g]))
+					continue;
+				printf("%s", pf_field[f].metric);
+				prom_labels(p);
+				printf(",governor=\"%" PRIu64 "\"} ",
+				       p->gov[g].serial);
+				if (f == PF_WAIT_NS)	/* seconds, exactly */
+					printf("%" PRIu64 ".%09" PRIu64 "\n",
+					       v / 1000000000u, v % 1000000000u);
+				else
+					printf("%" PRIu64 "\n", v);
+			}
+		}
+	}
+}
+
 void print_prom(const struct node *nd, const struct attr *a, int na)
 {
 	int i, g, t, k;
@@ -348,18 +486,10 @@ void print_prom(const struct node *nd, const struct attr *a, int na)
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
 		printf("ortmem_tier_used_bytes{tier=\"%s\"} %" PRIu64 "\n",
 		       ortmem_tier_name(t), total(nd, t, 0));
+	prom_prefetch(nd);
 	prom_module_keys(nd);
-	for (k = 0; k < na; k++) {
-		char name[96], *c;
-
-		if (!is_uint(a[k].value))
-			continue;
-		snprintf(name, sizeof(name), "ortmem_module_%s", a[k].name);
-		for (c = name; *c; c++)
-			if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
-				*c = '_';
-		printf("# HELP %s The module's sysfs attribute %s.\n# TYPE %s gauge\n%s %s\n",
-		       name, a[k].name, name, name, a[k].value);
-	}
+	for (k = 0; k < na; k++)
+		if (is_uint(a[k].value))
+			prom_attr(&a[k]);
 }
 

@@ -234,33 +234,61 @@ void node_free(struct node *nd)
 
 /* ---- the module's attributes ---- */
 
-/* Every regular attribute file of @dir, sorted; -1: no module there. */
-int read_sysfs(const char *dir, struct attr **out, int *np)
+/* Append every regular attribute file of @dir, sorted, named @prefix
+ * and its name, to *@a (*@k of them); -1 when @dir cannot be read. */
+static int read_attrs(const char *dir, const char *prefix, struct attr **a,
+		      int *k)
 {
 	struct dirent **names;
-	struct attr *a = NULL;
-	int n, i, k = 0, dfd;
+	struct attr *grown;
+	int n, i, dfd;
 
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -1;
 	n = scandir(dir, &names, NULL, alphasort);
-	if (n >= 0)
-		a = calloc(n ? n : 1, sizeof(*a));
+	if (n < 0) {
+		close(dfd);
+		return -1;
+	}
+	grown = realloc(*a, (size_t)(*k + n + 1) * sizeof(**a));
+	if (grown)
+		*a = grown;
 	for (i = 0; i < n; i++) {
 		const char *nm = names[i]->d_name;
+		struct attr *at = grown ? &grown[*k] : NULL;
 
-		if (a && nm[0] != '.' && strlen(nm) < sizeof(a->name) &&
+		if (at && nm[0] != '.' &&
+		    strlen(prefix) + strlen(nm) < sizeof(at->name) &&
 		    names[i]->d_type != DT_DIR && names[i]->d_type != DT_LNK &&
-		    !read_attr(dfd, dir, nm, a[k].value, sizeof(a[k].value)))
-			strcpy(a[k++].name, nm);
+		    !read_attr(dfd, dir, nm, at->value, sizeof(at->value))) {
+			snprintf(at->name, sizeof(at->name), "%s%s", prefix, nm);
+			(*k)++;
+		}
 		free(names[i]);
 	}
-	if (n >= 0)
-		free(names);
+	free(names);
 	close(dfd);
+	return grown ? 0 : -1;
+}
+
+/* The module's attributes, then its spill/ folder's as "spill/NAME";
+ * -1: no module there. */
+int read_sysfs(const char *dir, struct attr **out, int *np)
+{
+	char sub[PATH_MAX];
+	struct attr *a = NULL;
+	int k = 0;
+
+	if (read_attrs(dir, "", &a, &k)) {
+		free(a);
+		return -1;
+	}
+	/* Absent from a module without the spill mapping: nothing to add. */
+	snprintf(sub, sizeof(sub), "%s/spill", dir);
+	read_attrs(sub, "spill/", &a, &k);
 	*out = a;
 	*np = k;
-	return n < 0 || !a ? -1 : 0;
+	return 0;
 }
 
