@@ -153,6 +153,18 @@ ORTMEM_API int ortmem_device_stream_in(struct ortmem_device *dev,
  */
 ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_device(void);
 
+struct ortmem_share_ops;
+
+/*
+ * Shared prefixes on the device tier (<ortmem/binding.h>): pass these ops
+ * and a struct ortmem_device * as ctx to ortmem_prefix_create().  The
+ * prefix is one cuMemCreate handle; every sharer reserves its range with
+ * cuMemAddressReserve and maps that same handle at its start (cuMemMap),
+ * read-only unless the prefix is writable, and private memory after it.
+ * Needs virtual backing; sizes are multiples of the granularity.
+ */
+ORTMEM_API const struct ortmem_share_ops *ortmem_device_share_ops(void);
+
 /* Figures of a handle; declare with ORTMEM_OPTS(). */
 struct ortmem_device_stats {
 	size_t sz;

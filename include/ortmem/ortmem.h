@@ -12,6 +12,7 @@
 #include <ortmem/plan.h>
 #include <ortmem/spill.h>
 #include <ortmem/governor.h>
+#include <ortmem/binding.h>
 #include <ortmem/host.h>
 #include <ortmem/wfile.h>
 #include <ortmem/device.h>

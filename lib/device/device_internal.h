@@ -11,6 +11,8 @@
  *   ctx.c      a handle's context made current; address -> allocation
  *   copy.c     events, asynchronous copies, host registration
  *   memory.c   cuMemAlloc, virtual backing (reserve/create/map/access)
+ *   share.c    shared prefixes: one physical handle mapped at several
+ *              addresses (ortmem_device_share_ops())
  *   stream.c   disk -> device through pinned bounce buffers, pipelined
  *   device.c   open/close, primary context, streams, statistics
  *   backend.c  ortmem_backend_device(), the governor's device tier
@@ -74,6 +76,7 @@ typedef struct CUevent_st *CUevent;
 #define CU_MEM_ALLOCATION_TYPE_PINNED 1
 #define CU_MEM_LOCATION_TYPE_DEVICE 1
 #define CU_MEM_HANDLE_TYPE_NONE 0
+#define CU_MEM_ACCESS_FLAGS_PROT_READ 1
 #define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 3
 #define CU_MEM_ALLOC_GRANULARITY_MINIMUM 0
 
@@ -209,6 +212,9 @@ struct dev_alloc {
 	uint64_t size;			/* address range */
 	uint64_t mapped;		/* bytes backed by memory */
 	bool is_virtual;
+	/* A shared prefix's mapping (share.c): copies reach it, but only
+	 * the prefix maps, unmaps and frees it. */
+	bool is_shared;
 	/* Virtual backing: one physical handle per granule (0: unmapped). */
 	CUmemGenericAllocationHandle *granules;
 	/* The last copy of this handle on each stream that touches it. */
@@ -267,6 +273,13 @@ int ortmem__mem_alloc(struct ortmem_device *dev, uint64_t size, bool virt,
 		      struct dev_alloc **ap);
 /* Free @a (off the list) and its record; on failure it is kept whole. */
 int ortmem__mem_release(struct ortmem_device *dev, struct dev_alloc *a);
+/* The handle's budget, for memory mapped outside its allocations. */
+int ortmem__mem_charge(struct ortmem_device *dev, uint64_t bytes);
+void ortmem__mem_uncharge(struct ortmem_device *dev, uint64_t bytes);
+/* Put @a on the handle's list, take the record at @dptr off it. */
+void ortmem__mem_track(struct ortmem_device *dev, struct dev_alloc *a);
+struct dev_alloc *ortmem__mem_untrack(struct ortmem_device *dev,
+				      uint64_t dptr);
 
 /* copy.c */
 int ortmem__copy(struct ortmem_device *dev, bool to_device, void *host,

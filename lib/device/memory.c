@@ -44,6 +44,16 @@ static void mem_uncharge(struct ortmem_device *dev, uint64_t bytes)
 	pthread_mutex_unlock(&dev->lock);
 }
 
+int ortmem__mem_charge(struct ortmem_device *dev, uint64_t bytes)
+{
+	return mem_charge(dev, bytes);
+}
+
+void ortmem__mem_uncharge(struct ortmem_device *dev, uint64_t bytes)
+{
+	mem_uncharge(dev, bytes);
+}
+
 static int mem_reserve(struct ortmem_device *dev, struct dev_alloc *a)
 {
 	uint64_t g = dev->granularity;
@@ -183,6 +193,13 @@ int ortmem__mem_release(struct ortmem_device *dev, struct dev_alloc *a)
 	/* Our own copies that may still use it are waited for first (the
 	 * record is off the list: no new copy can start on it). */
 	ortmem__alloc_wait(dev, a, true);
+	if (a->is_shared) {
+		/* The prefix's mappings are its own (share.c): only the
+		 * record that let copies reach them goes. */
+		free(a->granules);
+		free(a);
+		return 0;
+	}
 	if (a->is_virtual) {
 		for (i = 0; i < a->size / dev->granularity; i++)
 			if (mem_unmap_granule(dev, a, i) && !ret)
@@ -244,6 +261,15 @@ ORTMEM_API int ortmem_device_alloc(struct ortmem_device *dev, uint64_t size,
 }
 
 /* Take allocation @dptr (its start) off the list; NULL when unknown. */
+void ortmem__mem_track(struct ortmem_device *dev, struct dev_alloc *a)
+{
+	pthread_mutex_lock(&dev->lock);
+	a->next = dev->allocs;
+	dev->allocs = a;
+	dev->nallocs++;
+	pthread_mutex_unlock(&dev->lock);
+}
+
 static struct dev_alloc *mem_unlink(struct ortmem_device *dev, uint64_t dptr)
 {
 	struct dev_alloc **pp, *a;
@@ -259,6 +285,11 @@ static struct dev_alloc *mem_unlink(struct ortmem_device *dev, uint64_t dptr)
 	return a;
 }
 
+struct dev_alloc *ortmem__mem_untrack(struct ortmem_device *dev, uint64_t dptr)
+{
+	return mem_unlink(dev, dptr);
+}
+
 ORTMEM_API int ortmem_device_free(struct ortmem_device *dev, uint64_t dptr)
 {
 	struct dev_alloc *a;
@@ -271,6 +302,12 @@ ORTMEM_API int ortmem_device_free(struct ortmem_device *dev, uint64_t dptr)
 		return ortmem__err_invalid(ORTMEM_TIER_DEVICE, 0,
 			"%#" PRIx64 " is not the start of a live allocation of GPU %d",
 			dptr, dev->ordinal);
+	if (a->is_shared) {
+		ortmem__mem_track(dev, a);
+		return ortmem__err_invalid(ORTMEM_TIER_DEVICE, 0,
+			"%#" PRIx64 " on GPU %d is a shared prefix's mapping; release it with ortmem_prefix_release() or ortmem_prefix_unbind()",
+			dptr, dev->ordinal);
+	}
 	if (!atomic_load(&dev->lost))
 		ortmem__dev_enter(dev, "ortmem_device_free");
 	ret = ortmem__mem_release(dev, a);
@@ -297,7 +334,7 @@ static int mem_range(struct ortmem_device *dev, uint64_t dptr, uint64_t off,
 	for (a = dev->allocs; a && a->dptr != dptr; a = a->next)
 		;
 	pthread_mutex_unlock(&dev->lock);
-	if (!a || !a->is_virtual)
+	if (!a || !a->is_virtual || a->is_shared)
 		return ortmem__err_invalid(ORTMEM_TIER_DEVICE, len,
 			"%s: %#" PRIx64 " is not the start of a virtual allocation of GPU %d",
 			what, dptr, dev->ordinal);

@@ -160,6 +160,8 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 	/* The prefetch worker publishes as it moves: stop it first. */
 	ortmem__prefetch_fini(gov);
 	ortmem__publish_close(gov);
+	/* Fastest tier first, each reporting what it still held. */
+	ortmem__mech_drain(gov, NULL, 0);
 	pthread_mutex_lock(&gov->lock);
 	ortmem__poll_locked(gov);
 	ortmem__deferred_fini(gov);
@@ -292,6 +294,9 @@ ORTMEM_API int ortmem_gov_reserve(struct ortmem_gov *gov, int tier,
 	ret = gov_check_args(gov, tier, role, size, hp);
 	if (__builtin_expect(ret, 0))
 		return ret;
+	if (__builtin_expect(atomic_load_explicit(&gov->reg.mech[tier],
+			memory_order_relaxed) >= ORTMEM_MECH_DRAINING, 0))
+		return ortmem__mech_check(gov, tier, size);
 	gt = ortmem__gov_thread(gov);
 	ret = ortmem__slot_get(gov, gt, &idx);
 	if (__builtin_expect(ret, 0))
@@ -323,6 +328,9 @@ ORTMEM_API int ortmem_gov_alloc(struct ortmem_gov *gov, int tier,
 	if (flags & ~ORTMEM_ALLOC_MOVABLE)
 		return ortmem__err_invalid(tier, size,
 			"allocation flags %#x have unknown bits", flags);
+	ret = ortmem__mech_check(gov, tier, size);
+	if (ret)
+		return ret;
 	t = &gov->tiers[tier];
 	if (!t->has_backend || !t->ops.alloc)
 		return ortmem__err_invalid(tier, size,

@@ -124,6 +124,10 @@ int ortmem__slot_get(struct ortmem_gov *gov, struct gov_thread *gt,
 				gov->nslots);
 	}
 	*idxp = gt->mag[--gt->nmag];
+	/* A new binding starts unclaimed and shares nothing. */
+	atomic_store_explicit(&gov->slots[*idxp].auth, 0, memory_order_relaxed);
+	atomic_store_explicit(&gov->slots[*idxp].pctx, 0, memory_order_relaxed);
+	atomic_store_explicit(&gov->slots[*idxp].share, 0, memory_order_relaxed);
 	return 0;
 }
 

@@ -117,6 +117,22 @@ static int gov_enter(struct ortmem_gov *gov, const char *bad,
 	return ortmem__slot_lookup(gov, h, idx, w);
 }
 
+int ortmem__gov_enter(struct ortmem_gov *gov, const char *bad,
+		      struct ortmem_handle h, uint32_t *idx, uint64_t *w)
+{
+	return gov_enter(gov, bad, h, idx, w);
+}
+
+/* A binding an authority claimed is released only through it. */
+static inline int gov_check_auth(struct ortmem_gov *gov, struct ortmem_handle h,
+				 uint32_t idx)
+{
+	uint32_t auth = atomic_load_explicit(&gov->slots[idx].auth,
+					     memory_order_relaxed);
+
+	return __builtin_expect(auth, 0) ? ortmem__auth_refuse(gov, h, auth) : 0;
+}
+
 ORTMEM_API int ortmem_gov_release(struct ortmem_gov *gov,
 				  struct ortmem_handle h, uint32_t flags)
 {
@@ -126,6 +142,9 @@ ORTMEM_API int ortmem_gov_release(struct ortmem_gov *gov,
 
 	ret = gov_enter(gov, (flags & ~ORTMEM_RELEASE_DEFER) ?
 			"release flags have unknown bits" : NULL, h, &idx, &w);
+	if (__builtin_expect(ret, 0))
+		return ret;
+	ret = gov_check_auth(gov, h, idx);
 	if (__builtin_expect(ret, 0))
 		return ret;
 	return ortmem__release_at(gov, h, idx, w, flags);
@@ -140,6 +159,8 @@ ORTMEM_API int ortmem_gov_release_after(struct ortmem_gov *gov,
 	int ret;
 
 	ret = gov_enter(gov, ready ? NULL : "ready is NULL", h, &idx, &w);
+	if (!ret)
+		ret = gov_check_auth(gov, h, idx);
 	if (ret)
 		return ret;
 	do {

@@ -11,15 +11,22 @@
  *   gov_tctx.c      the per-thread context: TLS, slot cache, credit blocks
  *   gov_credit.c    per-thread budget credit; reports "no fast fit"
  *   gov_binding.c   the handle table: slots, generations, lookup
+ *   gov_registry.c  registered authorities and provider contexts
  *   gov_backend.c   backend registration, capabilities, moving bytes
  *   gov_deferred.c  deferred release and quarantine
  *   gov_move.c      demotion to a lower tier, the move back home
  *   gov_reclaim.c   the full charge: drain, poll, callbacks, demotion;
  *                   promotion on pin
  *   gov_handle.c    release, pin, unpin, query, demote of one handle
+ *   gov_claim.c     claims (authority, provider context), release_as,
+ *                   what holds a context, validated views
  *   gov_stats.c     statistics
+ *   gov_mech.c      the registry of mechanisms: snapshots, ordered drain
  *   gov.c           open, close, limits, reserve, alloc (the public top)
+ *   gov_prefix.c    shared prefixes over committed ranges (above the
+ *                   public top: a prefix is a lease and sharers' leases)
  *   backend_heap.c, backend_host.c, backend_spill.c: the built-in backends
+ *   share_memfd.c   the built-in shared mapping of prefixes (a plugin too)
  *
  * Locking (outermost first): ortmem__thr_lock (global, per-thread blocks)
  * -> gov->lock (slow paths, backends, queues) -> gov->thr_lock (thread list,
@@ -33,6 +40,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include <ortmem/binding.h>
 #include <ortmem/governor.h>
 
 #include "internal.h"
@@ -131,6 +139,13 @@ struct gov_slot {
 	_Atomic uint64_t src;
 	/* Prefetch state (enum gov_pf_state, lib/gov_prefetch.c). */
 	_Atomic uint8_t pf;
+	/* Claims (gov_claim.c), 0 until claimed; reset by ortmem__slot_get():
+	 * the authority that may release it, the provider context it holds. */
+	_Atomic uint32_t auth;
+	_Atomic uint32_t pctx;
+	/* A sharer of a prefix: its struct gov_sharer * (gov_prefix.c), 0 if
+	 * none; written and freed under gov->lock. */
+	_Atomic uint64_t share;
 };
 
 enum gov_pf_state {
@@ -215,6 +230,40 @@ struct gov_quarantine {
 	struct gov_quarantine *next;
 };
 
+/* One registered authority or provider context (gov_registry.c). */
+struct gov_reg_entry {
+	uint32_t id;		/* gen << 8 | index + 1; 0: free */
+	char name[32];
+	_Atomic uint64_t views;	/* contexts: owned views holding it */
+};
+
+struct gov_prefix;
+
+/* A binding that maps a shared prefix (gov_prefix.c): fixed from its
+ * bind to its unbind; freed under gov->lock once its slot is released. */
+struct gov_sharer {
+	struct gov_prefix *p;
+	uint64_t addr;		/* the start of its range */
+	uint64_t total;		/* prefix + private tail */
+	uint64_t plen;		/* the prefix's bytes at the start */
+	bool writable;		/* the prefix is writable through it */
+};
+
+/* Under gov->lock, but for the atomics. */
+struct gov_registry {
+	struct gov_reg_entry auth[64];
+	struct gov_reg_entry ctx[64];
+	uint32_t next_gen;
+	uint32_t prefix_auth;	/* the prefixes' authority, 0 until needed */
+	/* enum ortmem_mech_lifecycle past ACTIVE (DRAINING, RETIRED). */
+	_Atomic uint8_t mech[ORTMEM_TIER_COUNT];
+	_Atomic uint64_t shared[ORTMEM_TIER_COUNT];
+	uint64_t prefixes[ORTMEM_TIER_COUNT], sharers[ORTMEM_TIER_COUNT];
+	struct gov_prefix *prefix_list;
+	/* Set by the first prefix (gov_prefix.c sits above gov_mech.c). */
+	void (*prefix_drain)(struct ortmem_gov *gov, int tier);
+};
+
 /* Prefetch counters: gov_prefetch.c counts, gov_publish.c copies. */
 struct gov_pf_counts {
 	_Atomic uint64_t issued, bytes, hits, waits, wait_ns, misses, refused,
@@ -254,6 +303,7 @@ struct ortmem_gov {
 	/* The spare bounce buffer of file-backed promotions to a tier without
 	 * host pointers (gov_file.c); taken and given back by exchange. */
 	struct gov_bounce *_Atomic bounce;
+	struct gov_registry reg;
 };
 
 /*
@@ -335,6 +385,21 @@ int ortmem__slot_get(struct ortmem_gov *gov, struct gov_thread *gt,
 /* Test hook: set the generation of a free slot. */
 int ortmem__binding_set_gen(struct ortmem_gov *gov, uint32_t idx,
 			    uint32_t gen);
+
+/* gov_registry.c: authorities and provider contexts (gov->lock held). */
+#define GOV_REG_AUTH 0
+#define GOV_REG_CTX 1
+int ortmem__reg_add(struct ortmem_gov *gov, int kind, const char *name,
+		    uint32_t *idp);
+/* The entry of @id, or NULL when it names none registered now. */
+struct gov_reg_entry *ortmem__reg_find(struct ortmem_gov *gov, int kind,
+				       uint32_t id);
+/* Its name for a message: "'name' (id N)", or "an unregistered ...". */
+const char *ortmem__reg_name(struct ortmem_gov *gov, int kind, uint32_t id,
+			     char *buf, size_t len);
+/* Refuse a release of @h by the application when an authority claimed it. */
+int ortmem__auth_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
+			uint32_t auth);
 
 /* gov_backend.c: the backends' registration and hooks. */
 int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
@@ -427,5 +492,21 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		   uint32_t idx, uint64_t w, uint32_t flags, void **ptrp);
 int ortmem__unpin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 		     uint32_t idx, uint64_t w);
+
+int ortmem__gov_enter(struct ortmem_gov *gov, const char *bad,
+		      struct ortmem_handle h, uint32_t *idx, uint64_t *w);
+
+/* gov_claim.c: claims and views. */
+/* Take a pin on live @h (no promotion) so its slot cannot be reused. */
+int ortmem__hold(struct ortmem_gov *gov, struct ortmem_handle h,
+		 uint32_t *idxp);
+int ortmem__claim_locked(struct ortmem_gov *gov, struct ortmem_handle h,
+			 uint32_t auth, uint32_t ctx);
+
+/* gov_mech.c: the mechanisms. */
+/* -ESHUTDOWN with a detailed error when @tier's mechanism is retired. */
+int ortmem__mech_check(struct ortmem_gov *gov, int tier, uint64_t size);
+void ortmem__mech_drain(struct ortmem_gov *gov, struct ortmem_mechanism *out,
+			size_t max);
 
 #endif /* ORTMEM_LIB_GOV_INTERNAL_H */

@@ -4,7 +4,8 @@
  * mapping of its own (so it is apart from the host tier's memory, and a
  * use after free faults); virtual backing reserves PROT_NONE address space
  * and maps memfd "physical" handles into it, inaccessible until
- * cuMemSetAccess, as on a GPU.  Host registration is bookkeeping, with the
+ * cuMemSetAccess, as on a GPU.  One handle mapped at several addresses is
+ * the same pages at each (MAP_SHARED of its memfd), as on a GPU.  Host registration is bookkeeping, with the
  * driver's refusals (overlap, unknown pointer).
  */
 #include <stdlib.h>
@@ -357,9 +358,13 @@ FAKE_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 	pthread_mutex_unlock(&mem_lock);
 	if (!ok || !desc || count != 1 ||
 	    desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-	    desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+	    (desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE &&
+	     desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READ))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE))
+	/* Read-only access, as a kernel's store to it would fault. */
+	if (mprotect((void *)(uintptr_t)ptr, size,
+		     desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READ ? PROT_READ :
+		     PROT_READ | PROT_WRITE))
 		return CUDA_ERROR_INVALID_VALUE;
 	return 0;
 }
