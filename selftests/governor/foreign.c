@@ -46,7 +46,9 @@ static bool refuses(struct ortmem_gov *gov, struct ortmem_handle h,
 static const long distances[] = { 1, 2, 127, 128, 255, 256, 257, 4095, 4096,
 				  65535, 65536, 65537 };
 
-TEST(governors_one_after_another_never_share_a_handle)
+/* Tens of thousands of open/close cycles: a sanitizer build on a shared
+ * machine needs far more than the default 30 s. */
+TEST_TIMEOUT(governors_one_after_another_never_share_a_handle, 180)
 {
 	struct ortmem_handle *first = calloc(SEQUENTIAL, sizeof(*first));
 	unsigned int seed = 16;
@@ -73,7 +75,7 @@ TEST(governors_one_after_another_never_share_a_handle)
 	free(first);
 }
 
-TEST(thousands_of_open_governors_never_share_a_handle)
+TEST_TIMEOUT(thousands_of_open_governors_never_share_a_handle, 180)
 {
 	struct ortmem_gov **gov = calloc(ALIVE, sizeof(*gov));
 	struct ortmem_handle *h = calloc(ALIVE, sizeof(*h));
