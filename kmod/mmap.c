@@ -80,8 +80,14 @@ int ortmem_mmap(struct file *filp, struct vm_area_struct *vma)
 		return -EINVAL;
 	}
 
-	ortmem_vma_mod_flags(vma, VM_DONTEXPAND | VM_DONTCOPY | VM_DONTDUMP,
-			     VM_MAYEXEC);
+	/*
+	 * VM_MIXEDMAP: a fault-back's read-ahead and RESTORE map the pages they
+	 * bring back with vm_insert_pages(), which may set it itself only under
+	 * the mmap_lock held for writing.  The pages stay ordinary
+	 * refcounted pages (vm_normal_page() finds them).
+	 */
+	ortmem_vma_mod_flags(vma, VM_DONTEXPAND | VM_DONTCOPY | VM_DONTDUMP |
+			     VM_MIXEDMAP, VM_MAYEXEC);
 	vma->vm_private_data = region;
 	vma->vm_ops = &ortmem_vm_ops;
 	atomic_inc(&region->map_count);
