@@ -394,8 +394,9 @@ static void fault_failed(struct ortmem_region *region, pgoff_t idx, int ret,
  * @vmf: the fault; vmf->page gets the page with a new reference.
  *
  * An evicted page comes back with the evicted pages after it (read-ahead,
- * up to %FAULT_AHEAD in all, one read): a sequential touch then costs one
- * read per run instead of one per page.  When the run fails as a whole (a
+ * fault_window() pages in all, one read), which are mapped into the
+ * faulting VMA too: a sequential touch then costs one fault and one read
+ * per run instead of one per page.  When the run fails as a whole (a
  * neighbour's charge, read or checksum), the page is tried alone, so only
  * its own failure gives SIGBUS.
  *
