@@ -109,7 +109,9 @@ static struct page *spill_alloc(struct ortmem_region *region, gfp_t gfp,
 /*
  * Fill @pages with @nr order-0 pages: blocks of up to 2^ALLOC_ORDER split
  * with split_page() (their memcg charge is split with them), single pages
- * where no block is free.  Return how many were allocated.
+ * where no block is free.  A block is taken only from the free lists: no
+ * reclaim or compaction for it (that would cost more than the calls it
+ * saves); the single pages may reclaim.  Return how many were allocated.
  */
 static unsigned long spill_alloc_pages(struct ortmem_region *region, gfp_t gfp,
 				       struct page **pages, unsigned long nr)
@@ -122,7 +124,8 @@ static unsigned long spill_alloc_pages(struct ortmem_region *region, gfp_t gfp,
 		order = min_t(unsigned int, ALLOC_ORDER, ilog2(nr - got));
 		page = NULL;
 		if (order)
-			page = spill_alloc(region, gfp | __GFP_NORETRY, order);
+			page = spill_alloc(region, (gfp & ~__GFP_RECLAIM) |
+					   __GFP_NORETRY, order);
 		if (page) {
 			split_page(page, order);
 		} else {
