@@ -72,13 +72,8 @@ limit=${ORTMEM_VM_TIMEOUT:-600}
 t0=$(date +%s)
 mode=test
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
-# ORTMEM_VM_BENCHES (page,spill) picks the benchmarks; SPILLBENCH_MIB and
-# SPILLBENCH_RUNS reach spillbench through the kernel command line.
-bench_args="ortmemvm_bench=${ORTMEM_VM_BENCHES:-page,spill}"
-[ -n "${SPILLBENCH_MIB:-}" ] && bench_args="$bench_args SPILLBENCH_MIB=$SPILLBENCH_MIB"
-[ -n "${SPILLBENCH_RUNS:-}" ] && bench_args="$bench_args SPILLBENCH_RUNS=$SPILLBENCH_RUNS"
 scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$vm/swap.img" "$limit" \
-	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode $bench_args" > "$vm/console.log" 2>&1
+	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode" > "$vm/console.log" 2>&1
 rc=$?
 t1=$(date +%s)
 tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
