@@ -8,6 +8,7 @@
 #include <linux/bvec.h>
 #include <linux/fs.h>
 #include <linux/gfp.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -33,12 +34,31 @@
  *
  * Up to %RESTORE_BATCH consecutive pages with consecutive extents are read
  * with one read_iter() call into a bio_vec array, so a restore of an
- * O_DIRECT spill file issues large direct reads.
+ * O_DIRECT spill file issues large direct reads.  A fault-back reads the
+ * evicted pages after the touched one with it: %FAULT_AHEAD_MIN pages, twice
+ * as many on each fault where the last run ended (a sequential touch), up
+ * to %FAULT_AHEAD_MAX.
+ *
+ * Pages come from the allocator in blocks of up to 2^%ALLOC_ORDER pages,
+ * split into order-0 pages (one allocator call per block, not per page).
+ * The filled (verified) forms allocate without __GFP_ZERO: the read
+ * overwrites every byte, and a page whose read or check fails is freed, never
+ * mapped.  (Debian's kernels set CONFIG_INIT_ON_ALLOC_DEFAULT_ON, so the
+ * allocator zeroes them anyway; NOFILL asks for zeroed pages either way.)
+ *
+ * The pages brought back are mapped where they are wanted, so that their
+ * first touch does not fault again: a fault-back maps its read-ahead into
+ * the faulting VMA, and RESTORE maps each run into the caller's mappings of
+ * it, with vm_insert_pages() under the region lock held for reading (an
+ * EVICT, which holds it for writing, cannot run in between).
  */
 
 #define RESTORE_BATCH 256
-/* Pages one fault-back reads at most: the touched one and those after it. */
-#define FAULT_AHEAD 16
+/* Pages one fault-back reads: the touched one and those after it. */
+#define FAULT_AHEAD_MIN 16
+#define FAULT_AHEAD_MAX 256
+/* Pages come in blocks of up to 2^ALLOC_ORDER (64 KiB, not a costly order). */
+#define ALLOC_ORDER 3
 
 static const char *const cause_names[ORTMEM_SPILL_FAIL_NR] = {
 	[ORTMEM_SPILL_FAIL_CHARGE] = "over the memlock limit or the module cap",
@@ -78,11 +98,46 @@ static int spill_read(struct file *file, loff_t pos, struct page **pages,
 	return 0;
 }
 
-static struct page *spill_alloc_page(struct ortmem_region *region, gfp_t gfp)
+static struct page *spill_alloc(struct ortmem_region *region, gfp_t gfp,
+				unsigned int order)
 {
 	if (region->numa_node == ORTMEM_NUMA_ANY)
-		return alloc_page(gfp);
-	return alloc_pages_node(region->numa_node, gfp, 0);
+		return alloc_pages(gfp, order);
+	return alloc_pages_node(region->numa_node, gfp, order);
+}
+
+/*
+ * Fill @pages with @nr order-0 pages: blocks of up to 2^ALLOC_ORDER split
+ * with split_page() (their memcg charge is split with them), single pages
+ * where no block is free.  A block is taken only from the free lists: no
+ * reclaim or compaction for it (that would cost more than the calls it
+ * saves); the single pages may reclaim.  Return how many were allocated.
+ */
+static unsigned long spill_alloc_pages(struct ortmem_region *region, gfp_t gfp,
+				       struct page **pages, unsigned long nr)
+{
+	unsigned long got = 0, k;
+	unsigned int order;
+	struct page *page;
+
+	while (got < nr) {
+		order = min_t(unsigned int, ALLOC_ORDER, ilog2(nr - got));
+		page = NULL;
+		if (order)
+			page = spill_alloc(region, (gfp & ~__GFP_RECLAIM) |
+					   __GFP_NORETRY, order);
+		if (page) {
+			split_page(page, order);
+		} else {
+			order = 0;
+			page = spill_alloc(region, gfp, 0);
+			if (!page)
+				break;
+		}
+		for (k = 0; k < (1UL << order); k++)
+			pages[got++] = nth_page(page, k);
+	}
+	return got;
 }
 
 /*
@@ -108,13 +163,11 @@ static int bring_back(struct ortmem_region *region, unsigned long first,
 		*cause = ORTMEM_SPILL_FAIL_CHARGE;
 		return ret;
 	}
-	for (got = 0; got < nr; got++) {
-		pages[got] = spill_alloc_page(region, gfp);
-		if (!pages[got]) {
-			*cause = ORTMEM_SPILL_FAIL_NOMEM;
-			ret = -ENOMEM;
-			goto undo;
-		}
+	got = spill_alloc_pages(region, gfp, pages, nr);
+	if (got < nr) {
+		*cause = ORTMEM_SPILL_FAIL_NOMEM;
+		ret = -ENOMEM;
+		goto undo;
 	}
 	if (nofill)
 		return 0;
@@ -178,16 +231,144 @@ static void count_failure(struct ortmem_region *region, int cause)
 }
 
 /*
- * Claim for a fault the evicted pages after @idx (BUSY), up to
- * FAULT_AHEAD - 1, same binding, consecutive; the region lock is held for
- * reading and page @idx is claimed already.  Return the run's length.
+ * Map the resident pages @idx.. @idx + @nr - 1 of @region where @vma maps
+ * them; the region lock is held for reading.  A page already mapped (a
+ * racing fault got there first) is skipped; one no longer resident ends the
+ * run.  Mapping is an optimisation: a page left out faults in on its touch.
  */
-static unsigned long claim_ahead(struct ortmem_region *region, pgoff_t idx)
+static void map_run(struct ortmem_region *region, struct vm_area_struct *vma,
+		    unsigned long idx, unsigned long nr)
+{
+	pgoff_t first = max_t(pgoff_t, region->pgoff + idx, vma->vm_pgoff);
+	pgoff_t end = min_t(pgoff_t, region->pgoff + idx + nr,
+			    vma->vm_pgoff + vma_pages(vma));
+	unsigned long i, n, left;
+	int ret;
+
+	while (first < end) {
+		i = first - region->pgoff;
+		for (n = 0; first + n < end && READ_ONCE(region->pages[i + n]); n++)
+			;
+		if (!n)
+			return;
+		left = n;
+		ret = vm_insert_pages(vma, vma->vm_start +
+				      ((first - vma->vm_pgoff) << PAGE_SHIFT),
+				      &region->pages[i], &left);
+		if (ret && ret != -EBUSY)
+			return;
+		/* -EBUSY: the page after those inserted is mapped already. */
+		first += n - left + (ret ? 1 : 0);
+	}
+}
+
+/*
+ * The caller's mappings of a region RESTORE maps its runs into, as the
+ * address page 0 of the region has (or would have) in each.  The VMAs are
+ * looked up again for each run, under the mmap_lock: they may change
+ * between runs.
+ */
+#define RESTORE_MAP_BASES 8
+struct restore_map {
+	struct mm_struct *mm;
+	struct address_space *mapping;
+	int nr;
+	unsigned long base[RESTORE_MAP_BASES];
+};
+
+static bool maps_region(struct vm_area_struct *vma,
+			struct ortmem_region *region,
+			struct address_space *mapping)
+{
+	return vma->vm_private_data == region && vma->vm_file &&
+	       vma->vm_file->f_mapping == mapping;
+}
+
+static unsigned long region_base(struct vm_area_struct *vma,
+				 struct ortmem_region *region)
+{
+	return vma->vm_start - ((vma->vm_pgoff - region->pgoff) << PAGE_SHIFT);
+}
+
+static void find_mappings(struct ortmem_region *region,
+			  struct address_space *mapping, struct restore_map *rm)
+{
+	struct vm_area_struct *vma;
+	unsigned long base;
+	int i;
+
+	rm->mm = current->mm;
+	rm->mapping = mapping;
+	rm->nr = 0;
+	if (!rm->mm || !atomic_read(&region->map_count) ||
+	    mmap_read_lock_killable(rm->mm))
+		return;
+	for (vma = find_vma(rm->mm, 0); vma && rm->nr < RESTORE_MAP_BASES;
+	     vma = find_vma(rm->mm, vma->vm_end)) {
+		if (!maps_region(vma, region, mapping))
+			continue;
+		base = region_base(vma, region);
+		for (i = 0; i < rm->nr && rm->base[i] != base; i++)
+			;
+		if (i == rm->nr)
+			rm->base[rm->nr++] = base;
+	}
+	mmap_read_unlock(rm->mm);
+}
+
+/*
+ * Map a run RESTORE brought back into the caller's mappings of it.  The
+ * order is the fault path's: the mmap_lock, then the region lock.
+ */
+static void map_restored(struct ortmem_region *region,
+			 const struct restore_map *rm, unsigned long idx,
+			 unsigned long nr)
+{
+	unsigned long start, end;
+	struct vm_area_struct *vma;
+	int i;
+
+	if (!rm->nr || mmap_read_lock_killable(rm->mm))
+		return;
+	down_read(&region->lock);
+	for (i = 0; i < rm->nr; i++) {
+		start = rm->base[i] + (idx << PAGE_SHIFT);
+		end = start + (nr << PAGE_SHIFT);
+		for (vma = find_vma_intersection(rm->mm, start, end); vma;
+		     vma = find_vma_intersection(rm->mm, vma->vm_end, end))
+			if (maps_region(vma, region, rm->mapping) &&
+			    region_base(vma, region) == rm->base[i])
+				map_run(region, vma, idx, nr);
+	}
+	up_read(&region->lock);
+	mmap_read_unlock(rm->mm);
+}
+
+/*
+ * How many pages a fault-back at @idx reads: FAULT_AHEAD_MIN, or twice the
+ * last run's when @idx is where that run ended.
+ */
+static unsigned long fault_window(struct ortmem_spill *spill, pgoff_t idx)
+{
+	unsigned long last = READ_ONCE(spill->ra_window);
+
+	if (idx != READ_ONCE(spill->ra_next) || last < FAULT_AHEAD_MIN)
+		return FAULT_AHEAD_MIN;
+	return min_t(unsigned long, 2 * last, FAULT_AHEAD_MAX);
+}
+
+/*
+ * Claim for a fault the evicted pages after @idx (BUSY), up to @max - 1,
+ * same binding, consecutive; the region lock is held for reading and page
+ * @idx is claimed already.  Return the run's length.
+ */
+static unsigned long claim_ahead(struct ortmem_region *region, pgoff_t idx,
+				 unsigned long max)
 {
 	struct ortmem_spill *spill = region->spill;
 	unsigned long n = 1;
 
-	while (n < FAULT_AHEAD && idx + n < region->nr_pages) {
+	while (n < max && idx + n < region->nr_pages) {
 		struct ortmem_spill_page *sp = &spill->pg[idx + n];
 
 		if (sp->bind != spill->pg[idx].bind ||
@@ -216,8 +397,9 @@ static void fault_failed(struct ortmem_region *region, pgoff_t idx, int ret,
  * @vmf: the fault; vmf->page gets the page with a new reference.
  *
  * An evicted page comes back with the evicted pages after it (read-ahead,
- * up to %FAULT_AHEAD in all, one read): a sequential touch then costs one
- * read per run instead of one per page.  When the run fails as a whole (a
+ * fault_window() pages in all, one read), which are mapped into the
+ * faulting VMA too: a sequential touch then costs one fault and one read
+ * per run instead of one per page.  When the run fails as a whole (a
  * neighbour's charge, read or checksum), the page is tried alone, so only
  * its own failure gives SIGBUS.
  *
@@ -227,11 +409,12 @@ static void fault_failed(struct ortmem_region *region, pgoff_t idx, int ret,
 vm_fault_t ortmem_fault_back(struct ortmem_region *region, pgoff_t idx,
 			     struct vm_fault *vmf)
 {
-	struct bio_vec bv[FAULT_AHEAD];
-	struct page *pages[FAULT_AHEAD];
+	struct bio_vec bv_small[FAULT_AHEAD_MIN], *bv = bv_small;
+	struct page *pages_small[FAULT_AHEAD_MIN], **pages = pages_small;
 	struct ortmem_spill_page *sp;
-	unsigned long n;
+	unsigned long n, window;
 	struct page *page;
+	vm_fault_t vmret;
 	int cause, ret;
 
 	down_read(&region->lock);
@@ -253,7 +436,19 @@ vm_fault_t ortmem_fault_back(struct ortmem_region *region, pgoff_t idx,
 			return VM_FAULT_SIGBUS;
 		down_read(&region->lock);
 	}
-	n = claim_ahead(region, idx);
+	window = fault_window(region->spill, idx);
+	if (window > FAULT_AHEAD_MIN) {
+		pages = kmalloc_array(window, sizeof(*pages), GFP_KERNEL | __GFP_NOWARN);
+		bv = kmalloc_array(window, sizeof(*bv), GFP_KERNEL | __GFP_NOWARN);
+		if (!pages || !bv) {
+			kfree(pages);
+			kfree(bv);
+			pages = pages_small;
+			bv = bv_small;
+			window = FAULT_AHEAD_MIN;
+		}
+	}
+	n = claim_ahead(region, idx, window);
 	up_read(&region->lock);
 
 	ret = bring_back(region, idx, n, false, pages, bv, &cause);
@@ -265,17 +460,32 @@ vm_fault_t ortmem_fault_back(struct ortmem_region *region, pgoff_t idx,
 	if (ret) {
 		finish_busy(region, idx, 1, NULL);
 		fault_failed(region, idx, ret, cause);
-		return VM_FAULT_SIGBUS;
+		vmret = VM_FAULT_SIGBUS;
+		goto out;
 	}
 	page = pages[0];
 	get_page(page);		/* the fault's reference; the region keeps its own */
 	finish_busy(region, idx, n, pages);
+	WRITE_ONCE(region->spill->ra_next, idx + n);
+	WRITE_ONCE(region->spill->ra_window, window);
+	if (n > 1) {
+		/* The read-ahead is mapped now; the fault maps @page itself. */
+		down_read(&region->lock);
+		map_run(region, vmf->vma, idx + 1, n - 1);
+		up_read(&region->lock);
+	}
 	atomic64_inc(&ortmem_fault_backs);
 	atomic64_inc(&region->spill->counters->fault_backs);
 	atomic64_add(n - 1, &ortmem_readahead_pages);
 	atomic64_add(n - 1, &region->spill->counters->readahead);
 	vmf->page = page;
-	return 0;
+	vmret = 0;
+out:
+	if (pages != pages_small) {
+		kfree(pages);
+		kfree(bv);
+	}
+	return vmret;
 }
 
 /*
@@ -312,9 +522,11 @@ static long claim_run(struct ortmem_region *region, unsigned long idx,
 	return -EAGAIN;
 }
 
-static long restore_range(struct ortmem_region *region, unsigned long first,
+static long restore_range(struct ortmem_region *region,
+			  struct address_space *mapping, unsigned long first,
 			  unsigned long nr, bool nofill)
 {
+	struct restore_map rm;
 	struct page **pages;
 	struct bio_vec *bv;
 	unsigned long idx = first;
@@ -327,6 +539,7 @@ static long restore_range(struct ortmem_region *region, unsigned long first,
 		ret = -ENOMEM;
 		goto out;
 	}
+	find_mappings(region, mapping, &rm);
 	while (idx < first + nr) {
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
@@ -351,6 +564,7 @@ static long restore_range(struct ortmem_region *region, unsigned long first,
 			break;
 		}
 		finish_busy(region, idx, n, pages);
+		map_restored(region, &rm, idx, n);
 		atomic64_add(n, &ortmem_restored_pages);
 		atomic64_add(n, &region->spill->counters->restored);
 		idx += n;
@@ -365,6 +579,8 @@ out:
 /**
  * ortmem_restore() - %ORTMEM_IOC_RESTORE: bring a range back now.
  * @file: the caller's file.
+ * @mapping: the device's address space, where the caller's mappings of the
+ *	range are found to map the pages brought back.
  * @uarg: user pointer to &struct ortmem_range_args.
  *
  * Resident pages of the range (bound or not) are skipped.  Pages already back stay back
@@ -379,7 +595,8 @@ out:
  * or -ENODATA for a file that ends inside the extent; -EBADMSG for a CRC32C
  * mismatch; -EINTR when killed.
  */
-long ortmem_restore(struct ortmem_file *file, void __user *uarg)
+long ortmem_restore(struct ortmem_file *file, struct address_space *mapping,
+		    void __user *uarg)
 {
 	struct ortmem_region *region;
 	struct ortmem_range_args args;
@@ -394,7 +611,7 @@ long ortmem_restore(struct ortmem_file *file, void __user *uarg)
 				  &first, &nr);
 	if (IS_ERR(region))
 		return PTR_ERR(region);
-	ret = restore_range(region, first, nr,
+	ret = restore_range(region, mapping, first, nr,
 			    args.flags & ORTMEM_RESTORE_NOFILL);
 	ortmem_region_put(region);
 	return ret;

@@ -211,7 +211,8 @@ long ortmem_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return ortmem_file_owned(file) ?
 		       ortmem_evict(file, filp->f_mapping, uarg) : -EACCES;
 	case ORTMEM_IOC_RESTORE:
-		return ortmem_file_owned(file) ? ortmem_restore(file, uarg) : -EACCES;
+		return ortmem_file_owned(file) ?
+		       ortmem_restore(file, filp->f_mapping, uarg) : -EACCES;
 	case ORTMEM_IOC_SPILL_STATS:
 		return ortmem_file_owned(file) ? ortmem_spill_stats(file, uarg) : -EACCES;
 	default:

@@ -30,7 +30,10 @@ MODULE_PARM_DESC(max_pinned_mb,
  * parent's region address gets SIGSEGV instead of sharing pinned pages by
  * surprise.  madvise(MADV_DOFORK) clears VM_DONTCOPY, so the fault handler
  * enforces the rule too: it maps pages only into the address space that
- * opened the file, and a child that inherited a mapping gets SIGBUS.  For
+ * opened the file, and a child that inherited a mapping gets SIGBUS.  The
+ * mappings are VM_MIXEDMAP (for vm_insert_pages()), whose page table entries
+ * fork would copy: they are VM_WIPEONFORK as well, and a copy made after
+ * madvise(MADV_KEEPONFORK) is zapped in vm_ops->open (mmap.c).  For
  * the same reason mmap after an execve() that kept the descriptor is
  * refused with -EACCES: the new program has a new address space.  The last close of the file frees every handle, whoever closes
  * it; the pages of a region live on until its last mapping is gone.

@@ -12,9 +12,23 @@
 static void ortmem_vm_open(struct vm_area_struct *vma)
 {
 	struct ortmem_region *region = vma->vm_private_data;
+	struct ortmem_file *file = vma->vm_file->private_data;
 
 	kref_get(&region->ref);
 	atomic_inc(&region->map_count);
+	/*
+	 * A copy in another process: fork after MADV_DOFORK and
+	 * MADV_KEEPONFORK (see ortmem_mmap()), whose page table entries fork
+	 * has copied (6.1, for one, copies them before it calls open).  Zap them,
+	 * so the child's touches fault and get SIGBUS (ortmem_vm_fault()); the
+	 * owner's mappings of the range lose theirs too and fault them in again.
+	 * fork holds both mms' mmap_lock for writing here: the fault path's
+	 * order (mmap_lock, then i_mmap_rwsem).
+	 */
+	if (vma->vm_mm != file->mm && !(vma->vm_flags & VM_WIPEONFORK))
+		unmap_mapping_range(vma->vm_file->f_mapping,
+				    (loff_t)vma->vm_pgoff << PAGE_SHIFT,
+				    vma->vm_end - vma->vm_start, 1);
 }
 
 static void ortmem_vm_close(struct vm_area_struct *vma)
@@ -80,8 +94,19 @@ int ortmem_mmap(struct file *filp, struct vm_area_struct *vma)
 		return -EINVAL;
 	}
 
-	ortmem_vma_mod_flags(vma, VM_DONTEXPAND | VM_DONTCOPY | VM_DONTDUMP,
-			     VM_MAYEXEC);
+	/*
+	 * VM_MIXEDMAP: a fault-back's read-ahead and RESTORE map the pages they
+	 * bring back with vm_insert_pages(), which may set it itself only under
+	 * the mmap_lock held for writing.  The pages stay ordinary refcounted
+	 * pages (vm_normal_page() finds them).  But fork copies the page table
+	 * entries of a VM_MIXEDMAP mapping (where it leaves other shared
+	 * mappings to fault), which would share the pages with a child after
+	 * MADV_DOFORK: VM_WIPEONFORK makes fork skip that copy (the child's
+	 * mapping is then empty and its faults get SIGBUS), and
+	 * ortmem_vm_open() zaps a copy made after MADV_KEEPONFORK too.
+	 */
+	ortmem_vma_mod_flags(vma, VM_DONTEXPAND | VM_DONTCOPY | VM_DONTDUMP |
+			     VM_MIXEDMAP | VM_WIPEONFORK, VM_MAYEXEC);
 	vma->vm_private_data = region;
 	vma->vm_ops = &ortmem_vm_ops;
 	atomic_inc(&region->map_count);

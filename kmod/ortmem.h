@@ -135,7 +135,8 @@ long ortmem_spill_stats(struct ortmem_file *file, void __user *uarg);
 /* fault_back.c */
 vm_fault_t ortmem_fault_back(struct ortmem_region *region, pgoff_t idx,
 			     struct vm_fault *vmf);
-long ortmem_restore(struct ortmem_file *file, void __user *uarg);
+long ortmem_restore(struct ortmem_file *file, struct address_space *mapping,
+		    void __user *uarg);
 
 /**
  * enum ortmem_fail_point - Points where a debug build can inject a failure.

@@ -76,6 +76,9 @@ struct ortmem_spill_counters {
  * @nr_out: pages not resident (evicted or busy); their charge is given back.
  * @counters: the owning file's counters (a reference).
  * @wq: where faults wait for a busy page.
+ * @ra_next: the page after the last fault-back's run: a fault there is
+ *	sequential and doubles @ra_window (a hint, read and written racily).
+ * @ra_window: pages the last fault-back read (its touched page included).
  */
 struct ortmem_spill {
 	struct ortmem_spill_page *pg;
@@ -83,6 +86,8 @@ struct ortmem_spill {
 	unsigned long nr_out;
 	struct ortmem_spill_counters *counters;
 	wait_queue_head_t wq;
+	unsigned long ra_next;
+	unsigned long ra_window;
 };
 
 /* Module-wide figures of the spill mapping (sysfs spill/). */

@@ -572,56 +572,29 @@ long ortmem_spill_stats(struct ortmem_file *file, void __user *uarg)
  *   ``failed_nomem``: failed fault-backs and restores by cause.
  */
 
-static ssize_t evicted_bytes_show(struct device *dev,
-				  struct device_attribute *attr, char *buf)
-{
-	u64 pages = atomic_long_read(&ortmem_evicted_pages);
-
-	return sysfs_emit(buf, "%llu\n", pages << PAGE_SHIFT);
-}
-static DEVICE_ATTR_RO(evicted_bytes);
-
-static ssize_t bound_files_show(struct device *dev,
-				struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%ld\n", atomic_long_read(&ortmem_bound_files));
-}
-static DEVICE_ATTR_RO(bound_files);
-
-static ssize_t fault_backs_show(struct device *dev,
-				struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%lld\n", atomic64_read(&ortmem_fault_backs));
-}
-static DEVICE_ATTR_RO(fault_backs);
-
-static ssize_t readahead_pages_show(struct device *dev,
-				    struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%lld\n", atomic64_read(&ortmem_readahead_pages));
-}
-static DEVICE_ATTR_RO(readahead_pages);
-
-static ssize_t restored_pages_show(struct device *dev,
-				   struct device_attribute *attr, char *buf)
-{
-	return sysfs_emit(buf, "%lld\n", atomic64_read(&ortmem_restored_pages));
-}
-static DEVICE_ATTR_RO(restored_pages);
-
-#define FAILED_ATTR(name, cause)						\
-static ssize_t failed_##name##_show(struct device *dev,			\
-				    struct device_attribute *attr, char *buf)	\
+/* A read-only counter file NAME showing EXPR (a u64) in decimal. */
+#define COUNTER_ATTR(name, expr)						\
+static ssize_t name##_show(struct device *dev,					\
+			   struct device_attribute *attr, char *buf)		\
 {										\
-	return sysfs_emit(buf, "%lld\n",					\
-			  atomic64_read(&ortmem_spill_failed[cause]));		\
+	return sysfs_emit(buf, "%llu\n", (unsigned long long)(expr));		\
 }										\
-static DEVICE_ATTR_RO(failed_##name)
+static DEVICE_ATTR_RO(name)
 
-FAILED_ATTR(charge, ORTMEM_SPILL_FAIL_CHARGE);
-FAILED_ATTR(read, ORTMEM_SPILL_FAIL_READ);
-FAILED_ATTR(checksum, ORTMEM_SPILL_FAIL_CHECKSUM);
-FAILED_ATTR(nomem, ORTMEM_SPILL_FAIL_NOMEM);
+COUNTER_ATTR(evicted_bytes,
+	     (u64)atomic_long_read(&ortmem_evicted_pages) << PAGE_SHIFT);
+COUNTER_ATTR(bound_files, atomic_long_read(&ortmem_bound_files));
+COUNTER_ATTR(fault_backs, atomic64_read(&ortmem_fault_backs));
+COUNTER_ATTR(readahead_pages, atomic64_read(&ortmem_readahead_pages));
+COUNTER_ATTR(restored_pages, atomic64_read(&ortmem_restored_pages));
+COUNTER_ATTR(failed_charge,
+	     atomic64_read(&ortmem_spill_failed[ORTMEM_SPILL_FAIL_CHARGE]));
+COUNTER_ATTR(failed_read,
+	     atomic64_read(&ortmem_spill_failed[ORTMEM_SPILL_FAIL_READ]));
+COUNTER_ATTR(failed_checksum,
+	     atomic64_read(&ortmem_spill_failed[ORTMEM_SPILL_FAIL_CHECKSUM]));
+COUNTER_ATTR(failed_nomem,
+	     atomic64_read(&ortmem_spill_failed[ORTMEM_SPILL_FAIL_NOMEM]));
 
 static struct attribute *spill_attrs[] = {
 	&dev_attr_evicted_bytes.attr,

@@ -10,7 +10,7 @@
 KMOD_SRCS := $(wildcard kmod/*.c)
 KMOD_PROGS := $(patsubst kmod/%.c,$(O)/vm/selftests/kmod/%,$(KMOD_SRCS))
 
-$(O)/vm/selftests/kmod/%: kmod/%.c kmod/ortmem_test.h kmod/spill_test.h harness.h harness_run.h \
+$(O)/vm/selftests/kmod/%: kmod/%.c kmod/ortmem_test.h kmod/spill_test.h kmod/spill_fixture.h harness.h harness_run.h \
 		$(TOPDIR)/include/uapi/linux/ortmem.h
 	$(call msg,CC,$@)
 	@mkdir -p $(@D)

@@ -254,17 +254,22 @@ TEST_F(rg, fork_shares_nothing)
  * must still never reach the parent's pages (SIGBUS on touch), and the
  * parent's data stays its own.
  */
-TEST_F(rg, madv_dofork_child_shares_nothing)
+static void dofork_child_shares_nothing(struct __test_metadata *_metadata,
+					int fd, struct ortmem_alloc_args *a,
+					int keeponfork)
 {
-	volatile unsigned char *p = region_map(self->fd, 16 * PAGE, self->a.mmap_offset,
+	volatile unsigned char *p = region_map(fd, 16 * PAGE, a->mmap_offset,
 					       PROT_READ | PROT_WRITE, MAP_SHARED);
-	struct ortmem_query_args q = { .handle = self->a.handle };
+	struct ortmem_query_args q = { .handle = a->handle };
 	int status;
 	pid_t pid;
 
 	ASSERT_NE(MAP_FAILED, p);
 	p[0] = 1;
 	ASSERT_EQ(0, madvise((void *)p, 16 * PAGE, MADV_DOFORK));
+	/* The mapping is VM_WIPEONFORK; a process may clear that too. */
+	if (keeponfork)
+		ASSERT_EQ(0, madvise((void *)p, 16 * PAGE, MADV_KEEPONFORK));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
@@ -284,9 +289,19 @@ TEST_F(rg, madv_dofork_child_shares_nothing)
 	EXPECT_EQ(1, p[0]);
 	EXPECT_EQ(0, p[PAGE]);
 	/* The child's copy is gone with it: one mapping left. */
-	ASSERT_EQ(0, xioctl(self->fd, ORTMEM_IOC_QUERY, &q));
+	ASSERT_EQ(0, xioctl(fd, ORTMEM_IOC_QUERY, &q));
 	EXPECT_EQ(1, q.map_count);
 	EXPECT_EQ(0, munmap((void *)p, 16 * PAGE));
+}
+
+TEST_F(rg, madv_dofork_child_shares_nothing)
+{
+	dofork_child_shares_nothing(_metadata, self->fd, &self->a, 0);
+}
+
+TEST_F(rg, madv_dofork_and_keeponfork_child_shares_nothing)
+{
+	dofork_child_shares_nothing(_metadata, self->fd, &self->a, 1);
 }
 
 /*

@@ -11,18 +11,10 @@
 #include <sys/stat.h>
 
 #include "../harness.h"
-#include "ortmem_test.h"
-#include "spill_test.h"
+#include "spill_fixture.h"
 
 FIXTURE(spill) {
-	int fd;
-	int file;
-	char path[256];
-	unsigned char *map;
-	uint64_t len;
-	struct ortmem_alloc_args a;
-	int64_t pinned;
-	int64_t out;
+	struct spill_fx fx;
 };
 
 FIXTURE_VARIANT(spill) {
@@ -36,40 +28,32 @@ FIXTURE_VARIANT_ADD(spill, odd_4_mib) { .pages = 4 * 256 + 5 };
 
 FIXTURE_SETUP(spill)
 {
-	self->file = -1;
-	self->map = MAP_FAILED;
-	OPEN_OR_SKIP(self->fd);
-	self->file = spill_file_open("spill", O_DIRECT, self->path,
-				     sizeof(self->path));
-	if (self->file < 0)
-		SKIP("no spill file system (ORTMEM_VM_SPILL_DIR): %s", strerror(errno));
-	self->pinned = pinned_bytes();
-	self->out = outstanding();
-	self->len = variant->pages * PAGE;
-	ASSERT_EQ(0, region_alloc(self->fd, self->len, ORTMEM_NUMA_ANY, 0, &self->a));
-	self->map = region_map(self->fd, self->len, self->a.mmap_offset,
-			       PROT_READ | PROT_WRITE, MAP_SHARED);
-	ASSERT_NE(MAP_FAILED, self->map);
-	pattern_fill(self->map, 0, variant->pages, 0x5eed, PAGE);
+	spill_fx_setup(_metadata, &self->fx, "spill", O_DIRECT,
+		       variant->pages * PAGE);
 	/* The extent starts one page into the file: offsets are honoured. */
-	ASSERT_EQ(0, spill_bind(self->fd, self->a.handle, 0, self->len,
-				self->file, PAGE));
-	ASSERT_EQ((ssize_t)self->len, pwrite(self->file, self->map, self->len, PAGE));
+	spill_fx_write(_metadata, &self->fx, 0x5eed, PAGE);
 }
 
 FIXTURE_TEARDOWN(spill)
 {
-	if (self->map != MAP_FAILED)
-		munmap(self->map, self->len);
-	if (self->file >= 0) {
-		close(self->file);
-		unlink(self->path);
+	spill_fx_teardown(_metadata, &self->fx, true);
+}
+
+/*
+ * Fault-backs a sequential touch of @n evicted pages takes: the first reads
+ * 16 pages, each next one where the last ended twice as many, up to 256.
+ */
+static uint64_t sequential_fault_backs(uint64_t n)
+{
+	uint64_t window = 16, faults = 0;
+
+	while (n) {
+		n -= n < window ? n : window;
+		faults++;
+		if (window < 256)
+			window *= 2;
 	}
-	if (self->fd >= 0) {
-		close(self->fd);
-		EXPECT_EQ(self->pinned, pinned_bytes());
-		EXPECT_EQ(self->out, outstanding());
-	}
+	return faults;
 }
 
 /* Evict everything and check that the charges and counters show it. */
@@ -79,16 +63,16 @@ static void evict_all(struct __test_metadata *_metadata,
 	struct ortmem_spill_stats_args st;
 	int64_t pinned = pinned_bytes(), out = outstanding();
 
-	ASSERT_EQ(0, spill_evict(self->fd, self->a.handle, 0, self->len,
-				 self->map, PAGE));
-	EXPECT_EQ(pinned - (int64_t)self->len, pinned_bytes());
+	ASSERT_EQ(0, spill_evict(self->fx.fd, self->fx.a.handle, 0, self->fx.len,
+				 self->fx.map, PAGE));
+	EXPECT_EQ(pinned - (int64_t)self->fx.len, pinned_bytes());
 	EXPECT_EQ(out - (int64_t)pages, outstanding());
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
-	EXPECT_EQ(self->len, st.evicted_bytes);
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
+	EXPECT_EQ(self->fx.len, st.evicted_bytes);
 	EXPECT_EQ(0, st.resident_bytes);
-	EXPECT_EQ(self->len, st.bound_bytes);
-	ASSERT_EQ(0, spill_stats(self->fd, 0, &st));
-	EXPECT_EQ(self->len, st.evicted_bytes);
+	EXPECT_EQ(self->fx.len, st.bound_bytes);
+	ASSERT_EQ(0, spill_stats(self->fx.fd, 0, &st));
+	EXPECT_EQ(self->fx.len, st.evicted_bytes);
 }
 
 TEST_F(spill, touch_returns_the_bytes_written)
@@ -96,31 +80,36 @@ TEST_F(spill, touch_returns_the_bytes_written)
 	uint64_t n = variant->pages, last = n - 1;
 	struct ortmem_spill_stats_args st;
 	int64_t pinned = pinned_bytes();
-	volatile unsigned char *p = self->map;
+	volatile unsigned char *p = self->fx.map;
 
 	evict_all(_metadata, self, n);
+	EXPECT_EQ(0, mapped_pages(self->fx.map, n));
 	/* The last page first, then the first: each comes back alone. */
 	(void)p[last * PAGE + PAGE - 1];
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(1, st.fault_backs);
 	EXPECT_EQ(PAGE, st.resident_bytes);
-	EXPECT_EQ(pinned - (int64_t)self->len + (int64_t)PAGE, pinned_bytes());
-	EXPECT_EQ(-1, pattern_check(self->map + last * PAGE, last, 1, 0x5eed, PAGE));
-	EXPECT_EQ(-1, pattern_check(self->map, 0, 1, 0x5eed, PAGE));
-	EXPECT_EQ(-1, pattern_check(self->map, 0, n, 0x5eed, PAGE));
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
-	/* Touched pages, and the pages read with them (read-ahead of 16). */
+	EXPECT_EQ(pinned - (int64_t)self->fx.len + (int64_t)PAGE, pinned_bytes());
+	EXPECT_EQ(-1, pattern_check(self->fx.map + last * PAGE, last, 1, 0x5eed, PAGE));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, 1, 0x5eed, PAGE));
+	/* Page 0 came with up to 15 more, mapped by the same fault. */
+	EXPECT_EQ(n < 17 ? n : 17, mapped_pages(self->fx.map, n));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, n, 0x5eed, PAGE));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
+	/* Touched pages, and the pages read with them (read-ahead). */
 	EXPECT_EQ(n, st.fault_backs + st.readahead);
-	EXPECT_LE((n + 15) / 16, st.fault_backs);
+	/* The last page alone, then a run growing from 16 to 256 pages. */
+	EXPECT_EQ(n > 1 ? 1 + sequential_fault_backs(n - 1) : 1, st.fault_backs);
+	EXPECT_EQ(n, mapped_pages(self->fx.map, n));
 	EXPECT_EQ(0, st.restored);
 	EXPECT_EQ(0, st.evicted_bytes);
-	EXPECT_EQ(self->len, st.resident_bytes);
+	EXPECT_EQ(self->fx.len, st.resident_bytes);
 	EXPECT_EQ(pinned, pinned_bytes());
 	/* Written again, evicted again: the new bytes come back. */
-	pattern_fill(self->map, 0, n, 0xbeef, PAGE);
-	ASSERT_EQ((ssize_t)self->len, pwrite(self->file, self->map, self->len, PAGE));
+	pattern_fill(self->fx.map, 0, n, 0xbeef, PAGE);
+	ASSERT_EQ((ssize_t)self->fx.len, pwrite(self->fx.file, self->fx.map, self->fx.len, PAGE));
 	evict_all(_metadata, self, n);
-	EXPECT_EQ(-1, pattern_check(self->map, 0, n, 0xbeef, PAGE));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, n, 0xbeef, PAGE));
 }
 
 TEST_F(spill, restore_fills_and_verifies)
@@ -130,16 +119,19 @@ TEST_F(spill, restore_fills_and_verifies)
 	int64_t pinned = pinned_bytes();
 
 	evict_all(_metadata, self, n);
-	ASSERT_EQ(0, spill_restore(self->fd, self->a.handle, 0, self->len, 0));
+	EXPECT_EQ(0, mapped_pages(self->fx.map, n));
+	ASSERT_EQ(0, spill_restore(self->fx.fd, self->fx.a.handle, 0, self->fx.len, 0));
+	/* Mapped by the restore: the touches below take no fault. */
+	EXPECT_EQ(n, mapped_pages(self->fx.map, n));
 	EXPECT_EQ(pinned, pinned_bytes());
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(n, st.restored);
-	EXPECT_EQ(self->len, st.resident_bytes);
-	EXPECT_EQ(-1, pattern_check(self->map, 0, n, 0x5eed, PAGE));
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	EXPECT_EQ(self->fx.len, st.resident_bytes);
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, n, 0x5eed, PAGE));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(0, st.fault_backs);	/* the touch found them resident */
 	/* Restoring resident pages is a no-op. */
-	EXPECT_EQ(0, spill_restore(self->fd, self->a.handle, 0, self->len, 0));
+	EXPECT_EQ(0, spill_restore(self->fx.fd, self->fx.a.handle, 0, self->fx.len, 0));
 }
 
 TEST_F(spill, restore_nofill_leaves_zeroed_pages_to_fill)
@@ -152,25 +144,26 @@ TEST_F(spill, restore_nofill_leaves_zeroed_pages_to_fill)
 	struct io_uring_cqe *cqe;
 
 	evict_all(_metadata, self, n);
-	ASSERT_EQ(0, spill_restore(self->fd, self->a.handle, 0, self->len,
+	ASSERT_EQ(0, spill_restore(self->fx.fd, self->fx.a.handle, 0, self->fx.len,
 				   ORTMEM_RESTORE_NOFILL));
+	EXPECT_EQ(n, mapped_pages(self->fx.map, n));
 	EXPECT_EQ(pinned, pinned_bytes());
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(n, st.restored);
 	/* Never stale data: zeroes until userspace fills them. */
-	EXPECT_EQ(0, self->map[0]);
-	EXPECT_EQ(0, self->map[self->len - 1]);
+	EXPECT_EQ(0, self->fx.map[0]);
+	EXPECT_EQ(0, self->fx.map[self->fx.len - 1]);
 	/* The library's way: an io_uring read into the mapping. */
 	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
 	sqe = io_uring_get_sqe(&ring);
-	io_uring_prep_read(sqe, self->file, self->map, self->len, PAGE);
+	io_uring_prep_read(sqe, self->fx.file, self->fx.map, self->fx.len, PAGE);
 	ASSERT_EQ(1, io_uring_submit(&ring));
 	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
-	EXPECT_EQ((int)self->len, cqe->res);
+	EXPECT_EQ((int)self->fx.len, cqe->res);
 	io_uring_cqe_seen(&ring, cqe);
 	io_uring_queue_exit(&ring);
-	EXPECT_EQ(-1, pattern_check(self->map, 0, n, 0x5eed, PAGE));
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, n, 0x5eed, PAGE));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(0, st.fault_backs);
 }
 
@@ -192,11 +185,11 @@ TEST_F(spill, odirect_write_from_an_evicted_range)
 	other = other_file(path, sizeof(path));
 	ASSERT_LE(0, other);
 	/* The write's GUP faults the pages back; the file gets the bytes. */
-	EXPECT_EQ((ssize_t)self->len, pwrite(other, self->map, self->len, 0));
-	ASSERT_EQ(0, posix_memalign(&back, PAGE, self->len));
-	EXPECT_EQ((ssize_t)self->len, pread(other, back, self->len, 0));
+	EXPECT_EQ((ssize_t)self->fx.len, pwrite(other, self->fx.map, self->fx.len, 0));
+	ASSERT_EQ(0, posix_memalign(&back, PAGE, self->fx.len));
+	EXPECT_EQ((ssize_t)self->fx.len, pread(other, back, self->fx.len, 0));
 	EXPECT_EQ(-1, pattern_check(back, 0, n, 0x5eed, PAGE));
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(n, st.fault_backs + st.readahead);
 	free(back);
 	close(other);
@@ -218,14 +211,14 @@ TEST_F(spill, io_uring_write_from_an_evicted_range)
 	ASSERT_LE(0, other);
 	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
 	sqe = io_uring_get_sqe(&ring);
-	io_uring_prep_write(sqe, other, self->map, self->len, 0);
+	io_uring_prep_write(sqe, other, self->fx.map, self->fx.len, 0);
 	ASSERT_EQ(1, io_uring_submit(&ring));
 	ASSERT_EQ(0, io_uring_wait_cqe(&ring, &cqe));
-	EXPECT_EQ((int)self->len, cqe->res);
+	EXPECT_EQ((int)self->fx.len, cqe->res);
 	io_uring_cqe_seen(&ring, cqe);
 	io_uring_queue_exit(&ring);
-	ASSERT_EQ(0, posix_memalign(&back, PAGE, self->len));
-	EXPECT_EQ((ssize_t)self->len, pread(other, back, self->len, 0));
+	ASSERT_EQ(0, posix_memalign(&back, PAGE, self->fx.len));
+	EXPECT_EQ((ssize_t)self->fx.len, pread(other, back, self->fx.len, 0));
 	EXPECT_EQ(-1, pattern_check(back, 0, n, 0x5eed, PAGE));
 	free(back);
 	close(other);
@@ -238,176 +231,155 @@ TEST_F(spill, unbind_needs_resident_pages_and_allows_rebinding)
 
 	/* CRCs from a copy: computing them from the mapping would touch it. */
 	ASSERT_EQ(0, posix_memalign(&first, PAGE, PAGE));
-	memcpy(first, self->map, PAGE);
-	EXPECT_EQ(-EBUSY, spill_bind(self->fd, self->a.handle, 0, PAGE,
-				     self->file, 0));
-	ASSERT_EQ(0, spill_evict(self->fd, self->a.handle, 0, PAGE, first, PAGE));
-	EXPECT_EQ(-EALREADY, spill_evict(self->fd, self->a.handle, 0, PAGE,
+	memcpy(first, self->fx.map, PAGE);
+	EXPECT_EQ(-EBUSY, spill_bind(self->fx.fd, self->fx.a.handle, 0, PAGE,
+				     self->fx.file, 0));
+	ASSERT_EQ(0, spill_evict(self->fx.fd, self->fx.a.handle, 0, PAGE, first, PAGE));
+	EXPECT_EQ(-EALREADY, spill_evict(self->fx.fd, self->fx.a.handle, 0, PAGE,
 					 first, PAGE));
-	EXPECT_EQ(-EBUSY, spill_unbind(self->fd, self->a.handle, 0, PAGE));
-	ASSERT_EQ(0, spill_restore(self->fd, self->a.handle, 0, PAGE, 0));
-	EXPECT_EQ(0, spill_unbind(self->fd, self->a.handle, 0, self->len));
-	EXPECT_EQ(-ENOLINK, spill_unbind(self->fd, self->a.handle, 0, PAGE));
-	EXPECT_EQ(-ENOLINK, spill_evict(self->fd, self->a.handle, 0, PAGE,
+	EXPECT_EQ(-EBUSY, spill_unbind(self->fx.fd, self->fx.a.handle, 0, PAGE));
+	ASSERT_EQ(0, spill_restore(self->fx.fd, self->fx.a.handle, 0, PAGE, 0));
+	EXPECT_EQ(0, spill_unbind(self->fx.fd, self->fx.a.handle, 0, self->fx.len));
+	EXPECT_EQ(-ENOLINK, spill_unbind(self->fx.fd, self->fx.a.handle, 0, PAGE));
+	EXPECT_EQ(-ENOLINK, spill_evict(self->fx.fd, self->fx.a.handle, 0, PAGE,
 					first, PAGE));
-	EXPECT_EQ(0, spill_bind(self->fd, self->a.handle, 0, self->len,
-				self->file, PAGE));
-	EXPECT_EQ(0, spill_evict(self->fd, self->a.handle, 0, self->len,
-				 self->map, PAGE));
-	EXPECT_EQ(-1, pattern_check(self->map, 0, variant->pages, 0x5eed, PAGE));
+	EXPECT_EQ(0, spill_bind(self->fx.fd, self->fx.a.handle, 0, self->fx.len,
+				self->fx.file, PAGE));
+	EXPECT_EQ(0, spill_evict(self->fx.fd, self->fx.a.handle, 0, self->fx.len,
+				 self->fx.map, PAGE));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, variant->pages, 0x5eed, PAGE));
 	free(first);
 }
 
 FIXTURE(args) {
-	int fd;
-	int file;
-	char path[256];
-	unsigned char *map;
-	struct ortmem_alloc_args a;
+	struct spill_fx fx;
 };
 
 #define ARGS_PAGES 8
 
 FIXTURE_SETUP(args)
 {
-	self->file = -1;
-	self->map = MAP_FAILED;
-	OPEN_OR_SKIP(self->fd);
-	self->file = spill_file_open("args", 0, self->path, sizeof(self->path));
-	if (self->file < 0)
-		SKIP("no spill file system (ORTMEM_VM_SPILL_DIR): %s", strerror(errno));
-	ASSERT_EQ(0, region_alloc(self->fd, ARGS_PAGES * PAGE, ORTMEM_NUMA_ANY,
-				  0, &self->a));
-	self->map = region_map(self->fd, ARGS_PAGES * PAGE, self->a.mmap_offset,
-			       PROT_READ | PROT_WRITE, MAP_SHARED);
-	ASSERT_NE(MAP_FAILED, self->map);
+	spill_fx_setup(_metadata, &self->fx, "args", 0, ARGS_PAGES * PAGE);
 }
 
 FIXTURE_TEARDOWN(args)
 {
-	if (self->map != MAP_FAILED)
-		munmap(self->map, ARGS_PAGES * PAGE);
-	if (self->file >= 0) {
-		close(self->file);
-		unlink(self->path);
-	}
-	if (self->fd >= 0)
-		close(self->fd);
+	spill_fx_teardown(_metadata, &self->fx, false);
 }
 
 TEST_F(args, evicting_an_unbound_or_partly_bound_range_is_refused)
 {
 	int64_t pinned = pinned_bytes();
-	uint32_t h = self->a.handle;
+	uint32_t h = self->fx.a.handle;
 
-	EXPECT_EQ(-ENOLINK, spill_evict(self->fd, h, 0, PAGE, self->map, PAGE));
-	ASSERT_EQ(0, spill_bind(self->fd, h, 2 * PAGE, 4 * PAGE, self->file, 0));
-	ASSERT_EQ((ssize_t)(4 * PAGE), pwrite(self->file, self->map + 2 * PAGE,
+	EXPECT_EQ(-ENOLINK, spill_evict(self->fx.fd, h, 0, PAGE, self->fx.map, PAGE));
+	ASSERT_EQ(0, spill_bind(self->fx.fd, h, 2 * PAGE, 4 * PAGE, self->fx.file, 0));
+	ASSERT_EQ((ssize_t)(4 * PAGE), pwrite(self->fx.file, self->fx.map + 2 * PAGE,
 					      4 * PAGE, 0));
-	EXPECT_EQ(-ENOLINK, spill_evict(self->fd, h, 0, ARGS_PAGES * PAGE,
-					self->map, PAGE));
-	EXPECT_EQ(-ENOLINK, spill_evict(self->fd, h, PAGE, 2 * PAGE,
-					self->map + PAGE, PAGE));
-	EXPECT_EQ(-ENOLINK, spill_evict(self->fd, h, 5 * PAGE, 2 * PAGE,
-					self->map + 5 * PAGE, PAGE));
+	EXPECT_EQ(-ENOLINK, spill_evict(self->fx.fd, h, 0, ARGS_PAGES * PAGE,
+					self->fx.map, PAGE));
+	EXPECT_EQ(-ENOLINK, spill_evict(self->fx.fd, h, PAGE, 2 * PAGE,
+					self->fx.map + PAGE, PAGE));
+	EXPECT_EQ(-ENOLINK, spill_evict(self->fx.fd, h, 5 * PAGE, 2 * PAGE,
+					self->fx.map + 5 * PAGE, PAGE));
 	EXPECT_EQ(pinned, pinned_bytes());
 	/* CRCs of other pages (distinct contents): nothing is evicted. */
-	self->map[PAGE] = 1;
-	EXPECT_EQ(-EBADMSG, spill_evict(self->fd, h, 2 * PAGE, 4 * PAGE,
-					self->map + PAGE, PAGE));
+	self->fx.map[PAGE] = 1;
+	EXPECT_EQ(-EBADMSG, spill_evict(self->fx.fd, h, 2 * PAGE, 4 * PAGE,
+					self->fx.map + PAGE, PAGE));
 	EXPECT_EQ(pinned, pinned_bytes());
-	EXPECT_EQ(0, spill_evict(self->fd, h, 2 * PAGE, 4 * PAGE,
-				 self->map + 2 * PAGE, PAGE));
+	EXPECT_EQ(0, spill_evict(self->fx.fd, h, 2 * PAGE, 4 * PAGE,
+				 self->fx.map + 2 * PAGE, PAGE));
 	EXPECT_EQ(pinned - (int64_t)(4 * PAGE), pinned_bytes());
 }
 
 TEST_F(args, bind_checks_its_arguments)
 {
 	struct ortmem_bind_args b;
-	uint32_t h = self->a.handle;
+	uint32_t h = self->fx.a.handle;
 	int ro, fds[2];
 
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 1, PAGE, self->file, 0));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 0, PAGE - 1, self->file, 0));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 0, 0, self->file, 0));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 0, PAGE, self->file, 512));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 0, (ARGS_PAGES + 1) * PAGE,
-				      self->file, 0));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, ARGS_PAGES * PAGE, PAGE,
-				      self->file, 0));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, UINT64_MAX - 4095, 8192,
-				      self->file, 0));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 0, PAGE, self->file,
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 1, PAGE, self->fx.file, 0));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 0, PAGE - 1, self->fx.file, 0));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 0, 0, self->fx.file, 0));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 0, PAGE, self->fx.file, 512));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 0, (ARGS_PAGES + 1) * PAGE,
+				      self->fx.file, 0));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, ARGS_PAGES * PAGE, PAGE,
+				      self->fx.file, 0));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, UINT64_MAX - 4095, 8192,
+				      self->fx.file, 0));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 0, PAGE, self->fx.file,
 				      UINT64_MAX - 4095));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 0, PAGE, self->file,
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 0, PAGE, self->fx.file,
 				      (1ull << 63) - 4096));
-	EXPECT_EQ(-ENOENT, spill_bind(self->fd, h + 1, 0, PAGE, self->file, 0));
-	EXPECT_EQ(-ENOENT, spill_bind(self->fd, 0, 0, PAGE, self->file, 0));
-	EXPECT_EQ(-EBADF, spill_bind(self->fd, h, 0, PAGE, -1, 0));
-	EXPECT_EQ(-EBADF, spill_bind(self->fd, h, 0, PAGE, 9999, 0));
-	ro = open(self->path, O_RDONLY | O_CLOEXEC);
+	EXPECT_EQ(-ENOENT, spill_bind(self->fx.fd, h + 1, 0, PAGE, self->fx.file, 0));
+	EXPECT_EQ(-ENOENT, spill_bind(self->fx.fd, 0, 0, PAGE, self->fx.file, 0));
+	EXPECT_EQ(-EBADF, spill_bind(self->fx.fd, h, 0, PAGE, -1, 0));
+	EXPECT_EQ(-EBADF, spill_bind(self->fx.fd, h, 0, PAGE, 9999, 0));
+	ro = open(self->fx.path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, ro);
-	EXPECT_EQ(-EBADF, spill_bind(self->fd, h, 0, PAGE, ro, 0));
+	EXPECT_EQ(-EBADF, spill_bind(self->fx.fd, h, 0, PAGE, ro, 0));
 	close(ro);
 	ASSERT_EQ(0, pipe(fds));
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 0, PAGE, fds[0], 0));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 0, PAGE, fds[0], 0));
 	close(fds[0]);
 	close(fds[1]);
-	EXPECT_EQ(-EINVAL, spill_bind(self->fd, h, 0, PAGE, self->fd, 0));
+	EXPECT_EQ(-EINVAL, spill_bind(self->fx.fd, h, 0, PAGE, self->fx.fd, 0));
 	memset(&b, 0, sizeof(b));
 	b.handle = h;
 	b.length = PAGE;
-	b.fd = self->file;
+	b.fd = self->fx.file;
 	b.pad = 1;
-	EXPECT_EQ(-1, ioctl(self->fd, ORTMEM_IOC_BIND, &b));
+	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_BIND, &b));
 	EXPECT_EQ(EINVAL, errno);
 	b.pad = 0;
 	b.flags = 1;
-	EXPECT_EQ(-1, ioctl(self->fd, ORTMEM_IOC_BIND, &b));
+	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_BIND, &b));
 	EXPECT_EQ(EINVAL, errno);
 	/* Nothing of the above bound anything. */
-	EXPECT_EQ(-ENOLINK, spill_unbind(self->fd, h, 0, PAGE));
+	EXPECT_EQ(-ENOLINK, spill_unbind(self->fx.fd, h, 0, PAGE));
 }
 
 TEST_F(args, range_commands_check_their_arguments)
 {
 	struct ortmem_spill_stats_args st;
 	struct ortmem_evict_args e;
-	uint32_t h = self->a.handle;
+	uint32_t h = self->fx.a.handle;
 
-	EXPECT_EQ(-EINVAL, spill_restore(self->fd, h, 0, PAGE, 2));
-	EXPECT_EQ(-EINVAL, spill_restore(self->fd, h, 0, PAGE, 1u << 31));
-	EXPECT_EQ(-EINVAL, spill_restore(self->fd, h, 4096 + 1, PAGE, 0));
-	EXPECT_EQ(-EINVAL, spill_restore(self->fd, h, 0, UINT64_MAX & ~4095ull, 0));
-	EXPECT_EQ(-ENOENT, spill_restore(self->fd, 77, 0, PAGE, 0));
-	EXPECT_EQ(0, spill_restore(self->fd, h, 0, PAGE, 0));	/* resident */
-	EXPECT_EQ(-EINVAL, spill_range(self->fd, ORTMEM_IOC_UNBIND, h, 0, PAGE, 1));
-	EXPECT_EQ(-EINVAL, spill_unbind(self->fd, h, 0, 0));
-	ASSERT_EQ(0, spill_bind(self->fd, h, 0, ARGS_PAGES * PAGE, self->file, 0));
+	EXPECT_EQ(-EINVAL, spill_restore(self->fx.fd, h, 0, PAGE, 2));
+	EXPECT_EQ(-EINVAL, spill_restore(self->fx.fd, h, 0, PAGE, 1u << 31));
+	EXPECT_EQ(-EINVAL, spill_restore(self->fx.fd, h, 4096 + 1, PAGE, 0));
+	EXPECT_EQ(-EINVAL, spill_restore(self->fx.fd, h, 0, UINT64_MAX & ~4095ull, 0));
+	EXPECT_EQ(-ENOENT, spill_restore(self->fx.fd, 77, 0, PAGE, 0));
+	EXPECT_EQ(0, spill_restore(self->fx.fd, h, 0, PAGE, 0));	/* resident */
+	EXPECT_EQ(-EINVAL, spill_range(self->fx.fd, ORTMEM_IOC_UNBIND, h, 0, PAGE, 1));
+	EXPECT_EQ(-EINVAL, spill_unbind(self->fx.fd, h, 0, 0));
+	ASSERT_EQ(0, spill_bind(self->fx.fd, h, 0, ARGS_PAGES * PAGE, self->fx.file, 0));
 	memset(&e, 0, sizeof(e));
 	e.handle = h;
 	e.length = PAGE;
 	e.crcs = 8;	/* not a readable address */
-	EXPECT_EQ(-1, ioctl(self->fd, ORTMEM_IOC_EVICT, &e));
+	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_EVICT, &e));
 	EXPECT_EQ(EFAULT, errno);
 	e.flags = 1;
-	EXPECT_EQ(-1, ioctl(self->fd, ORTMEM_IOC_EVICT, &e));
+	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_EVICT, &e));
 	EXPECT_EQ(EINVAL, errno);
 	e.flags = 0;
 	e.length = 2 * PAGE * (uint64_t)ORTMEM_EVICT_MAX_PAGES;
-	EXPECT_EQ(-1, ioctl(self->fd, ORTMEM_IOC_EVICT, &e));
+	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_EVICT, &e));
 	EXPECT_EQ(EINVAL, errno);	/* beyond the region first */
 	memset(&st, 0, sizeof(st));
 	st.handle = h;
 	st.flags = 1;
-	EXPECT_EQ(-1, ioctl(self->fd, ORTMEM_IOC_SPILL_STATS, &st));
+	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_SPILL_STATS, &st));
 	EXPECT_EQ(EINVAL, errno);
 	st.flags = 0;
 	st.fault_backs = 1;
-	EXPECT_EQ(-1, ioctl(self->fd, ORTMEM_IOC_SPILL_STATS, &st));
+	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_SPILL_STATS, &st));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-ENOENT, spill_stats(self->fd, 999, &st));
-	ASSERT_EQ(0, spill_stats(self->fd, h, &st));
+	EXPECT_EQ(-ENOENT, spill_stats(self->fx.fd, 999, &st));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, h, &st));
 	EXPECT_EQ(ARGS_PAGES * PAGE, st.bound_bytes);
 	EXPECT_EQ(ARGS_PAGES * PAGE, st.resident_bytes);
 }

@@ -13,8 +13,7 @@
 #include <sys/statvfs.h>
 
 #include "../harness.h"
-#include "ortmem_test.h"
-#include "spill_test.h"
+#include "spill_fixture.h"
 
 #define NOBODY 65534
 #define PAGES 16
@@ -51,49 +50,20 @@ static int64_t failed_attr(const char *cause)
 }
 
 FIXTURE(fail) {
-	int fd;
-	int file;
-	char path[256];
-	unsigned char *map;
-	struct ortmem_alloc_args a;
-	int64_t pinned;
-	int64_t out;
+	struct spill_fx fx;
 };
 
 FIXTURE_SETUP(fail)
 {
-	self->file = -1;
-	self->map = MAP_FAILED;
-	OPEN_OR_SKIP(self->fd);
-	self->file = spill_file_open("fail", O_DIRECT, self->path,
-				     sizeof(self->path));
-	if (self->file < 0)
-		SKIP("no spill file system (ORTMEM_VM_SPILL_DIR): %s", strerror(errno));
-	self->pinned = pinned_bytes();
-	self->out = outstanding();
-	ASSERT_EQ(0, region_alloc(self->fd, LEN, ORTMEM_NUMA_ANY, 0, &self->a));
-	self->map = region_map(self->fd, LEN, self->a.mmap_offset,
-			       PROT_READ | PROT_WRITE, MAP_SHARED);
-	ASSERT_NE(MAP_FAILED, self->map);
-	pattern_fill(self->map, 0, PAGES, 0xfa11, PAGE);
-	ASSERT_EQ(0, spill_bind(self->fd, self->a.handle, 0, LEN, self->file, 0));
-	ASSERT_EQ((ssize_t)LEN, pwrite(self->file, self->map, LEN, 0));
-	ASSERT_EQ(0, spill_evict(self->fd, self->a.handle, 0, LEN, self->map, PAGE));
+	spill_fx_setup(_metadata, &self->fx, "fail", O_DIRECT, LEN);
+	spill_fx_write(_metadata, &self->fx, 0xfa11, 0);
+	ASSERT_EQ(0, spill_evict(self->fx.fd, self->fx.a.handle, 0, LEN,
+				 self->fx.map, PAGE));
 }
 
 FIXTURE_TEARDOWN(fail)
 {
-	if (self->map != MAP_FAILED)
-		munmap(self->map, LEN);
-	if (self->file >= 0) {
-		close(self->file);
-		unlink(self->path);
-	}
-	if (self->fd >= 0) {
-		close(self->fd);
-		EXPECT_EQ(self->pinned, pinned_bytes());
-		EXPECT_EQ(self->out, outstanding());
-	}
+	spill_fx_teardown(_metadata, &self->fx, true);
 }
 
 TEST_F(fail, flipped_byte_on_disk_gets_sigbus_until_repaired)
@@ -103,24 +73,24 @@ TEST_F(fail, flipped_byte_on_disk_gets_sigbus_until_repaired)
 	unsigned char *page, v = 0;
 
 	ASSERT_EQ(0, posix_memalign((void **)&page, PAGE, PAGE));
-	ASSERT_EQ((ssize_t)PAGE, pread(self->file, page, PAGE, 3 * PAGE));
+	ASSERT_EQ((ssize_t)PAGE, pread(self->fx.file, page, PAGE, 3 * PAGE));
 	page[100] ^= 0x40;
-	ASSERT_EQ((ssize_t)PAGE, pwrite(self->file, page, PAGE, 3 * PAGE));
-	EXPECT_EQ(1, touch(self->map + 3 * PAGE + 100, &v));
-	EXPECT_EQ(1, touch(self->map + 3 * PAGE, &v));	/* every touch */
+	ASSERT_EQ((ssize_t)PAGE, pwrite(self->fx.file, page, PAGE, 3 * PAGE));
+	EXPECT_EQ(1, touch(self->fx.map + 3 * PAGE + 100, &v));
+	EXPECT_EQ(1, touch(self->fx.map + 3 * PAGE, &v));	/* every touch */
 	EXPECT_EQ(before + 2, failed_attr("checksum"));
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(2, st.failed[ORTMEM_SPILL_FAIL_CHECKSUM]);
 	EXPECT_EQ(0, st.fault_backs);
 	EXPECT_EQ(LEN, st.evicted_bytes);
 	/* Neighbours are fine; RESTORE says the same as the touch. */
-	EXPECT_EQ(0, touch(self->map + 2 * PAGE, &v));
-	EXPECT_EQ(-EBADMSG, spill_restore(self->fd, self->a.handle, 3 * PAGE, PAGE, 0));
+	EXPECT_EQ(0, touch(self->fx.map + 2 * PAGE, &v));
+	EXPECT_EQ(-EBADMSG, spill_restore(self->fx.fd, self->fx.a.handle, 3 * PAGE, PAGE, 0));
 	/* Repaired on disk: the page comes back right. */
 	page[100] ^= 0x40;
-	ASSERT_EQ((ssize_t)PAGE, pwrite(self->file, page, PAGE, 3 * PAGE));
-	EXPECT_EQ(0, touch(self->map + 3 * PAGE + 100, &v));
-	EXPECT_EQ(-1, pattern_check(self->map, 0, PAGES, 0xfa11, PAGE));
+	ASSERT_EQ((ssize_t)PAGE, pwrite(self->fx.file, page, PAGE, 3 * PAGE));
+	EXPECT_EQ(0, touch(self->fx.map + 3 * PAGE + 100, &v));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, PAGES, 0xfa11, PAGE));
 	free(page);
 }
 
@@ -130,14 +100,14 @@ TEST_F(fail, truncated_spill_file_gets_sigbus)
 	int64_t before = failed_attr("read");
 	unsigned char v = 0;
 
-	ASSERT_EQ(0, ftruncate(self->file, 4 * PAGE));
-	EXPECT_EQ(0, touch(self->map + 3 * PAGE, &v));	/* below the cut */
-	EXPECT_EQ(1, touch(self->map + 4 * PAGE, &v));
-	EXPECT_EQ(1, touch(self->map + LEN - 1, &v));
+	ASSERT_EQ(0, ftruncate(self->fx.file, 4 * PAGE));
+	EXPECT_EQ(0, touch(self->fx.map + 3 * PAGE, &v));	/* below the cut */
+	EXPECT_EQ(1, touch(self->fx.map + 4 * PAGE, &v));
+	EXPECT_EQ(1, touch(self->fx.map + LEN - 1, &v));
 	EXPECT_EQ(before + 2, failed_attr("read"));
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(2, st.failed[ORTMEM_SPILL_FAIL_READ]);
-	EXPECT_EQ(-ENODATA, spill_restore(self->fd, self->a.handle, 0, LEN, 0));
+	EXPECT_EQ(-ENODATA, spill_restore(self->fx.fd, self->fx.a.handle, 0, LEN, 0));
 	/* The region goes away with evicted pages: teardown checks the counts. */
 }
 
@@ -150,13 +120,13 @@ TEST_F(fail, injected_read_error_gets_sigbus_and_eio)
 		SKIP("no fault injection (module not built with ORTMEM_DEBUG=1)");
 	/* The last page: no read-ahead run whose failure it would retry alone. */
 	ASSERT_LT(0, write(knob, "spill_read 1", 12));
-	EXPECT_EQ(1, touch(self->map + LEN - 1, &v));
+	EXPECT_EQ(1, touch(self->fx.map + LEN - 1, &v));
 	ASSERT_LT(0, write(knob, "spill_read 1", 12));
-	EXPECT_EQ(-EIO, spill_restore(self->fd, self->a.handle, 0, LEN, 0));
+	EXPECT_EQ(-EIO, spill_restore(self->fx.fd, self->fx.a.handle, 0, LEN, 0));
 	ASSERT_LT(0, write(knob, "off", 3));
 	close(knob);
-	EXPECT_EQ(0, touch(self->map, &v));
-	EXPECT_EQ(-1, pattern_check(self->map, 0, PAGES, 0xfa11, PAGE));
+	EXPECT_EQ(0, touch(self->fx.map, &v));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, PAGES, 0xfa11, PAGE));
 }
 
 /*
@@ -326,7 +296,7 @@ TEST_F(fail, eight_threads_on_one_evicted_page_fault_it_in_once)
 	pthread_barrier_init(&bar, NULL, 8);
 	for (i = 0; i < 8; i++) {
 		t[i].bar = &bar;
-		t[i].p = self->map + 5 * PAGE;
+		t[i].p = self->fx.map + 5 * PAGE;
 		t[i].word = 0;
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, touch_thread, &t[i]));
 	}
@@ -335,11 +305,47 @@ TEST_F(fail, eight_threads_on_one_evicted_page_fault_it_in_once)
 		EXPECT_EQ(pattern_word(0xfa11, 5, 808 / 8), t[i].word);
 	}
 	pthread_barrier_destroy(&bar);
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(1, st.fault_backs);
 	/* Pages 6..15 came with it, in the same read. */
 	EXPECT_EQ(PAGES - 6, st.readahead);
 	EXPECT_EQ((PAGES - 5) * PAGE, st.resident_bytes);
+}
+
+TEST_F(fail, restore_maps_the_range_in_each_mapping_of_it)
+{
+	struct ortmem_spill_stats_args st;
+	unsigned char *again, *middle;
+
+	again = region_map(self->fx.fd, LEN, self->fx.a.mmap_offset,
+			   PROT_READ | PROT_WRITE, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, again);
+	/* Pages 4..11 only. */
+	middle = region_map(self->fx.fd, 8 * PAGE, self->fx.a.mmap_offset + 4 * PAGE,
+			    PROT_READ, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, middle);
+	EXPECT_EQ(0, mapped_pages(self->fx.map, PAGES));
+	/* Pages 2..13, with both forms. */
+	ASSERT_EQ(0, spill_restore(self->fx.fd, self->fx.a.handle, 2 * PAGE,
+				   6 * PAGE, 0));
+	ASSERT_EQ(0, spill_restore(self->fx.fd, self->fx.a.handle, 8 * PAGE,
+				   6 * PAGE, ORTMEM_RESTORE_NOFILL));
+	EXPECT_EQ(12, mapped_pages(self->fx.map, PAGES));
+	EXPECT_EQ(12, mapped_pages(again, PAGES));
+	EXPECT_EQ(8, mapped_pages(middle, 8));
+	EXPECT_EQ(0, mapped_pages(self->fx.map, 2));
+	EXPECT_EQ(0, mapped_pages(self->fx.map + 14 * PAGE, 2));
+	/* The same pages under each mapping: the filled ones verified. */
+	EXPECT_EQ(-1, pattern_check(again + 2 * PAGE, 2, 6, 0xfa11, PAGE));
+	EXPECT_EQ(-1, pattern_check(middle, 4, 4, 0xfa11, PAGE));
+	again[9 * PAGE] = 0x77;
+	EXPECT_EQ(0x77, self->fx.map[9 * PAGE]);
+	EXPECT_EQ(0x77, middle[5 * PAGE]);
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
+	EXPECT_EQ(12, st.restored);
+	EXPECT_EQ(0, st.fault_backs);
+	munmap(middle, 8 * PAGE);
+	munmap(again, LEN);
 }
 
 TEST_F(fail, fork_child_has_no_mapping_parent_still_faults_back)
@@ -349,13 +355,13 @@ TEST_F(fail, fork_child_has_no_mapping_parent_still_faults_back)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		(void)*(volatile unsigned char *)self->map;	/* VM_DONTCOPY */
+		(void)*(volatile unsigned char *)self->fx.map;	/* VM_DONTCOPY */
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status));
 	EXPECT_EQ(SIGSEGV, WTERMSIG(status));
-	EXPECT_EQ(-1, pattern_check(self->map, 0, PAGES, 0xfa11, PAGE));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, PAGES, 0xfa11, PAGE));
 }
 
 TEST_F(fail, mremap_moves_evicted_pages_with_the_mapping)
@@ -364,9 +370,9 @@ TEST_F(fail, mremap_moves_evicted_pages_with_the_mapping)
 
 	spot = mmap(NULL, LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, spot);
-	moved = mremap(self->map, LEN, LEN, MREMAP_MAYMOVE | MREMAP_FIXED, spot);
+	moved = mremap(self->fx.map, LEN, LEN, MREMAP_MAYMOVE | MREMAP_FIXED, spot);
 	ASSERT_EQ((uintptr_t)spot, (uintptr_t)moved);
-	self->map = moved;
+	self->fx.map = moved;
 	EXPECT_EQ(-1, pattern_check(moved + LEN - PAGE, PAGES - 1, 1, 0xfa11, PAGE));
 	EXPECT_EQ(-1, pattern_check(moved, 0, PAGES, 0xfa11, PAGE));
 	/* Growing is refused (VM_DONTEXPAND), evicted or not. */
@@ -377,19 +383,19 @@ TEST_F(fail, partial_munmap_of_evicted_pages)
 {
 	struct ortmem_spill_stats_args st;
 
-	ASSERT_EQ(0, munmap(self->map + 4 * PAGE, 8 * PAGE));
+	ASSERT_EQ(0, munmap(self->fx.map + 4 * PAGE, 8 * PAGE));
 	/* The tail first: its read-ahead stops at the region's end. */
-	EXPECT_EQ(-1, pattern_check(self->map + 12 * PAGE, 12, 4, 0xfa11, PAGE));
-	ASSERT_EQ(0, spill_stats(self->fd, self->a.handle, &st));
+	EXPECT_EQ(-1, pattern_check(self->fx.map + 12 * PAGE, 12, 4, 0xfa11, PAGE));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, self->fx.a.handle, &st));
 	EXPECT_EQ(4 * PAGE, st.resident_bytes);
 	EXPECT_EQ(12 * PAGE, st.evicted_bytes);
 	/* The head's read-ahead brings the unmapped middle too. */
-	EXPECT_EQ(-1, pattern_check(self->map, 0, 4, 0xfa11, PAGE));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, 4, 0xfa11, PAGE));
 	/* The unmapped middle still comes back through RESTORE. */
-	EXPECT_EQ(0, spill_restore(self->fd, self->a.handle, 0, LEN, 0));
-	ASSERT_EQ(0, munmap(self->map, 4 * PAGE));
-	ASSERT_EQ(0, munmap(self->map + 12 * PAGE, 4 * PAGE));
-	self->map = MAP_FAILED;
+	EXPECT_EQ(0, spill_restore(self->fx.fd, self->fx.a.handle, 0, LEN, 0));
+	ASSERT_EQ(0, munmap(self->fx.map, 4 * PAGE));
+	ASSERT_EQ(0, munmap(self->fx.map + 12 * PAGE, 4 * PAGE));
+	self->fx.map = MAP_FAILED;
 }
 
 TEST_HARNESS_MAIN

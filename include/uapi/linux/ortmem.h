@@ -174,7 +174,9 @@ struct ortmem_range_args {
  * RESTORE without flags reads every evicted page of the range from its
  * extent and verifies it.  With ORTMEM_RESTORE_NOFILL the pages are only
  * allocated (zeroed) and charged; userspace fills them (an io_uring read
- * into the mapping) and the module checks nothing.
+ * into the mapping) and the module checks nothing.  Either way the pages
+ * are mapped in the caller's mappings of the range, so that a touch or a
+ * read into them does not fault.
  */
 #define ORTMEM_RESTORE_NOFILL	(1U << 0)
 #define ORTMEM_RESTORE_FLAGS	(ORTMEM_RESTORE_NOFILL)
