@@ -15,6 +15,7 @@
 #include <ortmem/ortmem.h>
 
 #include "../harness.h"
+#include "spill_dir.h"
 
 #define MIB (1024ull * 1024)
 
@@ -36,22 +37,6 @@ FIXTURE(dm) {
 	int mode;
 };
 
-static bool make_spill_dir(char *dir, size_t len)
-{
-	const char *bases[] = { getenv("ORTMEM_VM_SPILL_DIR"),
-				getenv("ORTMEM_SPILL_DIR"), "/var/tmp", "/tmp" };
-	size_t i;
-
-	for (i = 0; i < 4; i++) {
-		if (!bases[i] || !*bases[i])
-			continue;
-		snprintf(dir, len, "%s/ortmem-demote-XXXXXX", bases[i]);
-		if (mkdtemp(dir))
-			return true;
-	}
-	return false;
-}
-
 FIXTURE_SETUP(dm)
 {
 	ORTMEM_OPTS(ortmem_spill_opts, so, .grow_bytes = 16 * MIB);
@@ -61,7 +46,7 @@ FIXTURE_SETUP(dm)
 	self->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	if (ortmem_host_open(NULL, &self->host))
 		SKIP("no host allocator: %s", ortmem_last_error_message());
-	ASSERT_TRUE(make_spill_dir(self->dir, sizeof(self->dir)));
+	ASSERT_TRUE(make_spill_dir(self->dir, sizeof(self->dir), "ortmem-demote"));
 	so.dir = self->dir;
 	if (ortmem_spill_open(&so, &self->spill))
 		SKIP("spill engine unavailable in %s: %s", self->dir,

@@ -16,6 +16,7 @@
 #include <ortmem/ortmem.h>
 
 #include "../harness.h"
+#include "spill_dir.h"
 
 #define MIB (1024ull * 1024)
 
@@ -34,22 +35,6 @@ FIXTURE(fx) {
 	uint64_t page;
 };
 
-static bool make_spill_dir(char *dir, size_t len)
-{
-	const char *bases[] = { getenv("ORTMEM_VM_SPILL_DIR"),
-				getenv("ORTMEM_SPILL_DIR"), "/var/tmp", "/tmp" };
-	size_t i;
-
-	for (i = 0; i < 4; i++) {
-		if (!bases[i] || !*bases[i])
-			continue;
-		snprintf(dir, len, "%s/ortmem-fixed-XXXXXX", bases[i]);
-		if (mkdtemp(dir))
-			return true;
-	}
-	return false;
-}
-
 static int open_spill(const char *dir, uint32_t flags, struct ortmem_spill **sp)
 {
 	ORTMEM_OPTS(ortmem_spill_opts, so, .grow_bytes = 16 * MIB, .flags = flags);
@@ -65,7 +50,7 @@ FIXTURE_SETUP(fx)
 	self->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	if (ortmem_host_open(NULL, &self->host))
 		SKIP("no host allocator: %s", ortmem_last_error_message());
-	ASSERT_TRUE(make_spill_dir(self->dir, sizeof(self->dir)));
+	ASSERT_TRUE(make_spill_dir(self->dir, sizeof(self->dir), "ortmem-fixed"));
 	if (open_spill(self->dir, 0, &self->spill))
 		SKIP("spill engine unavailable in %s: %s", self->dir,
 		     ortmem_last_error_message());
