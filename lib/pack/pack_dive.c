@@ -320,6 +320,13 @@ static void pd_replay(struct pk_dives *d, uint64_t h)
 	for (j = 0; j < k->m; j++) {
 		uint32_t i = d->byoff[j], mark = k->nundo;
 
+		/* As many placements as a dive's nodes: the clock is looked at
+		 * as often (past the deadline, the dive ends at once). */
+		if (ortmem__pk_budget_spent(pk, j + 1, PK_CLOCK_NODES,
+					    pk->opts.deadline_ns)) {
+			k->dead = true;
+			return;
+		}
 		if (pk->best_off[i] + pk->it[i].size > line)
 			continue;
 		if (ortmem__sky_place(k, i) < 0) {
