@@ -28,6 +28,11 @@
  * keys.  A probe ends with a packing, a proof that none exists (an
  * exhausted search that never cut a branch list), or its budget; it can
  * pause and resume (pack_race.c races it against other probes).
+ *
+ * Large neighbourhoods.  With ortmem__pk_dives_from_best(), every other
+ * dive starts from the best packing found so far, its items under a random
+ * line kept where they are, and packs only the rest (pd_replay()): the
+ * search then looks near the best packing as well as afresh.
  */
 #include <stdlib.h>
 
@@ -66,6 +71,9 @@ struct pk_dives {
 	struct pd_frame *fr;
 	struct pd_cand *pool;
 	uint32_t *stack;	/* the items placed, in order */
+	uint32_t *byoff, *tmp;	/* the best packing's items by offset */
+	uint64_t *offkey;	/* sort keys: the best packing's offsets */
+	bool from_best;		/* odd dives start from the best packing */
 	bool cut;		/* a candidate list was truncated */
 	uint32_t maxdepth;	/* frames */
 	struct pk_diver diver;	/* restarts, pauses */
@@ -287,6 +295,53 @@ static void pd_keys(struct pk_dives *d, uint32_t r)
 	}
 }
 
+/*
+ * Start from the best packing found so far (large-neighbourhood search):
+ * keep its items that lie wholly below a random line under @h where they
+ * are, and let the dive pack the rest.  Listed by offset, each item of a
+ * pushed-down packing rests at its base, so they are placed in that order.
+ * An item whose placement leaves a section's bytes no room under @h is
+ * left to the dive instead: there the best packing must change.  Such a
+ * dive proves nothing when it fails: it is marked cut.
+ */
+static void pd_replay(struct pk_dives *d, uint64_t h)
+{
+	struct packer *pk = d->pk;
+	struct pk_sky *k = &d->sky;
+	uint64_t line = (uint64_t)((double)h * ortmem__pk_rand_unit(pk));
+	uint32_t j;
+
+	for (j = 0; j < k->m; j++) {
+		d->byoff[j] = k->ids[j];
+		d->offkey[k->ids[j]] = pk->best_off[k->ids[j]];
+	}
+	ortmem__pk_sort_by(d->byoff, k->m, d->offkey, d->tmp);
+	d->cut = true;
+	for (j = 0; j < k->m; j++) {
+		uint32_t i = d->byoff[j], mark = k->nundo;
+
+		/* As many placements as a dive's nodes: the clock is looked at
+		 * as often (past the deadline, the dive ends at once). */
+		if (ortmem__pk_budget_spent(pk, j + 1, PK_CLOCK_NODES,
+					    pk->opts.deadline_ns)) {
+			k->dead = true;
+			return;
+		}
+		if (pk->best_off[i] + pk->it[i].size > line)
+			continue;
+		if (ortmem__sky_place(k, i) < 0) {
+			k->dead = true;	/* out of memory: this dive ends */
+			return;
+		}
+		if (k->dead) {
+			ortmem__sky_unplace(k, i, mark);
+			k->dead = false;
+			continue;
+		}
+		d->stack[d->nplaced++] = i;
+	}
+}
+
 /* Dive number @r under @h: a new limit from the Luby sequence, new keys. */
 static void pd_begin(void *search, uint32_t r, uint64_t h)
 {
@@ -299,6 +354,9 @@ static void pd_begin(void *search, uint32_t r, uint64_t h)
 	d->depth = 0;
 	d->nplaced = 0;
 	d->dive_nodes = 0;
+	if (d->from_best && (r & 1) && d->pk->best_h != UINT64_MAX &&
+	    h < d->pk->best_h)
+		pd_replay(d, h);
 	d->fr[0] = (struct pd_frame){ .item = PD_NONE, .busy = false };
 	d->fr[0].nc = pd_expand(d, &d->fr[0], d->pool);
 }
@@ -315,7 +373,11 @@ static bool pd_alloc(struct pk_dives *d)
 
 	d->key = calloc(n, sizeof(*d->key));
 	d->stack = calloc(n, sizeof(*d->stack));
-	if (!d->key || !d->stack || ortmem__sky_init(&d->sky, d->pk))
+	d->byoff = calloc(n, sizeof(*d->byoff));
+	d->tmp = calloc(n, sizeof(*d->tmp));
+	d->offkey = calloc(n, sizeof(*d->offkey));
+	if (!d->key || !d->stack || !d->byoff || !d->tmp || !d->offkey ||
+	    ortmem__sky_init(&d->sky, d->pk))
 		return false;
 	/* A path places every item and raises floors; past this depth it is
 	 * cut. */
@@ -332,6 +394,9 @@ void ortmem__pk_dives_free(struct pk_dives *d)
 	ortmem__sky_fini(&d->sky);
 	free(d->key);
 	free(d->stack);
+	free(d->byoff);
+	free(d->tmp);
+	free(d->offkey);
 	free(d->fr);
 	free(d->pool);
 	free(d);
@@ -352,6 +417,11 @@ struct pk_dives *ortmem__pk_dives_new(struct packer *pk)
 	d->diver = (struct pk_diver){ .sky = &d->sky, .stack = d->stack,
 		.search = d, .begin = pd_begin, .dive = pd_dive, .h = UINT64_MAX };
 	return d;
+}
+
+void ortmem__pk_dives_from_best(struct pk_dives *d, bool on)
+{
+	d->from_best = on;
 }
 
 uint64_t ortmem__pk_dives_work(const struct pk_dives *d)

@@ -281,6 +281,8 @@ struct pk_dives *ortmem__pk_dives_new(struct packer *pk);
 int ortmem__pk_dives_run(struct pk_dives *d, uint64_t h, uint64_t budget,
 			 uint64_t deadline);
 void ortmem__pk_dives_free(struct pk_dives *d);
+/* Every other dive of @d starts from the best packing's lower part. */
+void ortmem__pk_dives_from_best(struct pk_dives *d, bool on);
 /* About what one dive costs, in steps of a nanosecond or so. */
 uint64_t ortmem__pk_dives_work(const struct pk_dives *d);
 struct pk_compact;

@@ -18,8 +18,9 @@
  *    way to the bound, which the other two probe): a success doubles the
  *    step, a probe that gives up after its node budget halves it and
  *    grows the budget by half, so the probes stay where they can still
- *    succeed and grow patient where they do not.  This one gets most of
- *    the turns, and more as the rounds go by (PS_THIN).
+ *    succeed and grow patient where they do not.  Every other dive
+ *    starts from the best packing's lower part (pack_dive.c).  This one
+ *    gets most of the turns, and more as the rounds go by (PS_THIN).
  *
  * The first packing at the proven bound ends the race: it is optimal.
  * Budgets and slices are counted in nodes, so that a run under an
@@ -223,6 +224,8 @@ static bool ps_init(struct ps *s, struct packer *pk, const struct ps *proto,
 	s->low = s->down = NULL;
 	s->cmp = bound ? ortmem__pk_compact_new(pk) : NULL;
 	s->down = ortmem__pk_dives_new(pk);
+	if (s->down)
+		ortmem__pk_dives_from_best(s->down, true);
 	if (bound)
 		s->low = ortmem__pk_dives_new(pk);
 	return s->down && (!bound || (s->cmp && s->low));
