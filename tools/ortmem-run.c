@@ -34,6 +34,7 @@
 #include <cblas.h>
 
 #include "run/acts.h"
+#include "run/blas.h"
 #include "run/devtier.h"
 #include "run/model.h"
 
@@ -428,6 +429,7 @@ static void report(const struct opts *o, const struct result *r,
 			       ",\"h2d_bytes\":%" PRIu64 ",\"d2h_bytes\":%" PRIu64 "},",
 			       s->dt.ordinal, s->dt.name, s->dt.budget, r->dev_peak,
 			       r->dev_promoted, r->dev_h2d, r->dev_d2h);
+		printf("\"blas\":{\"core\":\"%s\",\"threads\":%u},", blas_core(), o->threads);
 		printf("\"output\":\"%016" PRIx64 "\"}\n", r->out_hash);
 		return;
 	}
@@ -440,6 +442,8 @@ static void report(const struct opts *o, const struct result *r,
 	printf("pass        %.3f s best, %.3f s mean over %u\n", best, sum / o->passes, o->passes);
 	printf("cpu         %.3f s computing, %.3f s in all threads (over the passes)\n",
 	       r->compute_cpu_s, r->proc_cpu_s);
+	printf("blas        OpenBLAS %s kernels, %u thread%s\n", blas_core(), o->threads,
+	       o->threads == 1 ? "" : "s");
 	if (r->load_s > 0)
 		printf("load        %.3f s (before the passes)\n", r->load_s);
 	if (r->disk_bytes)
@@ -728,6 +732,8 @@ int main(int argc, char **argv)
 
 	if (parse(argc, argv, &o, &create))
 		return 2;
+	if (!create)
+		blas_pick(argv);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	if (create)
