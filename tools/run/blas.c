@@ -55,15 +55,22 @@ static const char *feature_core(void)
 
 void blas_pick(char **argv)
 {
+	char self[4096];
 	const char *want;
+	ssize_t n;
 
 	if (getenv("OPENBLAS_CORETYPE") || !is_pre_avx(blas_core()))
 		return;
 	want = feature_core();
-	if (!want || setenv("OPENBLAS_CORETYPE", want, 1))
+	/* The program's own path, so the process keeps its name. */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (!want || n <= 0 || (size_t)n >= sizeof(self) - 1 ||
+	    setenv("OPENBLAS_CORETYPE", want, 1))
 		return;
-	execv("/proc/self/exe", argv);
-	/* No /proc: keep the slower kernels rather than fail the run. */
+	self[n] = '\0';
+	execv(self, argv);
+	/* Gone or replaced meanwhile: keep the slower kernels rather than
+	 * fail the run. */
 	unsetenv("OPENBLAS_CORETYPE");
 }
 #else
