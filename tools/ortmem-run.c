@@ -157,6 +157,43 @@ static int read_all(int fd, uint8_t *dst, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* The mmap mode's mapping of the whole file. */
+static int map_weights(struct source *s, uint64_t size)
+{
+	s->all = mmap(NULL, size, PROT_READ, MAP_SHARED, s->fd, 0);
+	if (s->all == MAP_FAILED) {
+		s->all = NULL;
+		return -errno;
+	}
+	s->map_len = size;
+	/* Sequential faults: the kernel reads ahead (as llama.cpp's mapping
+	 * does, which advises the file sequential too). */
+	madvise(s->all, size, MADV_SEQUENTIAL);
+	return 0;
+}
+
+/*
+ * Make the next pass read the file from the disk.  The kernel drops no
+ * page that is still mapped, so the mmap mode unmaps the file first and
+ * maps it again after the drop: without that, every pass after the first
+ * would find the weights in the page cache.
+ */
+static int cold_pass(struct source *s)
+{
+	uint64_t size = s->map_len;
+	int ret;
+
+	if (s->map_len) {
+		munmap(s->all, s->map_len);
+		s->all = NULL;
+		s->map_len = 0;
+	}
+	ret = cold_cache(s->fd);
+	if (ret)
+		fprintf(stderr, "ortmem-run: posix_fadvise(DONTNEED) failed; the pass may be warm\n");
+	return size ? map_weights(s, size) : 0;
+}
+
 /* The ortmem mode's governor: the host tier (pinned, from /dev/ortmem
  * when loaded) with the budget; the weights as file-backed allocations. */
 static int gov_setup(struct source *s, uint64_t arena)
@@ -230,18 +267,8 @@ static int source_open(struct source *s, uint64_t arena, struct result *r)
 		r->load_s = now_s() - t0;
 		return 0;
 	}
-	if (!strcmp(m, "mmap")) {
-		s->all = mmap(NULL, size, PROT_READ, MAP_SHARED, s->fd, 0);
-		if (s->all == MAP_FAILED) {
-			s->all = NULL;
-			return -errno;
-		}
-		s->map_len = size;
-		/* Sequential faults: the kernel reads ahead (as llama.cpp's
-		 * mapping does, which advises the file sequential too). */
-		madvise(s->all, size, MADV_SEQUENTIAL);
-		return 0;
-	}
+	if (!strcmp(m, "mmap"))
+		return map_weights(s, size);
 	s->layer_buf = aligned_alloc(4096, (model_layer_bytes(c) + 4095) / 4096 * 4096);
 	return s->layer_buf ? 0 : -ENOMEM;
 }
@@ -367,9 +394,11 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 	uint32_t l;
 	int ret;
 
-	if ((!strcmp(o->mode, "mmap") || !strcmp(o->mode, "pread")) &&
-	    cold_cache(s->fd))
-		fprintf(stderr, "ortmem-run: posix_fadvise(DONTNEED) failed; the pass may be warm\n");
+	if (!strcmp(o->mode, "mmap") || !strcmp(o->mode, "pread")) {
+		ret = cold_pass(s);
+		if (ret)
+			return fail("mapping the weights again", ret);
+	}
 	if (!strcmp(o->mode, "mmap"))
 		r->disk_bytes += model_file_bytes(&o->cfg);
 	model_input(&o->cfg, o->batch, act_ptr(a, arena, a->x[0]));
