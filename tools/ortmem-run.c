@@ -37,6 +37,7 @@
 #include "run/blas.h"
 #include "run/devtier.h"
 #include "run/model.h"
+#include "run/procio.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -85,6 +86,7 @@ struct result {
 	double proc_cpu_s;	/* every thread's CPU in the passes */
 	double load_s;
 	uint64_t disk_bytes;	/* bytes read from the file in the passes */
+	int disk_measured;	/* the kernel's count (/proc/self/io), not ours */
 	uint64_t out_hash;
 	uint64_t host_peak;
 	uint64_t host_promoted;	/* disk -> host, by the governor */
@@ -458,6 +460,7 @@ static void report(const struct opts *o, const struct result *r,
 			       ",\"h2d_bytes\":%" PRIu64 ",\"d2h_bytes\":%" PRIu64 "},",
 			       s->dt.ordinal, s->dt.name, s->dt.budget, r->dev_peak,
 			       r->dev_promoted, r->dev_h2d, r->dev_d2h);
+		printf("\"disk_measured\":%s,", r->disk_measured ? "true" : "false");
 		printf("\"blas\":{\"core\":\"%s\",\"threads\":%u},", blas_core(), o->threads);
 		printf("\"output\":\"%016" PRIx64 "\"}\n", r->out_hash);
 		return;
@@ -529,8 +532,9 @@ static int do_run(struct opts *o)
 	struct result r = { 0 };
 	struct acts a = { 0 };
 	void *arena = NULL;
+	uint64_t io0 = 0, io1 = 0;
 	uint32_t p;
-	int ret, rc = 1;
+	int ret, rc = 1, peer_io;
 
 	ret = ortmem_wfile_open(o->path, &wo, &s.wf);
 	if (ret)
@@ -574,6 +578,8 @@ static int do_run(struct opts *o)
 		fail("placing the activations", ret);
 		goto out_src;
 	}
+	/* The peers' disk bytes as the kernel counts them, where it does. */
+	peer_io = s.fd >= 0 && !procio_read_bytes(&io0);
 	for (p = 0; p < o->passes; p++) {
 		/* Where the time goes: the compute thread's CPU, the whole
 		 * process's (the I/O and verification threads too), the wall. */
@@ -585,6 +591,10 @@ static int do_run(struct opts *o)
 		r.pass_s[p] = now_s() - t0;
 		r.compute_cpu_s += clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		r.proc_cpu_s += clock_s(CLOCK_PROCESS_CPUTIME_ID) - q0;
+	}
+	if (peer_io && !procio_read_bytes(&io1) && io1 > io0) {
+		r.disk_bytes = io1 - io0;
+		r.disk_measured = 1;
 	}
 	if (act_move(&s, &a, a.x[o->cfg.layers], a.xb, 0)) {
 		fail("reading the output back from the GPU", -EIO);
