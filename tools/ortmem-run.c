@@ -761,7 +761,7 @@ static int parse(int argc, char **argv, struct opts *o, int *create)
 int main(int argc, char **argv)
 {
 	struct opts o = {
-		.mode = "ortmem", .batch = 16, .threads = 1, .passes = 1, .prefetch_depth = 8,
+		.mode = "ortmem", .batch = 16, .passes = 1, .prefetch_depth = 8,
 		.device = 0,
 		.progress = isatty(STDERR_FILENO),
 		.cfg = { .layers = 18, .hidden = 2048, .ffn = 8192, .seed = 1 },
@@ -777,8 +777,10 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	if (create)
 		return model_create(&o.cfg, o.path, &interrupted);
-	/* One BLAS thread by default: the other core moves and verifies the
-	 * next layers (every mode computes alike, so the comparison holds). */
+	/* By default a core is left to the I/O (every mode computes alike,
+	 * so the comparison holds). */
+	if (!o.threads)
+		o.threads = blas_default_threads();
 	openblas_set_num_threads((int)o.threads);
 	return do_run(&o);
 }

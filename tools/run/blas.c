@@ -5,6 +5,7 @@
  * outputs stay bit-identical to each other; the user's OPENBLAS_CORETYPE,
  * when set, always wins.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,17 @@
 
 /* OpenBLAS's own name of its kernels (not declared by every cblas.h). */
 char *openblas_get_corename(void);
+
+unsigned int blas_default_threads(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	n = CPU_COUNT(&set);
+	return n > 1 ? (unsigned int)n - 1 : 1;
+}
 
 const char *blas_core(void)
 {

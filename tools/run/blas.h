@@ -22,6 +22,15 @@
  */
 void blas_pick(char **argv);
 
+/*
+ * BLAS threads when the user gives no --threads: the CPUs this process may
+ * run on (its affinity, which a cpuset or taskset narrows) less one, at
+ * least one.  The one left is for the thread that reads and verifies the
+ * next layers: a BLAS thread that loses its core to it stalls its partners
+ * at the next barrier, so the product would run at the pace of the slowest.
+ */
+unsigned int blas_default_threads(void);
+
 /* The kernels in use, as OpenBLAS names them ("SkylakeX", "Haswell"...). */
 const char *blas_core(void);
 
