@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gov_internal.h"
 
@@ -110,7 +111,12 @@ ORTMEM_API int ortmem_gov_backend_caps(struct ortmem_gov *gov, int tier)
 	return (int)ortmem__backend_caps(&gov->tiers[tier]);
 }
 
-/* A hook failed with @ret: report it, keeping the backend's own words. */
+/*
+ * A hook failed with @ret: report it, keeping the backend's own words.
+ * Only a failed alloc or store is an allocation failure (the advice then is
+ * to free memory); a failed read, write or free moved or released nothing,
+ * and telling the caller to free memory would send them the wrong way.
+ */
 int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
 				uint64_t size, const char *hook)
 {
@@ -123,9 +129,16 @@ int ortmem__backend_hook_failed(struct gov_tier *t, int tier, int ret,
 		ortmem_error_format(e, full, sizeof(full));
 		ortmem__text_fit(why, sizeof(why), full);
 	}
-	return ortmem__err_alloc_failed(ret, tier, size,
-		"backend '%s' %s returned %d%s%s", t->name, hook, ret,
-		e ? ": " : "", why);
+	if (!strcmp(hook, "alloc") || !strcmp(hook, "store"))
+		return ortmem__err_alloc_failed(ret, tier, size,
+			"backend '%s' %s returned %d%s%s", t->name, hook, ret,
+			e ? ": " : "", why);
+	return ortmem__err_io(ret, tier, size,
+		"backend '%s' %s returned %d%s%s; %s",
+		t->name, hook, ret,
+		e ? ": " : "", why,
+		strcmp(hook, "free") ? "nothing was moved, the data stays in its source tier"
+				     : "the memory stays held by the backend");
 }
 
 static bool backend_can_source(const struct gov_tier *t)

@@ -14,6 +14,7 @@
 #include <ortmem/ortmem.h>
 
 #include "../harness.h"
+#include "../host/spill_dir.h"
 
 #define KIB 1024ull
 #define MIB (1024 * KIB)
@@ -25,22 +26,6 @@ FIXTURE(tiers) {
 	uint64_t page;
 	char dir[64];
 };
-
-/* A directory for the spill file: $ORTMEM_SPILL_DIR, /var/tmp or /tmp. */
-static bool make_spill_dir(char *dir, size_t len)
-{
-	const char *bases[] = { getenv("ORTMEM_SPILL_DIR"), "/var/tmp", "/tmp" };
-	size_t i;
-
-	for (i = 0; i < 3; i++) {
-		if (!bases[i])
-			continue;
-		snprintf(dir, len, "%s/ortmem-gov-host-XXXXXX", bases[i]);
-		if (mkdtemp(dir))
-			return true;
-	}
-	return false;
-}
 
 FIXTURE_SETUP(tiers)
 {
@@ -67,7 +52,7 @@ FIXTURE_SETUP(tiers)
 	 * teardown runs only after a setup that finished, so a skip or a
 	 * failure below would leave it in /var/tmp.
 	 */
-	ASSERT_TRUE(make_spill_dir(self->dir, sizeof(self->dir)));
+	ASSERT_TRUE(make_spill_dir(self->dir, sizeof(self->dir), "ortmem-gov-host"));
 	so.dir = self->dir;
 	ret = ortmem_spill_open(&so, &self->spill);
 	if (ret) {

@@ -3,7 +3,7 @@
  * A backend for the governor tests: allocations are numbered records held
  * in memory, with no CPU pointer unless asked (so data must move through
  * store/read/write, like a disk), and with fault injection: fail the Nth
- * alloc or free, free only part of the bytes, report bytes busy.
+ * alloc, free or write, free only part of the bytes, report bytes busy.
  */
 #ifndef ORTMEM_SELFTEST_TESTBACKEND_H
 #define ORTMEM_SELFTEST_TESTBACKEND_H
@@ -21,9 +21,10 @@ struct tb {
 	pthread_mutex_t lock;
 	int host_pointer;	/* advertise CAP_HOST_POINTER */
 	int with_store;		/* offer store (else alloc + write) */
-	int allocs, frees;	/* calls so far */
+	int allocs, frees, writes;	/* calls so far */
 	int fail_alloc_at;	/* 1-based call number that fails, 0 none */
 	int fail_free_at;
+	int fail_write_at;
 	uint64_t partial_free;	/* bytes the failing free still releases */
 	int busy_err;		/* busy() returns this when non-zero */
 	int live;
@@ -124,6 +125,8 @@ static int tb_write(void *ctx, uint64_t bh, const void *src, uint64_t len)
 
 	if (len != tb->len[bh])
 		return -EINVAL;
+	if (++tb->writes == tb->fail_write_at)
+		return -EIO;
 	memcpy(tb->buf[bh], src, len);
 	return 0;
 }

@@ -5,6 +5,7 @@
  * run time and the driver reserve.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "gov/gov_internal.h"
 #include "../harness.h"
@@ -125,6 +126,44 @@ TEST_F(gov, allocation_failed_keeps_the_backend_reason)
 	/* The charge was rolled back. */
 	ASSERT_EQ(0, ortmem_gov_stats(self->gov, &st));
 	EXPECT_EQ(0, st.tier[ORTMEM_TIER_HOST].used);
+	ortmem_gov_close(self->gov);
+	self->gov = NULL;
+	tb_fini(&tb);
+}
+
+/* A failed copy is an I/O error, not an allocation failure: no advice to
+ * free memory, and the bytes stay where they were. */
+TEST_F(gov, failed_copy_is_not_an_allocation_failure)
+{
+	struct ortmem_backend_ops ops;
+	struct ortmem_alloc_info info;
+	struct ortmem_handle h;
+	struct tb tb;
+	void *p;
+
+	tb_init(&tb);
+	tb.fail_write_at = 1;
+	ops = tb_ops(&tb);
+	ASSERT_EQ(0, ortmem_gov_set_backend(self->gov, ORTMEM_TIER_HOST, ortmem_backend_heap(), NULL));
+	ASSERT_EQ(0, ortmem_gov_set_backend(self->gov, ORTMEM_TIER_DISK, &ops, &tb));
+	ASSERT_EQ(0, ortmem_gov_alloc(self->gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_KV_CACHE, 4096, ORTMEM_ALLOC_MOVABLE, &h));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h, 0, &p));
+	memset(p, 0x5a, 4096);
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h));
+	EXPECT_EQ(-EIO, ortmem_gov_demote(self->gov, h));
+	ASSERT_NONNULL(ortmem_last_error());
+	EXPECT_NE(ORTMEM_ERR_ALLOCATION_FAILED, ortmem_last_error()->kind);
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "backend 'testmem' write returned -5"));
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "nothing was moved"));
+	EXPECT_NULL(strstr(ortmem_last_error_message(), "held outside ortmem"));
+	/* Still on the host, bytes intact, nothing left on the disk. */
+	ASSERT_EQ(0, ortmem_gov_query(self->gov, h, &info));
+	EXPECT_EQ(ORTMEM_TIER_HOST, info.tier);
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, h, 0, &p));
+	EXPECT_EQ(0x5a, ((unsigned char *)p)[4095]);
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, h));
+	EXPECT_EQ(0, tb.live);
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, h, 0));
 	ortmem_gov_close(self->gov);
 	self->gov = NULL;
 	tb_fini(&tb);

@@ -55,6 +55,8 @@ grep -q "device budget of 102400 bytes cannot hold one layer ($layer bytes)" "$t
 FAKECUDA_FAULTS=cuMemcpyHtoDAsync:5:999 "$tool" --batch 3 --device-budget 2M "$m" \
 	> "$tmp/o" 2> "$tmp/e" && fail "a failed copy went unnoticed"
 grep -q "cuMemcpyHtoDAsync" "$tmp/e" || fail "the error names no driver call: $(cat "$tmp/e")"
+# A failed copy is not an allocation failure: no advice to free memory.
+grep -q "held outside ortmem" "$tmp/e" && fail "a failed copy is reported as an allocation failure: $(cat "$tmp/e")"
 "$tool" --device x "$m" 2> "$tmp/e" && fail "--device x accepted"
 grep -q "not a GPU ordinal" "$tmp/e" || fail "--device x: $(cat "$tmp/e")"
 [ "$(ls "$tmp" | wc -l)" -eq 8 ] || fail "stray files: $(ls "$tmp")"
