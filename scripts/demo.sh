@@ -95,6 +95,8 @@ print(W % ("time per pass", "%.2f s (best of %d)" % (best, o["passes"]),
 print("%-18s %s" % ("disk bandwidth", "%.0f MiB/s effective" % (moved / MiB / sum(o["pass_s"]))))
 print("%-18s %s" % ("prefetch", "%d of %d pins found their layer home (hit rate %.0f%%), %d waited %.2f s in all, %d synchronous"
       % (pf["hits"], pins, 100.0 * pf["hits"] / pins if pins else 0, pf["waits"], pf["wait_s"], pf["misses"])))
+print(W % ("compute", "OpenBLAS %s kernels, %d thread(s)" % (o["blas"]["core"], o["blas"]["threads"]),
+      "%s, %d" % (r["blas"]["core"], r["blas"]["threads"])))
 print(W % ("output", o["output"], r["output"]))
 print("identical: %s" % ("yes" if o["output"] == r["output"] else "no"))
 sys.exit(0 if o["output"] == r["output"] else 1)

@@ -34,8 +34,10 @@
 #include <cblas.h>
 
 #include "run/acts.h"
+#include "run/blas.h"
 #include "run/devtier.h"
 #include "run/model.h"
+#include "run/procio.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -84,6 +86,7 @@ struct result {
 	double proc_cpu_s;	/* every thread's CPU in the passes */
 	double load_s;
 	uint64_t disk_bytes;	/* bytes read from the file in the passes */
+	int disk_measured;	/* the kernel's count (/proc/self/io), not ours */
 	uint64_t out_hash;
 	uint64_t host_peak;
 	uint64_t host_promoted;	/* disk -> host, by the governor */
@@ -154,6 +157,43 @@ static int read_all(int fd, uint8_t *dst, uint64_t off, uint64_t len)
 		done += (uint64_t)n;
 	}
 	return 0;
+}
+
+/* The mmap mode's mapping of the whole file. */
+static int map_weights(struct source *s, uint64_t size)
+{
+	s->all = mmap(NULL, size, PROT_READ, MAP_SHARED, s->fd, 0);
+	if (s->all == MAP_FAILED) {
+		s->all = NULL;
+		return -errno;
+	}
+	s->map_len = size;
+	/* Sequential faults: the kernel reads ahead (as llama.cpp's mapping
+	 * does, which advises the file sequential too). */
+	madvise(s->all, size, MADV_SEQUENTIAL);
+	return 0;
+}
+
+/*
+ * Make the next pass read the file from the disk.  The kernel drops no
+ * page that is still mapped, so the mmap mode unmaps the file first and
+ * maps it again after the drop: without that, every pass after the first
+ * would find the weights in the page cache.
+ */
+static int cold_pass(struct source *s)
+{
+	uint64_t size = s->map_len;
+	int ret;
+
+	if (s->map_len) {
+		munmap(s->all, s->map_len);
+		s->all = NULL;
+		s->map_len = 0;
+	}
+	ret = cold_cache(s->fd);
+	if (ret)
+		fprintf(stderr, "ortmem-run: posix_fadvise(DONTNEED) failed; the pass may be warm\n");
+	return size ? map_weights(s, size) : 0;
 }
 
 /* The ortmem mode's governor: the host tier (pinned, from /dev/ortmem
@@ -229,18 +269,8 @@ static int source_open(struct source *s, uint64_t arena, struct result *r)
 		r->load_s = now_s() - t0;
 		return 0;
 	}
-	if (!strcmp(m, "mmap")) {
-		s->all = mmap(NULL, size, PROT_READ, MAP_SHARED, s->fd, 0);
-		if (s->all == MAP_FAILED) {
-			s->all = NULL;
-			return -errno;
-		}
-		s->map_len = size;
-		/* Sequential faults: the kernel reads ahead (as llama.cpp's
-		 * mapping does, which advises the file sequential too). */
-		madvise(s->all, size, MADV_SEQUENTIAL);
-		return 0;
-	}
+	if (!strcmp(m, "mmap"))
+		return map_weights(s, size);
 	s->layer_buf = aligned_alloc(4096, (model_layer_bytes(c) + 4095) / 4096 * 4096);
 	return s->layer_buf ? 0 : -ENOMEM;
 }
@@ -366,9 +396,11 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 	uint32_t l;
 	int ret;
 
-	if ((!strcmp(o->mode, "mmap") || !strcmp(o->mode, "pread")) &&
-	    cold_cache(s->fd))
-		fprintf(stderr, "ortmem-run: posix_fadvise(DONTNEED) failed; the pass may be warm\n");
+	if (!strcmp(o->mode, "mmap") || !strcmp(o->mode, "pread")) {
+		ret = cold_pass(s);
+		if (ret)
+			return fail("mapping the weights again", ret);
+	}
 	if (!strcmp(o->mode, "mmap"))
 		r->disk_bytes += model_file_bytes(&o->cfg);
 	model_input(&o->cfg, o->batch, act_ptr(a, arena, a->x[0]));
@@ -428,6 +460,8 @@ static void report(const struct opts *o, const struct result *r,
 			       ",\"h2d_bytes\":%" PRIu64 ",\"d2h_bytes\":%" PRIu64 "},",
 			       s->dt.ordinal, s->dt.name, s->dt.budget, r->dev_peak,
 			       r->dev_promoted, r->dev_h2d, r->dev_d2h);
+		printf("\"disk_measured\":%s,", r->disk_measured ? "true" : "false");
+		printf("\"blas\":{\"core\":\"%s\",\"threads\":%u},", blas_core(), o->threads);
 		printf("\"output\":\"%016" PRIx64 "\"}\n", r->out_hash);
 		return;
 	}
@@ -440,6 +474,8 @@ static void report(const struct opts *o, const struct result *r,
 	printf("pass        %.3f s best, %.3f s mean over %u\n", best, sum / o->passes, o->passes);
 	printf("cpu         %.3f s computing, %.3f s in all threads (over the passes)\n",
 	       r->compute_cpu_s, r->proc_cpu_s);
+	printf("blas        OpenBLAS %s kernels, %u thread%s\n", blas_core(), o->threads,
+	       o->threads == 1 ? "" : "s");
 	if (r->load_s > 0)
 		printf("load        %.3f s (before the passes)\n", r->load_s);
 	if (r->disk_bytes)
@@ -496,8 +532,9 @@ static int do_run(struct opts *o)
 	struct result r = { 0 };
 	struct acts a = { 0 };
 	void *arena = NULL;
+	uint64_t io0 = 0, io1 = 0;
 	uint32_t p;
-	int ret, rc = 1;
+	int ret, rc = 1, peer_io;
 
 	ret = ortmem_wfile_open(o->path, &wo, &s.wf);
 	if (ret)
@@ -541,6 +578,8 @@ static int do_run(struct opts *o)
 		fail("placing the activations", ret);
 		goto out_src;
 	}
+	/* The peers' disk bytes as the kernel counts them, where it does. */
+	peer_io = s.fd >= 0 && !procio_read_bytes(&io0);
 	for (p = 0; p < o->passes; p++) {
 		/* Where the time goes: the compute thread's CPU, the whole
 		 * process's (the I/O and verification threads too), the wall. */
@@ -552,6 +591,10 @@ static int do_run(struct opts *o)
 		r.pass_s[p] = now_s() - t0;
 		r.compute_cpu_s += clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		r.proc_cpu_s += clock_s(CLOCK_PROCESS_CPUTIME_ID) - q0;
+	}
+	if (peer_io && !procio_read_bytes(&io1) && io1 > io0) {
+		r.disk_bytes = io1 - io0;
+		r.disk_measured = 1;
 	}
 	if (act_move(&s, &a, a.x[o->cfg.layers], a.xb, 0)) {
 		fail("reading the output back from the GPU", -EIO);
@@ -718,7 +761,7 @@ static int parse(int argc, char **argv, struct opts *o, int *create)
 int main(int argc, char **argv)
 {
 	struct opts o = {
-		.mode = "ortmem", .batch = 16, .threads = 1, .passes = 1, .prefetch_depth = 8,
+		.mode = "ortmem", .batch = 16, .passes = 1, .prefetch_depth = 8,
 		.device = 0,
 		.progress = isatty(STDERR_FILENO),
 		.cfg = { .layers = 18, .hidden = 2048, .ffn = 8192, .seed = 1 },
@@ -728,12 +771,16 @@ int main(int argc, char **argv)
 
 	if (parse(argc, argv, &o, &create))
 		return 2;
+	if (!create)
+		blas_pick(argv);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	if (create)
 		return model_create(&o.cfg, o.path, &interrupted);
-	/* One BLAS thread by default: the other core moves and verifies the
-	 * next layers (every mode computes alike, so the comparison holds). */
+	/* By default a core is left to the I/O (every mode computes alike,
+	 * so the comparison holds). */
+	if (!o.threads)
+		o.threads = blas_default_threads();
 	openblas_set_num_threads((int)o.threads);
 	return do_run(&o);
 }

@@ -115,6 +115,38 @@ TEST_F(host, alloc_write_read_free)
 	EXPECT_EQ(before, held_bytes(self->backend));
 }
 
+/*
+ * The fallback's buffers of a huge page or more start on a huge-page
+ * boundary (for THP), and trimming the larger mapping to that boundary
+ * leaves nothing more locked or held than the buffer itself.
+ */
+TEST_F(host, large_fallback_buffers_are_huge_page_aligned)
+{
+	const uint64_t huge = 2ull << 20, size = 5 * huge + PAGE;
+	long long before = held_bytes(self->backend);
+	unsigned char *p, *q;
+	uint64_t i;
+
+	if (self->backend != ORTMEM_HOST_BACKEND_MLOCK)
+		SKIP("the module's buffers are its own pages");
+	ASSERT_EQ(0, ortmem_host_alloc(self->h, size, -1, (void **)&p));
+	EXPECT_EQ(0, (uintptr_t)p % huge);
+	EXPECT_EQ(before + (long long)size, held_bytes(self->backend));
+	for (i = 0; i < size; i += PAGE / 2)
+		p[i] = (unsigned char)(i >> 11);
+	for (i = 0; i < size; i += PAGE / 2)
+		if (p[i] != (unsigned char)(i >> 11))
+			break;
+	EXPECT_EQ(size, i);
+	/* Below a huge page: page-aligned as before, no more. */
+	ASSERT_EQ(0, ortmem_host_alloc(self->h, huge - PAGE, -1, (void **)&q));
+	EXPECT_EQ(0, (uintptr_t)q % PAGE);
+	EXPECT_EQ(before + (long long)(size + huge - PAGE), held_bytes(self->backend));
+	EXPECT_EQ(0, ortmem_host_free(self->h, q));
+	EXPECT_EQ(0, ortmem_host_free(self->h, p));
+	EXPECT_EQ(before, held_bytes(self->backend));
+}
+
 TEST_F(host, bad_requests_are_invalid_and_change_nothing)
 {
 	long long before = held_bytes(self->backend);
