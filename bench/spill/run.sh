@@ -4,7 +4,8 @@
 # The spill benchmark.  On files of SPILL_BENCH_SIZE in SPILL_BENCH_DIR, with
 # 1 MiB blocks at queue depth 32, each run measures in turn: fio sequential
 # write and read (io_uring, O_DIRECT, registered buffers and file, batched
-# submission: its best case, the same means the engine uses), ortmem-spill
+# submission, 4 KiB or huge-page buffers, the faster: its best case, the
+# same means the engine uses; bench/fio-huge.sh says why), ortmem-spill
 # bench on one lane (one ring at QD 32, as fio) (demotion then
 # promotion, checksums included), and synchronous pread at QD1 of fio's
 # file.  Runs interleave so that noise hits every peer alike; medians are
@@ -25,15 +26,26 @@ case $(stat -f -c %T "$(dirname "$dir")" 2>/dev/null) in
 tmpfs|ramfs) echo "bench-spill: $dir is on a RAM filesystem; set SPILL_BENCH_DIR to a disk" >&2; exit 1 ;;
 esac
 mkdir -p "$dir"
-trap 'rm -rf "$dir"' EXIT INT TERM
+. "$(dirname "$0")/../fio-huge.sh"
+trap 'rm -rf "$dir"; fio_huge_release' EXIT
+trap 'exit 130' INT TERM
+fio_huge_reserve 32	# QD 32 x 1 MiB
 bytes=$(numfmt --from=iec "$size")
 
-fio_bw() { # rw -> MiB/s
+fio_once() { # rw [extra fio options] -> MiB/s
+	rw=$1; shift
 	fio --name=spill --filename="$dir/fio.dat" --size="$bytes" --bs=1M \
-		--iodepth=32 --ioengine=io_uring --direct=1 --rw="$1" \
-		--fixedbufs=1 --registerfiles=1 --iodepth_batch_submit=8 \
+		--iodepth=32 --ioengine=io_uring --direct=1 --rw="$rw" \
+		--fixedbufs=1 --registerfiles=1 --iodepth_batch_submit=8 "$@" \
 		--output-format=json 2>/dev/null |
-		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; k=sys.argv[1]; print("%.1f" % (j[k]["bw_bytes"] / 1048576))' "$1"
+		python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]; k=sys.argv[1]; print("%.1f" % (j[k]["bw_bytes"] / 1048576))' "$rw"
+}
+fio_bw() { # rw -> MiB/s, the faster of 4 KiB and huge-page buffers
+	if [ "$FIO_HUGE" = 1 ]; then
+		printf '%s\n' "$(fio_once "$1")" "$(fio_once "$1" --iomem=shmhuge)" | sort -g | tail -n 1
+	else
+		fio_once "$1"
+	fi
 }
 median() {
 	tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
