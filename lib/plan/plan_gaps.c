@@ -371,7 +371,7 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
 	h = ortmem__plan_online(plan, c->asz, c->budget, rule, guide, hint,
 				w->try_off, w->try_toff);
 	if (h == UINT64_MAX ||
-	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, w->deadline))
+	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, false, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	cost = ortmem__plan_gap_cost(plan, w->try_off);
 	if (cost < w->cost) {
@@ -482,6 +482,16 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		ret = gp_footprint(&c, &foot);
 	if (!ret)
 		ret = gp_candidates(&c, &w, deadline);
+	/* The winner's off gaps that some free range holds across are kept
+	 * on the device (once: too dear for every candidate); on a big graph
+	 * for half the time budget at most. */
+	if (!ret && ortmem__plan_close_gaps(plan, c.asz, w.off, w.toff, true, !w.deadline ? 0 :
+			ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2))
+		ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	if (!ret && ortmem__plan_height(plan, c.asz, w.toff) != w.res.height) {
+		w.res.height = ortmem__plan_height(plan, c.asz, w.toff);
+		w.res.optimal = false;
+	}
 	if (!ret) {
 		*res = w.res;
 		memcpy(plan->touch_off, w.toff, sizeof(*w.toff) * nt);
