@@ -259,7 +259,7 @@ static int gp_pack(struct gap_ctx *c, uint64_t deadline, struct pk_result *res)
 			      .max_iter = plan->o.max_iterations,
 			      .threads = plan->o.threads };
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n = 0, b, k, j;
-	struct pk_item *it = malloc(sizeof(*it) * (nt + plan->n_bufs + 1));
+	struct pk_item *it = calloc(nt + plan->n_bufs + 1, sizeof(*it));
 	uint64_t *off = malloc(sizeof(*off) * (nt + plan->n_bufs + 1));
 	int ret;
 
@@ -395,24 +395,33 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
  *    budget (room for fragmentation), while time is left.
  */
 /* Allocator passes following sweeps asked for a little less than the
- * budget (room for fragmentation); stops when the sweep alone costs more
- * than the best plan. */
+ * budget (room for fragmentation), under each of the sweep's rules (which
+ * rule leaves the most packable plan is not the one that moves least
+ * before offsets); stops when no sweep alone costs less than the best
+ * plan. */
 static int gp_slack(struct gap_ctx *c, struct gp_win *w, bool small, uint64_t deadline)
 {
 	struct ortmem_plan *plan = c->plan;
-	int ret = 0, rule, slack;
+	int ret = 0, rule, slack, sweep;
 	uint32_t s;
 
 	for (slack = 1; slack <= GAP_SLACKS && !ret &&
 	     (small || ortmem__now_ns() < deadline); slack++) {
+		bool cheaper = false;
+
 		for (s = 0; s < plan->n_nodes; s++)
 			c->bud[s] = c->budget - (c->budget >> (8 - slack));
-		gp_sweep(c, c->rule);
-		memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
-		if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
-			break;		/* less room only costs more */
-		for (rule = 0; rule < 2 && !ret; rule++)
-			ret = gp_online(c, w, rule, c->best, NULL);
+		for (sweep = 0; sweep < GAP_RULES && !ret; sweep++) {
+			gp_sweep(c, sweep);
+			memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
+			if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+				continue;	/* less room only costs more */
+			cheaper = true;
+			for (rule = 0; rule < 2 && !ret; rule++)
+				ret = gp_online(c, w, rule, c->best, NULL);
+		}
+		if (!cheaper)
+			break;
 	}
 	return ret;
 }
