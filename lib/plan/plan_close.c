@@ -46,14 +46,14 @@ struct cl {
 	bool anywhere;		/* try any free range, not only the two */
 };
 
-/* The live intervals but @a and @b that overlap steps [lo, hi), into
- * c->near; their count. */
-static uint32_t cl_near(struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uint64_t hi)
+/* The first interval starting at CL_SHORT steps before @lo or later: no
+ * short one before it reaches @lo. */
+static uint32_t cl_first(const struct cl *c, uint64_t lo)
 {
-	uint32_t l = 0, h = c->n, i, d = 0;
+	uint32_t l = 0, h = c->n;
 	uint64_t from = lo > CL_SHORT ? lo - CL_SHORT : 0;
 
-	while (l < h) {		/* the first interval starting at @from or later */
+	while (l < h) {
 		uint32_t mid = l + (h - l) / 2;
 
 		if (c->iv[mid].lo < from)
@@ -61,38 +61,57 @@ static uint32_t cl_near(struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uint6
 		else
 			h = mid;
 	}
-	for (i = l; i < c->n && c->iv[i].lo < hi; i++)
-		if (c->iv[i].hi - c->iv[i].lo <= CL_SHORT)
-			c->near[d++] = i;
-	for (i = 0; i < c->n_lng; i++)
-		if (c->iv[c->lng[i]].lo < hi && c->iv[c->lng[i]].hi - c->iv[c->lng[i]].lo > CL_SHORT)
-			c->near[d++] = c->lng[i];
-	for (i = l = 0; i < d; i++) {
-		const struct cl_iv *q = &c->iv[c->near[i]];
-
-		if (!q->dead && c->near[i] != a && c->near[i] != b && q->hi > lo && q->size)
-			c->near[l++] = c->near[i];
-	}
 	return l;
 }
 
+/* Does interval @i, other than @a and @b, overlap steps [lo, hi)? */
+static bool cl_live(const struct cl *c, uint32_t i, uint32_t a, uint32_t b,
+		    uint64_t lo, uint64_t hi)
+{
+	const struct cl_iv *q = &c->iv[i];
+
+	return !q->dead && i != a && i != b && q->lo < hi && q->hi > lo && q->size;
+}
+
+/* The live intervals but @a and @b that overlap steps [lo, hi), into
+ * c->near (short ones found by binary search, long ones from their list);
+ * their count. */
+static uint32_t cl_near(struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uint64_t hi)
+{
+	uint32_t i, d = 0;
+
+	for (i = cl_first(c, lo); i < c->n && c->iv[i].lo < hi; i++)
+		if (c->iv[i].hi - c->iv[i].lo <= CL_SHORT && cl_live(c, i, a, b, lo, hi))
+			c->near[d++] = i;
+	for (i = 0; i < c->n_lng; i++)
+		if (c->iv[c->lng[i]].hi - c->iv[c->lng[i]].lo > CL_SHORT &&
+		    cl_live(c, c->lng[i], a, b, lo, hi))
+			c->near[d++] = c->lng[i];
+	return d;
+}
+
+static bool cl_hits(const struct cl_iv *q, uint64_t addr, uint64_t size)
+{
+	return q->addr < addr + size && addr < q->addr + q->size;
+}
+
 /* Is [addr, addr + size) free over steps [lo, hi) but for @a and @b? */
-static bool cl_free(struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uint64_t hi,
+static bool cl_free(const struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uint64_t hi,
 		    uint64_t addr, uint64_t size)
 {
-	uint32_t i, d = cl_near(c, a, b, lo, hi);
+	uint32_t i;
 
-	for (i = 0; i < d; i++) {
-		const struct cl_iv *q = &c->iv[c->near[i]];
-
-		if (q->addr < addr + size && addr < q->addr + q->size)
+	for (i = cl_first(c, lo); i < c->n && c->iv[i].lo < hi; i++)
+		if (c->iv[i].hi - c->iv[i].lo <= CL_SHORT && cl_live(c, i, a, b, lo, hi) &&
+		    cl_hits(&c->iv[i], addr, size))
 			return false;
-	}
+	for (i = 0; i < c->n_lng; i++)
+		if (c->iv[c->lng[i]].hi - c->iv[c->lng[i]].lo > CL_SHORT &&
+		    cl_live(c, c->lng[i], a, b, lo, hi) && cl_hits(&c->iv[c->lng[i]], addr, size))
+			return false;
 	return true;
 }
 
-/* Sort address ranges by start (Shell's gaps; no callback per compare:
- * this runs once per merge tried, on a few dozen ranges). */
 static void cl_sort_ranges(uint64_t (*r)[2], uint32_t d)
 {
 	static const uint32_t gaps[] = { 57, 23, 10, 4, 1 };

@@ -405,13 +405,16 @@ static int gp_slack(struct gap_ctx *c, struct gp_win *w, bool small, uint64_t de
 	int ret = 0, rule, slack, sweep;
 	uint32_t s;
 
-	for (slack = 1; slack <= GAP_SLACKS && !ret &&
-	     (small || ortmem__now_ns() < deadline); slack++) {
+	/* a small graph gets them past the deadline, but not past a second
+	 * time budget (the packer's search took the first) */
+	if (small)
+		deadline += plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
+	for (slack = 1; slack <= GAP_SLACKS && !ret && ortmem__now_ns() < deadline; slack++) {
 		bool cheaper = false;
 
 		for (s = 0; s < plan->n_nodes; s++)
 			c->bud[s] = c->budget - (c->budget >> (8 - slack));
-		for (sweep = 0; sweep < GAP_RULES && !ret; sweep++) {
+		for (sweep = 0; sweep < GAP_RULES && !ret && ortmem__now_ns() < deadline; sweep++) {
 			gp_sweep(c, sweep);
 			memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
 			if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
