@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * make bench-place: bytes moved between the device and the slower tiers by
- * ortmem's placement, against two peers computed in the same run on the
+ * ortmem's placement, against peers computed in the same run on the
  * same schedule:
  *
  *  - Belady: a simulation of furthest-next-use eviction (a value leaves the
@@ -12,7 +12,11 @@
  *    x_g the fraction of gap g spent off the device and w_b the fraction of
  *    buffer b written out: min sum w_b size_b + sum x_g size_b (gaps a touch
  *    ends) subject to, at each step, sum over kept gaps <= budget - touches,
- *    and w_b >= x_g.
+ *    and w_b >= x_g;
+ *  - for information, Belady with offsets: the same rule run by an
+ *    allocator that must find each value a contiguous range (a schedule a
+ *    runtime could follow); printed per budget and as a maximum, not on
+ *    the last line, which compares against the issue's Belady above.
  *
  * Workloads: U-Net inference, ResNet and transformer training steps
  * (activations saved for the backward pass, read twice), transformer
