@@ -27,8 +27,10 @@
  * sweep's plan and takes the packer's offsets where they still fit,
  * sending off more only where the packing overran; one is the allocator
  * on its own; then, while time is left, ones following sweeps asked for a
- * little less than the budget.  Each pass then keeps on the device the off
- * gaps whose range stayed free (plan_close.c).  The cheapest is kept.
+ * little less than the budget, under each rule.  Each pass then keeps on
+ * the device the off gaps whose range stayed free (plan_close.c).  The
+ * cheapest is kept, and its off gaps that any free range holds across are
+ * closed too.
  * Since an allocator pass fits whenever each step's own footprint does, a
  * budget at or above the largest one is never refused.
  */

@@ -11,6 +11,11 @@
  * out after their last touch and read back: legal in the gap model, and it
  * fits whenever the step's footprint does).
  *
+ * Given a plan to follow (guide) and its packing (hint), a buffer takes
+ * its packed offset where that is free; one that cannot takes, among the
+ * free ranges, the one that stays clear of the packing's later intervals
+ * longest, so it does not take the room a packed buffer will need.
+ *
  * Unlike the profile sweep and the packer (plan_gaps.c) this cannot lose to
  * fragmentation: what it places fits by construction, so it is both the
  * fallback that makes every budget at or above the largest step's
