@@ -401,16 +401,17 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
  * rule leaves the most packable plan is not the one that moves least
  * before offsets); stops when no sweep alone costs less than the best
  * plan. */
-static int gp_slack(struct gap_ctx *c, struct gp_win *w, bool small, uint64_t deadline)
+static int gp_slack(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 {
 	struct ortmem_plan *plan = c->plan;
 	int ret = 0, rule, slack, sweep;
 	uint32_t s;
 
-	/* a small graph gets them past the deadline, but not past a second
-	 * time budget (the packer's search took the first) */
-	if (small)
-		deadline += plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
+	/* they run past the deadline, but not past a second time budget (on a
+	 * small graph the packer's search took the first; on a big one the
+	 * first passes did): on random DAGs they are where most of the room
+	 * for fragmentation is found */
+	deadline += plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
 	for (slack = 1; slack <= GAP_SLACKS && !ret && ortmem__now_ns() < deadline; slack++) {
 		bool cheaper = false;
 
@@ -468,7 +469,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	if (!ret && (small || ortmem__now_ns() < deadline))
 		ret = gp_online(c, w, 1, NULL, NULL);
 	if (!ret)
-		ret = gp_slack(c, w, small, deadline);
+		ret = gp_slack(c, w, deadline);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;
