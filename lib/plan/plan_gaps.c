@@ -412,12 +412,16 @@ static int gp_slack(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	 * first passes did): on random DAGs they are where most of the room
 	 * for fragmentation is found */
 	deadline += plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
-	for (slack = 1; slack <= GAP_SLACKS && !ret && ortmem__now_ns() < deadline; slack++) {
+	/* the first (the least slack, Belady's rule) always: on random DAGs
+	 * it is the one that pays most often */
+	for (slack = 1; slack <= GAP_SLACKS && !ret &&
+	     (slack == 1 || ortmem__now_ns() < deadline); slack++) {
 		bool cheaper = false;
 
 		for (s = 0; s < plan->n_nodes; s++)
 			c->bud[s] = c->budget - (c->budget >> (8 - slack));
-		for (sweep = 0; sweep < GAP_RULES && !ret && ortmem__now_ns() < deadline; sweep++) {
+		for (sweep = 0; sweep < GAP_RULES && !ret &&
+		     ((slack == 1 && !sweep) || ortmem__now_ns() < deadline); sweep++) {
 			gp_sweep(c, sweep);
 			memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
 			if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
