@@ -6,12 +6,16 @@
  * free for the whole gap (the step needed a different range, or a later
  * eviction cleared it).  Such a gap can be kept on the device at no cost
  * in space: the two resident intervals on either side of it merge into
- * one, at the address of either, where that address is free over the
- * steps the merge adds.  Each merge saves the read-back (and the write-out
- * when it was the buffer's last off gap that a touch ends).
+ * one, at the address of either where that address is free over the
+ * steps the merge adds, or else at the tightest range of [0, budget) free
+ * over the whole merged span (the buffer is read back there instead of
+ * where it was).  Each merge saves the read-back (and the write-out when
+ * it was the buffer's last off gap that a touch ends).
  *
- * Intervals are kept sorted by first step; a check scans those that start
- * before the range ends.  O(off gaps x intervals) a pass.
+ * Intervals are kept sorted by first step.  A check looks at the short
+ * ones that start within CL_SHORT steps before the span, found by binary
+ * search, and at the few long ones, listed apart.  O(off gaps x intervals
+ * near each) a pass.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,21 +31,140 @@ struct cl_iv {
 	bool dead;
 };
 
+/* Steps past which an interval counts as long (listed apart). */
+#define CL_SHORT 64
+
+struct cl {
+	struct cl_iv *iv;	/* sorted by first step */
+	uint32_t n;
+	uint32_t *lng;		/* intervals longer than CL_SHORT steps */
+	uint32_t n_lng;
+	uint32_t *near;		/* scratch: what cl_near() found */
+	uint64_t (*rng)[2];	/* scratch: their address ranges */
+	uint64_t *prof;		/* bytes resident per step */
+	uint64_t budget;
+	bool anywhere;		/* try any free range, not only the two */
+};
+
+/* The first interval starting at CL_SHORT steps before @lo or later: no
+ * short one before it reaches @lo. */
+static uint32_t cl_first(const struct cl *c, uint64_t lo)
+{
+	uint32_t l = 0, h = c->n;
+	uint64_t from = lo > CL_SHORT ? lo - CL_SHORT : 0;
+
+	while (l < h) {
+		uint32_t mid = l + (h - l) / 2;
+
+		if (c->iv[mid].lo < from)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	return l;
+}
+
+/* Does interval @i, other than @a and @b, overlap steps [lo, hi)? */
+static bool cl_live(const struct cl *c, uint32_t i, uint32_t a, uint32_t b,
+		    uint64_t lo, uint64_t hi)
+{
+	const struct cl_iv *q = &c->iv[i];
+
+	return !q->dead && i != a && i != b && q->lo < hi && q->hi > lo && q->size;
+}
+
+/* The live intervals but @a and @b that overlap steps [lo, hi), into
+ * c->near (short ones found by binary search, long ones from their list);
+ * their count. */
+static uint32_t cl_near(struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uint64_t hi)
+{
+	uint32_t i, d = 0;
+
+	for (i = cl_first(c, lo); i < c->n && c->iv[i].lo < hi; i++)
+		if (c->iv[i].hi - c->iv[i].lo <= CL_SHORT && cl_live(c, i, a, b, lo, hi))
+			c->near[d++] = i;
+	for (i = 0; i < c->n_lng; i++)
+		if (c->iv[c->lng[i]].hi - c->iv[c->lng[i]].lo > CL_SHORT &&
+		    cl_live(c, c->lng[i], a, b, lo, hi))
+			c->near[d++] = c->lng[i];
+	return d;
+}
+
+static bool cl_hits(const struct cl_iv *q, uint64_t addr, uint64_t size)
+{
+	return q->addr < addr + size && addr < q->addr + q->size;
+}
+
 /* Is [addr, addr + size) free over steps [lo, hi) but for @a and @b? */
-static bool cl_free(const struct cl_iv *iv, uint32_t n, uint32_t a, uint32_t b,
-		    uint64_t lo, uint64_t hi, uint64_t addr, uint64_t size)
+static bool cl_free(const struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uint64_t hi,
+		    uint64_t addr, uint64_t size)
 {
 	uint32_t i;
 
-	for (i = 0; i < n && iv[i].lo < hi; i++) {
-		const struct cl_iv *q = &iv[i];
-
-		if (q->dead || i == a || i == b || q->hi <= lo || !q->size)
-			continue;
-		if (q->addr < addr + size && addr < q->addr + q->size)
+	for (i = cl_first(c, lo); i < c->n && c->iv[i].lo < hi; i++)
+		if (c->iv[i].hi - c->iv[i].lo <= CL_SHORT && cl_live(c, i, a, b, lo, hi) &&
+		    cl_hits(&c->iv[i], addr, size))
 			return false;
-	}
+	for (i = 0; i < c->n_lng; i++)
+		if (c->iv[c->lng[i]].hi - c->iv[c->lng[i]].lo > CL_SHORT &&
+		    cl_live(c, c->lng[i], a, b, lo, hi) && cl_hits(&c->iv[c->lng[i]], addr, size))
+			return false;
 	return true;
+}
+
+static void cl_sort_ranges(uint64_t (*r)[2], uint32_t d)
+{
+	static const uint32_t gaps[] = { 57, 23, 10, 4, 1 };
+	uint32_t g, i, j;
+
+	for (g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++)
+		for (i = gaps[g]; i < d; i++) {
+			uint64_t a = r[i][0], b = r[i][1];
+
+			for (j = i; j >= gaps[g] && r[j - gaps[g]][0] > a; j -= gaps[g]) {
+				r[j][0] = r[j - gaps[g]][0];
+				r[j][1] = r[j - gaps[g]][1];
+			}
+			r[j][0] = a;
+			r[j][1] = b;
+		}
+}
+
+/*
+ * The tightest range of [0, budget) free over the steps iv[a] and iv[b]
+ * (the same buffer's, either side of an off gap) cover together, with
+ * room for the buffer: the merged interval moves there.  UINT64_MAX when
+ * none.
+ */
+static uint64_t cl_hole(struct cl *c, uint32_t a, uint32_t b)
+{
+	uint64_t size = c->iv[a].size, cur = 0, best = UINT64_MAX, best_len = UINT64_MAX;
+	uint64_t len, next, s;
+	uint32_t i, d;
+
+	/* no room in bytes over the gap: no range either (cheap, and the
+	 * common case under a tight budget) */
+	for (s = c->iv[a].hi; s < c->iv[b].lo; s++)
+		if (c->prof[s] + size > c->budget)
+			return UINT64_MAX;
+	d = cl_near(c, a, b, c->iv[a].lo, c->iv[b].hi);
+
+	for (i = 0; i < d; i++) {
+		c->rng[i][0] = c->iv[c->near[i]].addr;
+		c->rng[i][1] = c->iv[c->near[i]].addr + c->iv[c->near[i]].size;
+	}
+	cl_sort_ranges(c->rng, d);
+	for (i = 0; i <= d; i++) {
+		next = i < d ? c->rng[i][0] : c->budget;
+		len = next > cur ? next - cur : 0;
+		if (len >= size && len < best_len) {
+			best_len = len;
+			best = cur;
+		}
+		if (i < d && c->rng[i][1] > cur)
+			cur = c->rng[i][1];
+	}
+	return best;
 }
 
 static int cl_cmp(const void *x, const void *y)
@@ -93,26 +216,31 @@ static struct cl_iv *cl_build(const struct ortmem_plan *plan, const uint64_t *as
 }
 
 /* Merge iv[a] with the buffer's next interval iv[b] when an address is free. */
-static bool cl_merge(struct cl_iv *iv, uint32_t n, uint32_t a, uint8_t *off,
-		     uint64_t *toff)
+static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 {
+	struct cl_iv *iv = c->iv;
 	uint32_t b = iv[a].next, k;
-	uint64_t addr;
+	uint64_t addr, s;
 
 	/* the next interval must be the same buffer's (k1 + 1 is its touch) */
 	if (b == UINT32_MAX || iv[b].dead || iv[b].buf != iv[a].buf ||
 	    iv[b].k0 != iv[a].k1 + 1)
 		return false;
-	if (cl_free(iv, n, a, b, iv[a].hi, iv[b].hi, iv[a].addr, iv[a].size))
+	if (cl_free(c, a, b, iv[a].hi, iv[b].hi, iv[a].addr, iv[a].size))
 		addr = iv[a].addr;
-	else if (cl_free(iv, n, a, b, iv[a].lo, iv[b].lo, iv[b].addr, iv[b].size))
+	else if (cl_free(c, a, b, iv[a].lo, iv[b].lo, iv[b].addr, iv[b].size))
 		addr = iv[b].addr;
-	else
+	else if (!c->anywhere || (addr = cl_hole(c, a, b)) == UINT64_MAX)
 		return false;
 	off[iv[a].k1] = 0;
 	for (k = iv[a].k0; k <= iv[b].k1; k++)
 		toff[k] = addr;
+	for (s = iv[a].hi; s < iv[b].lo; s++)
+		c->prof[s] += iv[a].size;
 	iv[a].addr = addr;
+	/* grown past CL_SHORT: listed with the long ones from now on */
+	if (iv[a].hi - iv[a].lo <= CL_SHORT && iv[b].hi - iv[a].lo > CL_SHORT)
+		c->lng[c->n_lng++] = a;
 	iv[a].hi = iv[b].hi;
 	iv[a].k1 = iv[b].k1;
 	iv[a].next = iv[b].next;
@@ -126,26 +254,47 @@ static bool cl_merge(struct cl_iv *iv, uint32_t n, uint32_t a, uint8_t *off,
  * are updated.  Stops at @deadline (0: no limit).  0 or -ENOMEM.
  */
 int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
-			    uint8_t *off, uint64_t *toff, uint64_t deadline)
+			    uint8_t *off, uint64_t *toff, bool anywhere, uint64_t deadline)
 {
-	uint32_t n, i, pass;
-	struct cl_iv *iv = cl_build(plan, asz, off, toff, &n);
+	struct cl c = { .budget = plan->o.budget[ORTMEM_TIER_DEVICE], .anywhere = anywhere };
+	uint32_t i, pass;
 	bool merged = true;
+	int ret = -ENOMEM;
 
-	if (!iv)
+	c.iv = cl_build(plan, asz, off, toff, &c.n);
+	if (!c.iv)
 		return -ENOMEM;
+	c.lng = malloc(sizeof(*c.lng) * (c.n + 1));
+	c.near = malloc(sizeof(*c.near) * (2 * c.n + 1));
+	c.rng = malloc(sizeof(*c.rng) * (2 * c.n + 1));
+	c.prof = calloc(plan->n_nodes + 1ull, sizeof(*c.prof));
+	if (!c.lng || !c.near || !c.rng || !c.prof)
+		goto out;
+	for (i = 0; i < c.n; i++) {
+		uint64_t s;
+
+		if (c.iv[i].hi - c.iv[i].lo > CL_SHORT)
+			c.lng[c.n_lng++] = i;
+		for (s = c.iv[i].lo; s < c.iv[i].hi && s < plan->n_nodes; s++)
+			c.prof[s] += c.iv[i].size;
+	}
+	ret = 0;
 	for (pass = 0; pass < 2 && merged; pass++) {
 		merged = false;
-		for (i = 0; i < n; i++) {
-			if (iv[i].dead)
+		for (i = 0; i < c.n; i++) {
+			if (c.iv[i].dead)
 				continue;
-			while (cl_merge(iv, n, i, off, toff))
+			while (cl_merge(&c, i, off, toff))
 				merged = true;
 			if (deadline && (i & 63) == 0 && ortmem__now_ns() > deadline)
 				goto out;
 		}
 	}
 out:
-	free(iv);
-	return 0;
+	free(c.iv);
+	free(c.lng);
+	free(c.near);
+	free(c.rng);
+	free(c.prof);
+	return ret;
 }

@@ -27,8 +27,10 @@
  * sweep's plan and takes the packer's offsets where they still fit,
  * sending off more only where the packing overran; one is the allocator
  * on its own; then, while time is left, ones following sweeps asked for a
- * little less than the budget.  Each pass then keeps on the device the off
- * gaps whose range stayed free (plan_close.c).  The cheapest is kept.
+ * little less than the budget, under each rule.  Each pass then keeps on
+ * the device the off gaps whose range stayed free (plan_close.c).  The
+ * cheapest is kept, and its off gaps that any free range holds across are
+ * closed too.
  * Since an allocator pass fits whenever each step's own footprint does, a
  * budget at or above the largest one is never refused.
  */
@@ -259,7 +261,7 @@ static int gp_pack(struct gap_ctx *c, uint64_t deadline, struct pk_result *res)
 			      .max_iter = plan->o.max_iterations,
 			      .threads = plan->o.threads };
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n = 0, b, k, j;
-	struct pk_item *it = malloc(sizeof(*it) * (nt + plan->n_bufs + 1));
+	struct pk_item *it = calloc(nt + plan->n_bufs + 1, sizeof(*it));
 	uint64_t *off = malloc(sizeof(*off) * (nt + plan->n_bufs + 1));
 	int ret;
 
@@ -371,7 +373,7 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
 	h = ortmem__plan_online(plan, c->asz, c->budget, rule, guide, hint,
 				w->try_off, w->try_toff);
 	if (h == UINT64_MAX ||
-	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, w->deadline))
+	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, false, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	cost = ortmem__plan_gap_cost(plan, w->try_off);
 	if (cost < w->cost) {
@@ -395,24 +397,41 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
  *    budget (room for fragmentation), while time is left.
  */
 /* Allocator passes following sweeps asked for a little less than the
- * budget (room for fragmentation); stops when the sweep alone costs more
- * than the best plan. */
-static int gp_slack(struct gap_ctx *c, struct gp_win *w, bool small, uint64_t deadline)
+ * budget (room for fragmentation), under each of the sweep's rules (which
+ * rule leaves the most packable plan is not the one that moves least
+ * before offsets); stops when no sweep alone costs less than the best
+ * plan. */
+static int gp_slack(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 {
 	struct ortmem_plan *plan = c->plan;
-	int ret = 0, rule, slack;
+	int ret = 0, rule, slack, sweep;
 	uint32_t s;
 
+	/* they run past the deadline, but not past a second time budget (on a
+	 * small graph the packer's search took the first; on a big one the
+	 * first passes did): on random DAGs they are where most of the room
+	 * for fragmentation is found */
+	deadline += plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
+	/* the first (the least slack, Belady's rule) always: on random DAGs
+	 * it is the one that pays most often */
 	for (slack = 1; slack <= GAP_SLACKS && !ret &&
-	     (small || ortmem__now_ns() < deadline); slack++) {
+	     (slack == 1 || ortmem__now_ns() < deadline); slack++) {
+		bool cheaper = false;
+
 		for (s = 0; s < plan->n_nodes; s++)
 			c->bud[s] = c->budget - (c->budget >> (8 - slack));
-		gp_sweep(c, c->rule);
-		memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
-		if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
-			break;		/* less room only costs more */
-		for (rule = 0; rule < 2 && !ret; rule++)
-			ret = gp_online(c, w, rule, c->best, NULL);
+		for (sweep = 0; sweep < GAP_RULES && !ret &&
+		     ((slack == 1 && !sweep) || ortmem__now_ns() < deadline); sweep++) {
+			gp_sweep(c, sweep);
+			memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
+			if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+				continue;	/* less room only costs more */
+			cheaper = true;
+			for (rule = 0; rule < 2 && !ret; rule++)
+				ret = gp_online(c, w, rule, c->best, NULL);
+		}
+		if (!cheaper)
+			break;
 	}
 	return ret;
 }
@@ -454,7 +473,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	if (!ret && (small || ortmem__now_ns() < deadline))
 		ret = gp_online(c, w, 1, NULL, NULL);
 	if (!ret)
-		ret = gp_slack(c, w, small, deadline);
+		ret = gp_slack(c, w, deadline);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;
@@ -482,6 +501,16 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		ret = gp_footprint(&c, &foot);
 	if (!ret)
 		ret = gp_candidates(&c, &w, deadline);
+	/* The winner's off gaps that some free range holds across are kept
+	 * on the device (once: too dear for every candidate); on a big graph
+	 * for half the time budget at most. */
+	if (!ret && ortmem__plan_close_gaps(plan, c.asz, w.off, w.toff, true, !w.deadline ? 0 :
+			ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2))
+		ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	if (!ret && ortmem__plan_height(plan, c.asz, w.toff) != w.res.height) {
+		w.res.height = ortmem__plan_height(plan, c.asz, w.toff);
+		w.res.optimal = false;
+	}
 	if (!ret) {
 		*res = w.res;
 		memcpy(plan->touch_off, w.toff, sizeof(*w.toff) * nt);

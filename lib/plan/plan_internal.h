@@ -112,9 +112,13 @@ int ortmem__plan_liveness(struct ortmem_plan *plan);
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff);
-/* plan_close.c: keep on the device the off gaps whose range stayed free. */
+/* plan_online.c: the top of the highest interval with offsets @toff. */
+uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz,
+			     const uint64_t *toff);
+/* plan_close.c: keep on the device the off gaps whose range stayed free
+ * (@anywhere: or any range of [0, budget) free over the merged span). */
 int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
-			    uint8_t *off, uint64_t *toff, uint64_t deadline);
+			    uint8_t *off, uint64_t *toff, bool anywhere, uint64_t deadline);
 /* plan_gaps.c: which gaps of each buffer leave the device (under its
  * budget, buffers sent off going to @home) and the device offsets. */
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,

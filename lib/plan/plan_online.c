@@ -11,6 +11,11 @@
  * out after their last touch and read back: legal in the gap model, and it
  * fits whenever the step's footprint does).
  *
+ * Given a plan to follow (guide) and its packing (hint), a buffer takes
+ * its packed offset where that is free; one that cannot takes, among the
+ * free ranges, the one that stays clear of the packing's later intervals
+ * longest, so it does not take the room a packed buffer will need.
+ *
  * Unlike the profile sweep and the packer (plan_gaps.c) this cannot lose to
  * fragmentation: what it places fits by construction, so it is both the
  * fallback that makes every budget at or above the largest step's
@@ -20,6 +25,9 @@
 #include <stdlib.h>
 
 #include "plan_internal.h"
+
+/* Hinted intervals ol_free_until() looks at, at most, per offset. */
+#define OL_AHEAD_MAX 256
 
 struct ol;
 static void ol_send_off(struct ol *o, uint32_t at);
@@ -39,6 +47,15 @@ struct ol {
 	uint32_t n_live;
 	uint64_t (*hole)[3];	/* scratch: occupied ranges, buffer */
 	uint32_t *st_idx, *st_k;	/* touches per step, CSR */
+	struct ol_iv *fut;	/* hinted intervals by first step (hint && guide) */
+	uint32_t n_fut;
+};
+
+/* A resident interval of the hinted layout: steps [lo, hi) at @addr. */
+struct ol_iv {
+	uint32_t lo, hi;
+	uint32_t buf;
+	uint64_t addr, size;
 };
 
 /* Best fit for @size in [0, budget), or UINT64_MAX; the occupied
@@ -67,6 +84,69 @@ static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
 			cur = o->hole[i][1];
 	}
 	*nd = d;
+	return best;
+}
+
+/* The first step in (s, e) at which a hinted interval, other than @b's,
+ * takes any of [a, a + size); @e when none does. */
+static uint32_t ol_free_until(const struct ol *o, uint32_t b, uint64_t a, uint64_t size,
+			      uint32_t s, uint32_t e)
+{
+	uint32_t lo = 0, hi = o->n_fut, i;
+
+	while (lo < hi) {	/* first interval starting at or after s */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (o->fut[mid].lo < s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < o->n_fut && o->fut[i].lo < e; i++) {
+		const struct ol_iv *q = &o->fut[i];
+
+		if (i - lo >= OL_AHEAD_MAX)
+			return q->lo;	/* far enough: as good as free */
+
+		if (q->buf != b && q->addr < a + size && a < q->addr + q->size)
+			return q->lo > s ? q->lo : s + 1;
+	}
+	return e;
+}
+
+/*
+ * Where a buffer without its hinted offset goes when a layout is hinted:
+ * among the free ranges of [0, budget) now, the offset that stays clear of
+ * the layout's later intervals longest (up to @e, its planned end), the
+ * tightest hole on a tie; so it does not seat where a hinted buffer will
+ * need the room.  UINT64_MAX when no hole holds it.  Call after ol_fit().
+ */
+static uint64_t ol_fit_ahead(struct ol *o, uint32_t d, uint32_t b, uint64_t size,
+			     uint32_t s, uint32_t e)
+{
+	uint64_t cur = 0, best = UINT64_MAX, best_len = 0, len, cand[2];
+	uint32_t i, c, best_until = 0, until;
+
+	for (i = 0; i <= d; i++) {
+		uint64_t next = i < d ? o->hole[i][0] : o->budget;
+
+		len = next > cur ? next - cur : 0;
+		if (len >= size) {
+			cand[0] = cur;
+			cand[1] = next - size;
+			for (c = 0; c < 2; c++) {
+				until = ol_free_until(o, b, cand[c], size, s, e);
+				if (best == UINT64_MAX || until > best_until ||
+				    (until == best_until && len < best_len)) {
+					best = cand[c];
+					best_until = until;
+					best_len = len;
+				}
+			}
+		}
+		if (i < d && o->hole[i][1] > cur)
+			cur = o->hole[i][1];
+	}
 	return best;
 }
 
@@ -238,6 +318,18 @@ static void ol_reseat(struct ol *o, uint32_t s)
 	}
 }
 
+/* The step after the touch at which the guide next sends @b off (its
+ * planned interval's end), or the end of its life. */
+static uint32_t ol_planned_end(const struct ol *o, uint32_t b, uint32_t k)
+{
+	const struct ortmem_plan *plan = o->plan;
+
+	while (k + 1 < plan->touch_idx[b + 1] && !o->guide[k])
+		k++;
+	return o->guide[k] || k + 1 < plan->touch_idx[b + 1] ?
+	       plan->touch_step[k] + 1 : plan->bufs[b].hi;
+}
+
 static void ol_step(struct ol *o, uint32_t s, int rule)
 {
 	const struct ortmem_plan *plan = o->plan;
@@ -265,10 +357,13 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 			continue;
 		}
 		addr = ol_hinted(o, o->hint ? o->hint[k] : UINT64_MAX, o->asz[b]);
-		if (addr == UINT64_MAX)
+		if (addr == UINT64_MAX) {
 			addr = ol_fit(o, o->asz[b], &d);
-		else
+			if (addr != UINT64_MAX && o->fut)
+				addr = ol_fit_ahead(o, d, b, o->asz[b], s, ol_planned_end(o, b, k));
+		} else {
 			d = 0;
+		}
 		if (addr == UINT64_MAX) {
 			addr = ol_window(o, d, o->asz[b], s, rule);
 			if (addr != UINT64_MAX)
@@ -313,6 +408,50 @@ static int ol_index(struct ol *o)
 	return 0;
 }
 
+static int ol_iv_cmp(const void *x, const void *y)
+{
+	const struct ol_iv *a = x, *b = y;
+
+	return (a->lo > b->lo) - (a->lo < b->lo);
+}
+
+/* The hinted layout's intervals (runs of touches the guide keeps), sorted
+ * by first step: what ol_fit_ahead() keeps clear of.  0 or -1. */
+static int ol_layout(struct ol *o)
+{
+	const struct ortmem_plan *plan = o->plan;
+	uint32_t b, k, j;
+
+	o->fut = malloc(sizeof(*o->fut) * (plan->touch_idx[plan->n_bufs] + 1));
+	if (!o->fut)
+		return -1;
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1) {
+			for (j = k; j + 1 < plan->touch_idx[b + 1] && !o->guide[j]; j++)
+				;
+			if (!o->asz[b])
+				continue;
+			o->fut[o->n_fut++] = (struct ol_iv){
+				.lo = plan->touch_step[k], .hi = ol_planned_end(o, b, k),
+				.buf = b, .addr = o->hint[k], .size = o->asz[b] };
+		}
+	qsort(o->fut, o->n_fut, sizeof(*o->fut), ol_iv_cmp);
+	return 0;
+}
+
+uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz,
+			     const uint64_t *toff)
+{
+	uint64_t h = 0;
+	uint32_t b, k;
+
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			if (toff[k] + asz[b] > h)
+				h = toff[k] + asz[b];
+	return h;
+}
+
 /*
  * One pass under @rule (0: furthest next use; 1: per byte of transfer).
  * Fills @off and @toff; returns the device arena's height, or UINT64_MAX
@@ -322,7 +461,7 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff)
 {
-	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s, k, b;
+	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s;
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
 			.hint = hint, .off = off, .toff = toff };
 	uint64_t h = UINT64_MAX;
@@ -340,14 +479,11 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 	    !o.hole || !o.st_idx || !o.st_k)
 		goto out;
 	memset(off, 0, nt);
-	if (ol_index(&o))
+	if (ol_index(&o) || (guide && hint && ol_layout(&o)))
 		goto out;
 	for (s = 0; s < plan->n_nodes; s++)
 		ol_step(&o, s, rule);
-	for (h = 0, b = 0; b < nb; b++)
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-			if (toff[k] + asz[b] > h)
-				h = toff[k] + asz[b];
+	h = ortmem__plan_height(plan, asz, toff);
 out:
 	free(o.cur);
 	free(o.addr);
@@ -358,5 +494,6 @@ out:
 	free(o.hole);
 	free(o.st_idx);
 	free(o.st_k);
+	free(o.fut);
 	return h;
 }

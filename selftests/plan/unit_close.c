@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Offsets after residency (lib/plan/plan_close.c, plan_online.c): an off
+ * gap whose two addresses are both taken is kept on the device at a third
+ * range free over the merged span; closing on random plans never moves
+ * more bytes nor leaves the budget or overlaps two intervals; the
+ * allocator given a plan's own residency and offsets as guide and hint
+ * (a layout that fits) follows it exactly.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <ortmem/ortmem.h>
+
+#include "plan/plan_internal.h"
+#include "../harness.h"
+
+#define ALIGN 256
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void random_graph(struct ortmem_plan *p, uint32_t n, uint64_t *seed)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < n; i++)
+		ortmem_plan_add_value(p, ALIGN * (1 + rnd(seed) % 16),
+				      rnd(seed) % 10 ? 0 : ORTMEM_PLAN_VALUE_OUTPUT);
+	ortmem_plan_add_node(p, NULL, 0, &(uint32_t){ 0 }, 1);
+	for (i = 1; i < n; i++) {
+		uint32_t in[3], nin = 1 + (uint32_t)(rnd(seed) % 3);
+
+		for (k = 0; k < nin; k++)
+			in[k] = (uint32_t)(rnd(seed) % i);
+		ortmem_plan_add_node(p, in, nin, &i, 1);
+	}
+}
+
+static struct ortmem_plan *plan_with(uint64_t budget)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
+		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20);
+	struct ortmem_plan *p = NULL;
+
+	return ortmem_plan_new(&o, &p) ? NULL : p;
+}
+
+static uint64_t *aligned_sizes(const struct ortmem_plan *p)
+{
+	uint64_t *asz = malloc(sizeof(*asz) * (p->n_bufs + 1));
+	uint32_t b;
+
+	for (b = 0; asz && b < p->n_bufs; b++)
+		asz[b] = (p->bufs[b].size + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
+	return asz;
+}
+
+/* The resident intervals of (off, toff), checked to lie in [0, budget)
+ * and not to overlap; 0 when they pass. */
+static int intervals_fit(const struct ortmem_plan *p, const uint64_t *asz,
+			 const uint8_t *off, const uint64_t *toff, uint64_t budget)
+{
+	uint32_t nt = p->touch_idx[p->n_bufs], n = 0, b, k, j;
+	struct pk_item *it = malloc(sizeof(*it) * (nt + 1));
+	uint64_t *at = malloc(sizeof(*at) * (nt + 1));
+	int ret = 0;
+
+	for (b = 0; b < p->n_bufs; b++)
+		for (k = p->touch_idx[b]; k < p->touch_idx[b + 1]; k = j + 1) {
+			for (j = k; j + 1 < p->touch_idx[b + 1] && !off[j]; j++)
+				if (toff[j + 1] != toff[k])
+					ret = -1;	/* moved without leaving */
+			if (asz[b] && toff[k] + asz[b] > budget)
+				ret = -1;
+			at[n] = toff[k];
+			it[n++] = (struct pk_item){ p->touch_step[k],
+				off[j] || j + 1 < p->touch_idx[b + 1] ?
+				p->touch_step[j] + 1ull : p->bufs[b].hi, asz[b] };
+		}
+	if (!ret)
+		ret = ortmem__plan_check_disjoint(it, at, n, NULL, NULL);
+	free(it);
+	free(at);
+	return ret;
+}
+
+/*
+ * A (1 KiB) is made at step 0 and read at step 3; B lives over steps 1-2
+ * at A's first address, C at step 2 at A's second one, D at step 3 just
+ * above them.  Only [2304, 4096) is free over the whole of A's life: the
+ * gap closes there, and only when any range may be tried.
+ */
+TEST(off_gap_closes_at_a_third_range)
+{
+	struct ortmem_plan *p = plan_with(4096);
+	uint32_t a, bv, cv, d, in[1], nt, ka, kb, kc, kd;
+	uint64_t *asz, toff[8];
+	uint8_t off[8];
+
+	ASSERT_NONNULL(p);
+	a = (uint32_t)ortmem_plan_add_value(p, 1024, 0);
+	bv = (uint32_t)ortmem_plan_add_value(p, 1024, 0);
+	cv = (uint32_t)ortmem_plan_add_value(p, 1024, 0);
+	d = (uint32_t)ortmem_plan_add_value(p, 256, ORTMEM_PLAN_VALUE_OUTPUT);
+	ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &a, 1));
+	ASSERT_EQ(1, ortmem_plan_add_node(p, NULL, 0, &bv, 1));
+	in[0] = bv;
+	ASSERT_EQ(2, ortmem_plan_add_node(p, in, 1, &cv, 1));
+	in[0] = a;
+	ASSERT_EQ(3, ortmem_plan_add_node(p, in, 1, &d, 1));
+	ASSERT_EQ(0, ortmem_plan_solve(p));
+	nt = p->touch_idx[p->n_bufs];
+	ASSERT_EQ(6, nt);	/* A and B twice, C and D once */
+	ka = p->touch_idx[p->vals[a].buf];
+	kb = p->touch_idx[p->vals[bv].buf];
+	kc = p->touch_idx[p->vals[cv].buf];
+	kd = p->touch_idx[p->vals[d].buf];
+	asz = aligned_sizes(p);
+	ASSERT_NONNULL(asz);
+	memset(off, 0, sizeof(off));
+	memset(toff, 0, sizeof(toff));
+	off[ka] = 1;			/* A off over steps 1-2 */
+	toff[ka] = 0;
+	toff[ka + 1] = 1024;
+	toff[kb] = toff[kb + 1] = 0;	/* B at A's first address */
+	toff[kc] = 1024;		/* C at A's second one */
+	toff[kd] = 2048;
+	ASSERT_EQ(0, intervals_fit(p, asz, off, toff, 4096));
+	/* at either address of A only: nothing to do */
+	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, false, 0));
+	EXPECT_EQ(1, off[ka]);
+	EXPECT_EQ(2048, ortmem__plan_gap_cost(p, off));
+	/* anywhere: the tightest free range over steps 0-3 */
+	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, true, 0));
+	EXPECT_EQ(0, off[ka]);
+	EXPECT_EQ(2304, toff[ka]);
+	EXPECT_EQ(2304, toff[ka + 1]);
+	EXPECT_EQ(0, ortmem__plan_gap_cost(p, off));
+	EXPECT_EQ(0, intervals_fit(p, asz, off, toff, 4096));
+	free(asz);
+	ortmem_plan_free(p);
+}
+
+/* The footprint of the largest step, for a budget that forces moves. */
+static uint64_t tight_budget(struct ortmem_plan *p, uint64_t *seed)
+{
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+
+	if (ortmem_plan_solve(p) || ortmem_plan_stats(p, &st))
+		return 0;
+	return st.lower_bound / 2 + ALIGN * (rnd(seed) % 64);
+}
+
+/*
+ * Random plans: closing anywhere keeps every interval in the budget and
+ * apart, and never costs more; the allocator following a plan's own
+ * residency and offsets reproduces them.
+ */
+TEST_TIMEOUT(closing_and_following_random_plans, 120)
+{
+	uint64_t seed = 0xc105e;
+	int g, tried = 0;
+
+	for (g = 0; g < 200; g++) {
+		struct ortmem_plan *p = plan_with(0);
+		uint32_t n = 10 + (uint32_t)(rnd(&seed) % 50), nt;
+		uint64_t s2 = seed, budget, *asz, *toff, *toff2, before, h;
+		uint8_t *off, *off2;
+
+		ASSERT_NONNULL(p);
+		random_graph(p, n, &seed);
+		budget = tight_budget(p, &seed);
+		ortmem_plan_free(p);
+		p = plan_with(budget);
+		random_graph(p, n, &s2);
+		if (ortmem_plan_solve(p)) {	/* below the largest step */
+			ortmem_plan_free(p);
+			continue;
+		}
+		if (!p->gap_off) {		/* nothing left the device */
+			ortmem_plan_free(p);
+			continue;
+		}
+		nt = p->touch_idx[p->n_bufs];
+		asz = aligned_sizes(p);
+		off = malloc(nt);
+		off2 = malloc(nt);
+		toff = malloc(sizeof(*toff) * nt);
+		toff2 = malloc(sizeof(*toff2) * nt);
+		ASSERT_TRUE(asz && off && off2 && toff && toff2);
+		memcpy(off, p->gap_off, nt);
+		memcpy(toff, p->touch_off, sizeof(*toff) * nt);
+		ASSERT_EQ(0, intervals_fit(p, asz, off, toff, budget));
+		/* following its own plan: the same plan */
+		h = ortmem__plan_online(p, asz, budget, 1, off, toff, off2, toff2);
+		ASSERT_NE(UINT64_MAX, h);
+		EXPECT_LE(h, budget);
+		EXPECT_EQ(0, memcmp(off, off2, nt));
+		EXPECT_EQ(0, memcmp(toff, toff2, sizeof(*toff) * nt));
+		/* closing anywhere */
+		before = ortmem__plan_gap_cost(p, off);
+		ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, true, 0));
+		EXPECT_LE(ortmem__plan_gap_cost(p, off), before);
+		tried++;
+		EXPECT_EQ(0, intervals_fit(p, asz, off, toff, budget));
+		free(asz);
+		free(off);
+		free(off2);
+		free(toff);
+		free(toff2);
+		ortmem_plan_free(p);
+	}
+	EXPECT_GT(tried, 50);	/* most budgets made values leave */
+}
+
+TEST_HARNESS_MAIN
