@@ -9,6 +9,8 @@
  *      RESTORE(NOFILL) 4 MiB at a time, each under the io_uring O_DIRECT
  *      reads (1 MiB, queue depth 32) of the pieces before it;
  *   3. evicts it and brings it back with RESTORE (module reads, verifies);
+ *   3a. path 2 with the whole range in one step (RESTORE, then the reads:
+ *      no overlap), reported beside it;
  *   4. reads the same bytes from the same file with plain O_DIRECT pread
  *      of 1 MiB into an ordinary anonymous buffer whose RAM was given back
  *      first (MADV_DONTNEED), twice: faulted in again as 4 KiB pages
@@ -311,7 +313,7 @@ static void sweep(struct ctx *c, unsigned char *buf, int runs)
 
 int main(void)
 {
-	double fb[MAX_RUNS], ru[MAX_RUNS], rv[MAX_RUNS];
+	double fb[MAX_RUNS], ru[MAX_RUNS], rv[MAX_RUNS], r1[MAX_RUNS];
 	double wfb[MAX_RUNS], wru[MAX_RUNS], wrv[MAX_RUNS];
 	double fb_m, ru_m, rv_m, w_m, tp = 0, tw = 0;
 	const char *env;
@@ -341,16 +343,17 @@ int main(void)
 	for (i = 0; i < runs; i++) {
 		/* Rotate the order so no path always runs first. */
 		double t_fb = 0, t_ru = 0, t_rv = 0, t_pr, t_p4 = 0, t_ph = 0;
-		double t_pw = 0, t_ioctl = 0;
+		double t_pw = 0, t_ioctl = 0, t_r1 = 0, t_ioctl1 = 0;
 		int k;
 
-		for (k = 0; k < 6; k++) {
-			switch ((i + k) % 6) {
+		for (k = 0; k < 7; k++) {
+			switch ((i + k) % 7) {
 			case 0: t_fb = time_fault_back(&c); break;
 			case 1: t_ru = time_restore_uring(&c, STEP, &t_ioctl); break;
 			case 2: t_rv = time_restore_verified(&c); break;
 			case 3: t_p4 = time_pread(&c, buf, RELEASED_4K); break;
 			case 4: t_ph = time_pread(&c, buf, RELEASED_THP); break;
+			case 5: t_r1 = time_restore_uring(&c, c.len, &t_ioctl1); break;
 			default: t_pw = time_pread(&c, buf, RESIDENT); break;
 			}
 		}
@@ -359,21 +362,25 @@ int main(void)
 		fb[i] = t_pr / t_fb;
 		ru[i] = t_pr / t_ru;
 		rv[i] = t_pr / t_rv;
+		r1[i] = t_pr / t_r1;
 		wfb[i] = t_pw / t_fb;
 		wru[i] = t_pw / t_ru;
 		wrv[i] = t_pw / t_rv;
 		tp += t_pr;
 		tw += t_pw;
-		printf("spillbench: run %d: %llu MiB: pread %.0f ms (released, 4 KiB pages %.0f, huge pages %.0f; resident buffer %.0f), fault-back %.0f ms, restore+io_uring %.0f ms (RESTORE ioctl %.0f ms), restore verified %.0f ms\n",
+		printf("spillbench: run %d: %llu MiB: pread %.0f ms (released, 4 KiB pages %.0f, huge pages %.0f; resident buffer %.0f), fault-back %.0f ms, restore+io_uring %.0f ms (RESTORE ioctl %.0f ms; in one step %.0f ms, ioctl %.0f ms), restore verified %.0f ms\n",
 		       i + 1, (unsigned long long)(c.len >> 20), t_pr * 1e3,
 		       t_p4 * 1e3, t_ph * 1e3, t_pw * 1e3, t_fb * 1e3,
-		       t_ru * 1e3, t_ioctl * 1e3, t_rv * 1e3);
+		       t_ru * 1e3, t_ioctl * 1e3, t_r1 * 1e3, t_ioctl1 * 1e3,
+		       t_rv * 1e3);
 	}
 	printf("spillbench: pread %.1f MiB/s, into a resident buffer %.1f MiB/s (means)\n",
 	       (double)(c.len >> 20) * runs / tp,
 	       (double)(c.len >> 20) * runs / tw);
 	report("fault-back", "pread", fb, runs, &fb_m);
 	report("restore(NOFILL)+io_uring", "pread", ru, runs, &ru_m);
+	report("restore(NOFILL)+io_uring in one step, no overlap", "pread", r1,
+	       runs, &w_m);
 	report("restore verified", "pread", rv, runs, &rv_m);
 	report("fault-back", "pread into a resident buffer", wfb, runs, &w_m);
 	report("restore(NOFILL)+io_uring", "pread into a resident buffer", wru,
