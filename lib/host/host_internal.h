@@ -50,7 +50,7 @@ int ortmem__sys_spill_stats(int fd, struct ortmem_spill_stats_args *args);
  * while the engine's reads of the last are in flight; one of this size or
  * less comes back in one piece and is read by the fixed-buffer path where
  * the kernel has it.  4 MiB: measured (Documentation/kmod/spill-map.rst,
- * "Restore or fault-back").  bench/kmod/spillbench.c mirrors it.
+ * "When to use which path").  bench/kmod/spillbench.c mirrors it.
  */
 #define ORTMEM__PROMOTE_STEP (4ull << 20)
 

@@ -270,21 +270,31 @@ struct promote_fetch {
 	uint32_t handle;
 };
 
-/* The engine's fetch: the next ORTMEM__PROMOTE_STEP of the buffer. */
+/*
+ * The engine's fetch: the next ORTMEM__PROMOTE_STEP of the buffer.  A
+ * failure (the memlock limit, no memory) fails the read, and the engine's
+ * error names the extent and the cause; the RESTORE may have brought part
+ * of its step back (in order) before failing, so ready becomes what the
+ * module says is back (all else was evicted at the start), for the undo.
+ */
 static int promote_fetch(struct ortmem__sreq *r)
 {
 	const struct promote_fetch *pf = r->fetch_arg;
+	struct ortmem_spill_stats_args st = { .handle = pf->handle };
 	uint64_t n = r->len - r->ready;
 	int ret;
 
 	if (n > ORTMEM__PROMOTE_STEP)
 		n = ORTMEM__PROMOTE_STEP;
-	/* A failure (the memlock limit, no memory) fails the read; the
-	 * engine's error names the extent and the cause. */
 	ret = ortmem__sys_range(pf->fd, ORTMEM_IOC_RESTORE, pf->handle, r->ready,
 				n, ORTMEM_RESTORE_NOFILL);
-	if (!ret)
+	if (!ret) {
 		r->ready += n;
+		return 0;
+	}
+	if (!ortmem__sys_spill_stats(pf->fd, &st) && st.resident_bytes > r->ready &&
+	    st.resident_bytes <= r->len)
+		r->ready = st.resident_bytes;
 	return ret;
 }
 
