@@ -491,7 +491,8 @@ static bool lane_fetch(struct ortmem__lane *l, struct ortmem__sengine *e,
 			more = true;
 			continue;
 		}
-		req_fail(r, err, NULL, "its memory could not be brought back");
+		req_fail(r, err, NULL, "the buffer's memory could not be brought back past there");
+		r->err_off = r->foff + r->ready;
 		if (!r->pending)
 			req_finish(l, e, r);
 	}
