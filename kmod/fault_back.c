@@ -57,8 +57,11 @@
 /* Pages one fault-back reads: the touched one and those after it. */
 #define FAULT_AHEAD_MIN 16
 #define FAULT_AHEAD_MAX 256
-/* Pages come in blocks of up to 2^ALLOC_ORDER (64 KiB, not a costly order). */
-#define ALLOC_ORDER 3
+/*
+ * Pages come in blocks of up to 2^ALLOC_ORDER (1 MiB, a RESTORE_BATCH),
+ * from the free lists only (see spill_alloc_pages()).
+ */
+#define ALLOC_ORDER 8
 
 static const char *const cause_names[ORTMEM_SPILL_FAIL_NR] = {
 	[ORTMEM_SPILL_FAIL_CHARGE] = "over the memlock limit or the module cap",
@@ -111,25 +114,32 @@ static struct page *spill_alloc(struct ortmem_region *region, gfp_t gfp,
  * with split_page() (their memcg charge is split with them), single pages
  * where no block is free.  A block is taken only from the free lists: no
  * reclaim or compaction for it (that would cost more than the calls it
- * saves); the single pages may reclaim.  Return how many were allocated.
+ * saves); the single pages may reclaim.  When no block of an order is
+ * free, the rest of the call asks for blocks of at most
+ * PAGE_ALLOC_COSTLY_ORDER, then for single pages, so a fragmented machine
+ * pays one failed attempt per step down, not one per block.  Return how
+ * many were allocated.
  */
 static unsigned long spill_alloc_pages(struct ortmem_region *region, gfp_t gfp,
 				       struct page **pages, unsigned long nr)
 {
+	unsigned int order, top = ALLOC_ORDER;
 	unsigned long got = 0, k;
-	unsigned int order;
 	struct page *page;
 
 	while (got < nr) {
-		order = min_t(unsigned int, ALLOC_ORDER, ilog2(nr - got));
+		order = min_t(unsigned int, top, ilog2(nr - got));
 		page = NULL;
-		if (order)
+		if (order) {
 			page = spill_alloc(region, (gfp & ~__GFP_RECLAIM) |
 					   __GFP_NORETRY, order);
-		if (page) {
+			if (!page) {
+				top = order > PAGE_ALLOC_COSTLY_ORDER ?
+				      PAGE_ALLOC_COSTLY_ORDER : 0;
+				continue;
+			}
 			split_page(page, order);
 		} else {
-			order = 0;
 			page = spill_alloc(region, gfp, 0);
 			if (!page)
 				break;

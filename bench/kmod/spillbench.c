@@ -5,9 +5,12 @@
  * SPILLBENCH_MIB (256) MiB is written to its extent with O_DIRECT, then
  * each run, in turn:
  *   1. evicts it and touches it sequentially (transparent fault-back);
- *   2. evicts it and brings it back with RESTORE(NOFILL) plus io_uring
- *      O_DIRECT reads of 1 MiB at queue depth 8 (the library's promotion);
+ *   2. evicts it and brings it back as the library's promotion does:
+ *      RESTORE(NOFILL) 4 MiB at a time, each under the io_uring O_DIRECT
+ *      reads (1 MiB, queue depth 32) of the pieces before it;
  *   3. evicts it and brings it back with RESTORE (module reads, verifies);
+ *   3a. path 2 with the whole range in one step (RESTORE, then the reads:
+ *      no overlap), reported beside it;
  *   4. reads the same bytes from the same file with plain O_DIRECT pread
  *      of 1 MiB into an ordinary anonymous buffer whose RAM was given back
  *      first (MADV_DONTNEED), twice: faulted in again as 4 KiB pages
@@ -44,7 +47,10 @@
 
 #define PG 4096u
 #define CHUNK (1u << 20)
-#define QD 8
+/* The library's spill engine's defaults (lib/spill/spill.c) and its
+ * promotion step (ORTMEM__PROMOTE_STEP, lib/host/host_internal.h). */
+#define QD 32
+#define STEP (4u << 20)
 #define MAX_RUNS 15
 
 static double now(void)
@@ -107,21 +113,41 @@ static double time_fault_back(struct ctx *c)
 	return t;
 }
 
-/* RESTORE(NOFILL), then QD io_uring reads of CHUNK into the region. */
-static double time_restore_uring(struct ctx *c, double *ioctl_part)
+/* RESTORE(NOFILL) the pages [*restored, *restored + step) of the range. */
+static void restore_step(struct ctx *c, uint64_t *restored, uint64_t step,
+			 double *ioctl_part)
+{
+	uint64_t n = c->len - *restored < step ? c->len - *restored : step;
+	double t = now();
+
+	if (spill_restore(c->dev, c->handle, *restored, n, ORTMEM_RESTORE_NOFILL))
+		die("RESTORE NOFILL", errno);
+	*restored += n;
+	*ioctl_part += now() - t;
+}
+
+/*
+ * The library's promotion of a buffer of more than one step
+ * (lib/host/host_spill.c, module_promote_read(), and the spill engine's
+ * lane loop, ortmem__lane_run()): io_uring O_DIRECT reads of CHUNK, QD in
+ * flight, into the pages that are back; after each submission, while
+ * fewer than @step bytes are back but not yet read, the next @step comes
+ * back with RESTORE(NOFILL), so the RESTORE of piece k+1 runs while the
+ * reads of piece k are in flight; else wait for a quarter of the reads.
+ */
+static double time_restore_uring(struct ctx *c, uint64_t step,
+				 double *ioctl_part)
 {
 	struct io_uring_cqe *cqe;
-	uint64_t next = 0, done = 0;
-	int inflight = 0;
+	uint64_t next = 0, done = 0, restored = 0;
+	unsigned int head, seen, inflight = 0;
 	double t;
 
 	evict(c);
+	*ioctl_part = 0;
 	t = now();
-	if (spill_restore(c->dev, c->handle, 0, c->len, ORTMEM_RESTORE_NOFILL))
-		die("RESTORE NOFILL", errno);
-	*ioctl_part = now() - t;
 	while (done < c->len) {
-		while (inflight < QD && next < c->len) {
+		while (inflight < QD && next + CHUNK <= restored) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
 
 			io_uring_prep_read(sqe, c->file, c->map + next, CHUNK, next);
@@ -129,13 +155,21 @@ static double time_restore_uring(struct ctx *c, double *ioctl_part)
 			inflight++;
 		}
 		io_uring_submit(&c->ring);
-		if (io_uring_wait_cqe(&c->ring, &cqe))
-			die("io_uring_wait_cqe", errno);
-		if (cqe->res != (int)CHUNK)
-			die("io_uring read", cqe->res < 0 ? -cqe->res : EIO);
-		io_uring_cqe_seen(&c->ring, cqe);
-		inflight--;
-		done += CHUNK;
+		if (restored < c->len && restored - next < step) {
+			restore_step(c, &restored, step, ioctl_part);
+			continue;
+		}
+		if (io_uring_submit_and_wait(&c->ring, inflight >= 8 ? inflight / 4 : 1) < 0)
+			die("io_uring_submit_and_wait", errno);
+		seen = 0;
+		io_uring_for_each_cqe(&c->ring, head, cqe) {
+			if (cqe->res != (int)CHUNK)
+				die("io_uring read", cqe->res < 0 ? -cqe->res : EIO);
+			seen++;
+		}
+		io_uring_cq_advance(&c->ring, seen);
+		inflight -= seen;
+		done += (uint64_t)seen * CHUNK;
 	}
 	t = now() - t;
 	check(c, c->map, "restore + io_uring");
@@ -232,9 +266,54 @@ static void setup(struct ctx *c)
 		die("io_uring_queue_init", errno);
 }
 
+/*
+ * SPILLBENCH_SWEEP=1: only the restore path, at each step size in turn
+ * (the whole range in one step is the unpipelined form), against the same
+ * pread peer; how the library's step was chosen.
+ */
+static void sweep(struct ctx *c, unsigned char *buf, int runs)
+{
+	static const unsigned int mib[] = { 1, 2, 4, 8, 16, 32, 0 };
+	enum { NS = sizeof(mib) / sizeof(mib[0]) };
+	double r[NS][MAX_RUNS], m, t_ioctl;
+	int i, k;
+
+	for (i = 0; i < runs; i++) {
+		double t[NS], t_pr, t_p4 = 0, t_ph = 0;
+
+		for (k = 0; k < NS + 2; k++) {
+			int j = (i + k) % (NS + 2);
+
+			if (j == NS)
+				t_p4 = time_pread(c, buf, RELEASED_4K);
+			else if (j == NS + 1)
+				t_ph = time_pread(c, buf, RELEASED_THP);
+			else
+				t[j] = time_restore_uring(c, mib[j] ? (uint64_t)mib[j] << 20 :
+							  c->len, &t_ioctl);
+		}
+		t_pr = t_p4 < t_ph ? t_p4 : t_ph;
+		printf("spillbench: sweep run %d: pread %.0f ms, restore by step:",
+		       i + 1, t_pr * 1e3);
+		for (k = 0; k < NS; k++) {
+			r[k][i] = t_pr / t[k];
+			printf(" %u MiB %.0f ms", mib[k] ? mib[k] : (unsigned int)(c->len >> 20),
+			       t[k] * 1e3);
+		}
+		printf("\n");
+	}
+	for (k = 0; k < NS; k++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "restore in steps of %u MiB",
+			 mib[k] ? mib[k] : (unsigned int)(c->len >> 20));
+		report(name, "pread", r[k], runs, &m);
+	}
+}
+
 int main(void)
 {
-	double fb[MAX_RUNS], ru[MAX_RUNS], rv[MAX_RUNS];
+	double fb[MAX_RUNS], ru[MAX_RUNS], rv[MAX_RUNS], r1[MAX_RUNS];
 	double wfb[MAX_RUNS], wru[MAX_RUNS], wrv[MAX_RUNS];
 	double fb_m, ru_m, rv_m, w_m, tp = 0, tw = 0;
 	const char *env;
@@ -256,19 +335,25 @@ int main(void)
 	if (buf == MAP_FAILED)
 		die("mmap of the pread buffer", errno);
 	memset(buf, 0, c.len);
+	env = getenv("SPILLBENCH_SWEEP");
+	if (env && *env == '1') {
+		sweep(&c, buf, runs);
+		return 0;
+	}
 	for (i = 0; i < runs; i++) {
 		/* Rotate the order so no path always runs first. */
 		double t_fb = 0, t_ru = 0, t_rv = 0, t_pr, t_p4 = 0, t_ph = 0;
-		double t_pw = 0, t_ioctl = 0;
+		double t_pw = 0, t_ioctl = 0, t_r1 = 0, t_ioctl1 = 0;
 		int k;
 
-		for (k = 0; k < 6; k++) {
-			switch ((i + k) % 6) {
+		for (k = 0; k < 7; k++) {
+			switch ((i + k) % 7) {
 			case 0: t_fb = time_fault_back(&c); break;
-			case 1: t_ru = time_restore_uring(&c, &t_ioctl); break;
+			case 1: t_ru = time_restore_uring(&c, STEP, &t_ioctl); break;
 			case 2: t_rv = time_restore_verified(&c); break;
 			case 3: t_p4 = time_pread(&c, buf, RELEASED_4K); break;
 			case 4: t_ph = time_pread(&c, buf, RELEASED_THP); break;
+			case 5: t_r1 = time_restore_uring(&c, c.len, &t_ioctl1); break;
 			default: t_pw = time_pread(&c, buf, RESIDENT); break;
 			}
 		}
@@ -277,21 +362,25 @@ int main(void)
 		fb[i] = t_pr / t_fb;
 		ru[i] = t_pr / t_ru;
 		rv[i] = t_pr / t_rv;
+		r1[i] = t_pr / t_r1;
 		wfb[i] = t_pw / t_fb;
 		wru[i] = t_pw / t_ru;
 		wrv[i] = t_pw / t_rv;
 		tp += t_pr;
 		tw += t_pw;
-		printf("spillbench: run %d: %llu MiB: pread %.0f ms (released, 4 KiB pages %.0f, huge pages %.0f; resident buffer %.0f), fault-back %.0f ms, restore+io_uring %.0f ms (RESTORE ioctl %.0f ms), restore verified %.0f ms\n",
+		printf("spillbench: run %d: %llu MiB: pread %.0f ms (released, 4 KiB pages %.0f, huge pages %.0f; resident buffer %.0f), fault-back %.0f ms, restore+io_uring %.0f ms (RESTORE ioctl %.0f ms; in one step %.0f ms, ioctl %.0f ms), restore verified %.0f ms\n",
 		       i + 1, (unsigned long long)(c.len >> 20), t_pr * 1e3,
 		       t_p4 * 1e3, t_ph * 1e3, t_pw * 1e3, t_fb * 1e3,
-		       t_ru * 1e3, t_ioctl * 1e3, t_rv * 1e3);
+		       t_ru * 1e3, t_ioctl * 1e3, t_r1 * 1e3, t_ioctl1 * 1e3,
+		       t_rv * 1e3);
 	}
 	printf("spillbench: pread %.1f MiB/s, into a resident buffer %.1f MiB/s (means)\n",
 	       (double)(c.len >> 20) * runs / tp,
 	       (double)(c.len >> 20) * runs / tw);
 	report("fault-back", "pread", fb, runs, &fb_m);
 	report("restore(NOFILL)+io_uring", "pread", ru, runs, &ru_m);
+	report("restore(NOFILL)+io_uring in one step, no overlap", "pread", r1,
+	       runs, &w_m);
 	report("restore verified", "pread", rv, runs, &rv_m);
 	report("fault-back", "pread into a resident buffer", wfb, runs, &w_m);
 	report("restore(NOFILL)+io_uring", "pread into a resident buffer", wru,

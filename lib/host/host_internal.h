@@ -44,6 +44,16 @@ int ortmem__sys_range(int fd, unsigned long cmd, uint32_t handle,
 int ortmem__sys_evict(int fd, struct ortmem_evict_args *args);
 int ortmem__sys_spill_stats(int fd, struct ortmem_spill_stats_args *args);
 
+/*
+ * The module's promotion of a buffer larger than this brings its pages
+ * back (RESTORE without fill) this many bytes at a time, the next piece
+ * while the engine's reads of the last are in flight; one of this size or
+ * less comes back in one piece and is read by the fixed-buffer path where
+ * the kernel has it.  4 MiB: measured (Documentation/kmod/spill-map.rst,
+ * "When to use which path").  bench/kmod/spillbench.c mirrors it.
+ */
+#define ORTMEM__PROMOTE_STEP (4ull << 20)
+
 /* ---- host_dev.c ---- */
 
 struct ortmem__dev {

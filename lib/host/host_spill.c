@@ -115,14 +115,15 @@ static uint32_t *page_crcs(const struct ortmem_host *host, const void *p,
 }
 
 /*
- * EVICT, waiting out references of O_DIRECT requests still completing, and
- * for a buffer just unregistered from io_uring, the ring's unpin (a kernel
- * may run it from a worker, after the update call has returned).
+ * EVICT @len bytes of @b, waiting out references of O_DIRECT requests
+ * still completing, and for a buffer just unregistered from io_uring, the
+ * ring's unpin (a kernel may run it from a worker, after the update call
+ * has returned).
  */
 static int evict_range(struct ortmem_host *host, struct ortmem__host_buf *b,
-		       const uint32_t *crcs)
+		       uint64_t len, const uint32_t *crcs)
 {
-	struct ortmem_evict_args e = { .handle = b->handle, .length = b->size,
+	struct ortmem_evict_args e = { .handle = b->handle, .length = len,
 				       .crcs = (uintptr_t)crcs };
 	struct timespec ms = { 0, 1000000 };
 	int ret, tries, patience = b->unregistered ? 1500 : 50;
@@ -159,7 +160,7 @@ static int module_demote(struct ortmem_host *host, struct ortmem__host_buf *b)
 			"ortmem module: binding region %" PRIu32 " to its spill extent failed: %s",
 			b->handle, strerror(-ret));
 	crcs = page_crcs(host, b->ptr, b->size);
-	ret = crcs ? evict_range(host, b, crcs) : -ENOMEM;
+	ret = crcs ? evict_range(host, b, b->size, crcs) : -ENOMEM;
 	free(crcs);
 	if (ret) {
 		ortmem__sys_range(host->dev->fd, ORTMEM_IOC_UNBIND, b->handle, 0,
@@ -245,32 +246,108 @@ out:
 	return ret;
 }
 
+/*
+ * A promotion's read failed with @len bytes of @b back (zeroed by the
+ * engine): evict them again with their own CRCs, so that a touch gets
+ * SIGBUS, never zeroes.  The pages past @len stayed evicted, their bytes
+ * on disk.
+ */
+static void promote_undo(struct ortmem_host *host, struct ortmem__host_buf *b,
+			 uint64_t len)
+{
+	uint32_t *crcs;
+
+	if (!len)
+		return;
+	crcs = page_crcs(host, b->ptr, len);
+	if (crcs)
+		evict_range(host, b, len, crcs);
+	free(crcs);
+}
+
+struct promote_fetch {
+	int fd;
+	uint32_t handle;
+};
+
+/*
+ * The engine's fetch: the next ORTMEM__PROMOTE_STEP of the buffer.  A
+ * failure (the memlock limit, no memory) fails the read, and the engine's
+ * error names the extent and the cause; the RESTORE may have brought part
+ * of its step back (in order) before failing, so ready becomes what the
+ * module says is back (all else was evicted at the start), for the undo.
+ */
+static int promote_fetch(struct ortmem__sreq *r)
+{
+	const struct promote_fetch *pf = r->fetch_arg;
+	struct ortmem_spill_stats_args st = { .handle = pf->handle };
+	uint64_t n = r->len - r->ready;
+	int ret;
+
+	if (n > ORTMEM__PROMOTE_STEP)
+		n = ORTMEM__PROMOTE_STEP;
+	ret = ortmem__sys_range(pf->fd, ORTMEM_IOC_RESTORE, pf->handle, r->ready,
+				n, ORTMEM_RESTORE_NOFILL);
+	if (!ret) {
+		r->ready += n;
+		return 0;
+	}
+	if (!ortmem__sys_spill_stats(pf->fd, &st) && st.resident_bytes > r->ready &&
+	    st.resident_bytes <= r->len)
+		r->ready = st.resident_bytes;
+	return ret;
+}
+
+/*
+ * All of @b still on disk: the engine's io_uring read, verified by it, into
+ * pages the module allocates without reading (RESTORE NOFILL).  A buffer
+ * of more than one step comes back step by step under the reads
+ * (ortmem__spill_read_fetch()); it cannot be a fixed buffer meanwhile
+ * (registering pins every page, which would fault them all back from
+ * disk), so it is registered after.  One of a step or less comes back
+ * whole, then is read through the fixed-buffer path.
+ */
+static int module_promote_read(struct ortmem_host *host, struct ortmem__host_buf *b)
+{
+	struct promote_fetch pf = { .fd = host->dev->fd, .handle = b->handle };
+	int ret;
+
+	if (b->size > ORTMEM__PROMOTE_STEP) {
+		uint64_t back = 0;
+
+		ret = ortmem__spill_read_fetch(host->spill, b->extent, b->ptr,
+					       b->size, promote_fetch, &pf,
+					       ORTMEM__PROMOTE_STEP, &back);
+		if (ret)
+			promote_undo(host, b, back);
+		return ret;
+	}
+	ret = ortmem__sys_range(pf.fd, ORTMEM_IOC_RESTORE, b->handle, 0, b->size,
+				ORTMEM_RESTORE_NOFILL);
+	if (ret)
+		return ortmem__err_io(ret, ORTMEM_TIER_HOST, b->size,
+			"ortmem module: restoring region %" PRIu32 " failed: %s",
+			b->handle, strerror(-ret));
+	/* The pages are in: the read can go straight to them. */
+	ortmem__host_fixed_add(host, b);
+	ret = ortmem_spill_read(host->spill, b->extent, b->ptr, b->size);
+	if (ret) {
+		ortmem__host_fixed_del(host, b);
+		promote_undo(host, b, b->size);
+	}
+	return ret;
+}
+
 static int module_promote(struct ortmem_host *host, struct ortmem__host_buf *b)
 {
 	struct ortmem_spill_stats_args st = { .handle = b->handle };
 	int fd = host->dev->fd, ret;
-	uint32_t *crcs;
 
 	ret = ortmem__sys_spill_stats(fd, &st);
 	if (!ret && st.evicted_bytes == b->size) {
-		/* All still on disk: the engine's io_uring read, verified by it. */
-		ret = ortmem__sys_range(fd, ORTMEM_IOC_RESTORE, b->handle, 0, b->size,
-					ORTMEM_RESTORE_NOFILL);
-		if (!ret) {
-			/* The pages are in: the read can go straight to them. */
-			ortmem__host_fixed_add(host, b);
-			ret = ortmem_spill_read(host->spill, b->extent, b->ptr, b->size);
-			if (ret) {
-				ortmem__host_fixed_del(host, b);
-				/* Zeroed by the engine: evict them again with their
-				 * own CRCs, so a touch gets SIGBUS, never zeroes. */
-				crcs = page_crcs(host, b->ptr, b->size);
-				if (crcs)
-					evict_range(host, b, crcs);
-				free(crcs);
-				return ret;
-			}
-		}
+		ret = module_promote_read(host, b);
+		if (ret)
+			return ret;
 	} else if (!ret && st.evicted_bytes) {
 		/* Part faulted back (maybe written since): the module restores
 		 * only the evicted pages, verified. */

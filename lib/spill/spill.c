@@ -623,6 +623,25 @@ ORTMEM_API int ortmem_spill_read(struct ortmem_spill *spill, uint64_t extent,
 	return ret;
 }
 
+int ortmem__spill_read_fetch(struct ortmem_spill *spill, uint64_t extent,
+			     void *buf, uint64_t len,
+			     int (*fetch)(struct ortmem__sreq *r), void *arg,
+			     uint64_t ahead, uint64_t *readyp)
+{
+	struct ortmem_spill_io io = {
+		.op = ORTMEM_SPILL_OP_READ, .extent = extent, .buf = buf, .len = len,
+	};
+	struct ortmem__sreq req = {
+		.fetch = fetch, .fetch_arg = arg, .fetch_ahead = ahead,
+	};
+	int ret = spill_check_io(&io, 0);
+
+	if (!ret)
+		ret = spill_run(spill, &io, &req, 1);
+	*readyp = req.ready;
+	return ret;
+}
+
 ORTMEM_API int ortmem_spill_free(struct ortmem_spill *spill, uint64_t extent)
 {
 	struct spill_rec *rec;

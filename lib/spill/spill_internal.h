@@ -171,6 +171,20 @@ struct ortmem__sreq {
 	int (*verify_raw)(struct ortmem__sreq *r);
 	void *verify_arg;
 	struct ortmem__sreq *next_verify;
+	/*
+	 * Reads into a buffer whose memory comes back piece by piece (a host
+	 * buffer the module evicted, being promoted): only buf[0, ready) may
+	 * be read into.  With @fetch set, a body segment is issued only below
+	 * @ready, and the lane calls @fetch, after submitting what it could,
+	 * whenever fewer than @fetch_ahead bytes are ready but not yet read:
+	 * the next piece comes back while the reads of the last are in
+	 * flight.  @fetch moves @ready forward (to len at the end) and returns
+	 * 0, or -errno (the request fails; only buf[0, ready) is zeroed).
+	 */
+	int (*fetch)(struct ortmem__sreq *r);
+	void *fetch_arg;
+	uint64_t ready;
+	uint64_t fetch_ahead;
 	uint32_t tail_slot;	/* UINT32_MAX none */
 	uint32_t pending;
 	int err;
@@ -254,6 +268,18 @@ void ortmem__fixed_stats(struct ortmem__fixed *fx, uint32_t *state, int32_t *err
 
 /* The registry of @s, with a reference for the caller. */
 struct ortmem__fixed *ortmem__spill_fixed(struct ortmem_spill *s);
+
+/*
+ * ortmem_spill_read() into a buffer whose memory comes back piece by piece
+ * (ortmem__sreq.fetch): @fetch makes buf[0, ready) grow, at least @ahead
+ * bytes ahead of the reads when it can, and is called while they are in
+ * flight.  On failure only the part that is back is zeroed; *@readyp says
+ * how far that is, success or not.
+ */
+int ortmem__spill_read_fetch(struct ortmem_spill *spill, uint64_t extent,
+			     void *buf, uint64_t len,
+			     int (*fetch)(struct ortmem__sreq *r), void *arg,
+			     uint64_t ahead, uint64_t *readyp);
 
 /* For tests: where an extent lies in which file descriptor. */
 int ortmem__spill_extent_where(struct ortmem_spill *s, uint64_t extent,

@@ -217,8 +217,10 @@ static void req_check_tail(struct ortmem__lane *l, struct ortmem__sengine *e,
 static void req_account(struct ortmem__sengine *e, struct ortmem__sreq *r)
 {
 	r->finished = true;
+	/* A buffer coming back piece by piece is zeroed as far as it is back:
+	 * the rest is not there to write to. */
 	if (!r->is_write && r->err)
-		memset(r->buf, 0, r->len);
+		memset(r->buf, 0, r->fetch && r->ready < r->len ? r->ready : r->len);
 	if (r->err == -ORTMEM_E_CHECKSUM) {
 		atomic_fetch_add(&e->count.checksum_errors, 1);
 		return;
@@ -289,18 +291,38 @@ static bool req_all_issued(const struct ortmem__sreq *r)
 	return r->err || (r->sched == r->body && r->tail_sched);
 }
 
+/*
+ * Bytes of @r's next body segment: a chunk, less at the end of the body or
+ * of what is ready of a buffer coming back piece by piece (down to the file
+ * alignment); 0 when none is ready.
+ */
+static uint64_t req_next_len(const struct ortmem__sengine *e,
+			     const struct ortmem__sreq *r)
+{
+	uint64_t n = r->body - r->sched < e->chunk ? r->body - r->sched : e->chunk;
+	uint64_t avail;
+
+	if (!r->fetch || r->sched + n <= r->ready)
+		return n;
+	avail = r->ready > r->sched ? r->ready - r->sched : 0;
+	return avail & ~(uint64_t)(e->file->align - 1);
+}
+
 /* Schedule the next segment of @r; false when it has none or none can go. */
 static bool req_produce(struct ortmem__lane *l, struct ortmem__sengine *e,
 			struct ortmem__sreq *r)
 {
 	struct ortmem__seg *s;
 	bool tail = r->sched == r->body;
-	uint64_t n;
+	uint64_t n = 0;
 
 	if (req_all_issued(r))
 		return false;
 	if (!tail && (l->body_inflight >= e->queue_depth ||
 		      (!r->direct && !l->nbounce_free)))
+		return false;
+	/* The tail is copied into buf[body, len) at completion. */
+	if (tail ? r->fetch && r->ready < r->len : !(n = req_next_len(e, r)))
 		return false;
 	s = seg_get(l);
 	if (!s)
@@ -314,7 +336,6 @@ static bool req_produce(struct ortmem__lane *l, struct ortmem__sengine *e,
 		s->buf_index = l->regbuf ? (int32_t)l->nbounce : -1;
 		r->tail_sched = true;
 	} else {
-		n = r->body - r->sched < e->chunk ? r->body - r->sched : e->chunk;
 		s->body_off = r->sched;
 		s->foff = r->foff + r->sched;
 		s->len = (uint32_t)n;
@@ -445,6 +466,39 @@ static void lane_reap_sync(struct ortmem__lane *l, struct ortmem__sengine *e)
 	}
 }
 
+/*
+ * Bring back the next piece of each buffer that is running short of ready
+ * bytes (ortmem__sreq.fetch), while the reads just submitted are in flight.
+ * True when some piece came back (there may be more to issue now).
+ */
+static bool lane_fetch(struct ortmem__lane *l, struct ortmem__sengine *e,
+		       struct ortmem__sreq *reqs, unsigned int lo,
+		       unsigned int next)
+{
+	bool more = false;
+	unsigned int i;
+	int err;
+
+	for (i = lo; i < next; i++) {
+		struct ortmem__sreq *r = &reqs[i];
+		uint64_t ahead = r->fetch_ahead ? r->fetch_ahead : e->chunk;
+
+		if (!r->fetch || r->finished || r->err || r->ready >= r->len ||
+		    r->ready - r->sched >= ahead)
+			continue;
+		err = r->fetch(r);
+		if (!err) {
+			more = true;
+			continue;
+		}
+		req_fail(r, err, NULL, "the buffer's memory could not be brought back past there");
+		r->err_off = r->foff + r->ready;
+		if (!r->pending)
+			req_finish(l, e, r);
+	}
+	return more;
+}
+
 void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
 		      struct ortmem__sreq *reqs, unsigned int n)
 {
@@ -466,6 +520,8 @@ void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
 				;
 		if (l->have_ring && l->inflight)
 			io_uring_submit(&l->ring);
+		if (lane_fetch(l, e, reqs, lo, next))
+			continue;
 		lane_verify(l, e);
 		while (lo < next && reqs[lo].finished)
 			lo++;

@@ -18,7 +18,8 @@
 # loaded machine; 900 for the bench), ORTMEM_VM_BENCH=1 (run
 # bench/kmod/pagebench and spillbench in the VM instead of the tests; make
 # bench-kmod), ORTMEM_VM_BENCH_ONLY=fixed (only bench/spill/fixed.c; make
-# bench-kmod-fixed).
+# bench-kmod-fixed), =spill (only spillbench), =spill-sweep (spillbench's
+# restore at each step size, SPILLBENCH_SWEEP=1).
 cd "$(dirname "$0")/../.."
 top=$(pwd)
 : "${O:=$top/build/gcc}"

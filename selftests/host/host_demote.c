@@ -8,6 +8,7 @@
  * spill file goes to $ORTMEM_VM_SPILL_DIR (the VM's ext4 disk), else
  * $ORTMEM_SPILL_DIR, /var/tmp or /tmp.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -249,6 +250,68 @@ TEST_F(dm, a_demoted_buffer_in_each_mode)
 		v[self->page / 8] = word(1, 0, 5);
 	}
 	EXPECT_EQ(-1, check(p, len, self->page, 5));
+}
+
+/* Whether reading *@v raises SIGBUS (the value read otherwise in *@got). */
+static bool read_gets_sigbus(volatile uint64_t *v, uint64_t *got)
+{
+	struct sigaction sa = { .sa_handler = on_segv }, old;
+	volatile bool bus = false;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (!sigsetjmp(segv_jmp, 1))
+		*got = *v;
+	else
+		bus = true;
+	sigaction(SIGBUS, &old, NULL);
+	return bus;
+}
+
+static int fail_knob(const char *what)
+{
+	int fd = open("/sys/kernel/debug/ortmem/fail", O_WRONLY | O_CLOEXEC);
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = write(fd, what, strlen(what));
+		close(fd);
+	}
+	return n == (ssize_t)strlen(what) ? 0 : -1;
+}
+
+/*
+ * With the module, a promotion of more than one 4 MiB step that fails half
+ * way (the module's cap, through the debug build's fault injection: its
+ * 6th charge is in the second step, after one 1 MiB run of that step came
+ * back without its bytes) leaves the buffer demoted and never zero: what
+ * came back is evicted again (a touch gets SIGBUS), and the next promotion
+ * brings every byte back.
+ */
+TEST_F(dm, a_promotion_failing_half_way_leaves_no_zeroes)
+{
+	uint64_t len = 12 * MIB + 3 * self->page, got = 0;
+	volatile uint64_t *v;
+	void *p;
+
+	if (self->mode != ORTMEM_HOST_SPILL_MAP)
+		SKIP("needs the module's spill mapping");
+	if (fail_knob("off"))
+		SKIP("no /sys/kernel/debug/ortmem/fail (a production build of the module, or not root)");
+	ASSERT_EQ(0, ortmem_host_alloc(self->host, len, -1, &p));
+	fill(p, len, self->page, 11);
+	OK(ortmem_host_demote(self->host, p));
+	ASSERT_EQ(0, fail_knob("charge_cap 6"));
+	EXPECT_NE(0, ortmem_host_promote(self->host, p));
+	TH_LOG("failed as armed: %s", ortmem_last_error_message());
+	ASSERT_EQ(0, fail_knob("off"));
+	v = p;
+	/* In the first step (read, then zeroed) and in the part of the
+	 * second that came back unread. */
+	EXPECT_TRUE(read_gets_sigbus(&v[MIB / 8], &got));
+	EXPECT_TRUE(read_gets_sigbus(&v[(4 * MIB + MIB / 2) / 8], &got));
+	OK(ortmem_host_promote(self->host, p));
+	EXPECT_EQ(-1, check(p, len, self->page, 11));
+	EXPECT_EQ(0, ortmem_host_free(self->host, p));
 }
 
 TEST_HARNESS_MAIN
