@@ -14,33 +14,8 @@
 
 #include "plan/plan_internal.h"
 #include "../harness.h"
-
-#define ALIGN 256
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static void random_graph(struct ortmem_plan *p, uint32_t n, uint64_t *seed)
-{
-	uint32_t i, k;
-
-	for (i = 0; i < n; i++)
-		ortmem_plan_add_value(p, ALIGN * (1 + rnd(seed) % 16),
-				      rnd(seed) % 10 ? 0 : ORTMEM_PLAN_VALUE_OUTPUT);
-	ortmem_plan_add_node(p, NULL, 0, &(uint32_t){ 0 }, 1);
-	for (i = 1; i < n; i++) {
-		uint32_t in[3], nin = 1 + (uint32_t)(rnd(seed) % 3);
-
-		for (k = 0; k < nin; k++)
-			in[k] = (uint32_t)(rnd(seed) % i);
-		ortmem_plan_add_node(p, in, nin, &i, 1);
-	}
-}
+#define PLAN_TEST_GRAPH
+#include "plan_test.h"
 
 static struct ortmem_plan *plan_with(uint64_t budget)
 {

@@ -9,59 +9,8 @@
 #include "pack/pack_internal.h"
 #include "plan/plan_internal.h"
 #include "../harness.h"
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-/* Lowest offset where perm[k] fits against perm[0..k). */
-static uint64_t lowest_fit(const struct pk_item *it, const uint64_t *off,
-			   const int *perm, int k)
-{
-	uint64_t y = 0;
-	bool moved = true;
-
-	while (moved) {
-		moved = false;
-		for (int j = 0; j < k; j++) {
-			const struct pk_item *a = &it[perm[j]], *b = &it[perm[k]];
-
-			if (a->lo < b->hi && b->lo < a->hi &&
-			    off[perm[j]] < y + b->size && y < off[perm[j]] + a->size) {
-				y = off[perm[j]] + a->size;
-				moved = true;
-			}
-		}
-	}
-	return y;
-}
-
-/* The optimum: the best lowest fit over every order. */
-static uint64_t brute(const struct pk_item *it, int n, int *perm, int k, uint64_t *off)
-{
-	uint64_t best = UINT64_MAX, h = 0, top;
-	int i, t;
-
-	if (k == n) {
-		for (i = 0; i < n; i++)
-			if (off[i] + it[i].size > h)
-				h = off[i] + it[i].size;
-		return h;
-	}
-	for (i = k; i < n; i++) {
-		t = perm[k]; perm[k] = perm[i]; perm[i] = t;
-		off[perm[k]] = lowest_fit(it, off, perm, k);
-		top = brute(it, n, perm, k + 1, off);
-		if (top < best)
-			best = top;
-		t = perm[k]; perm[k] = perm[i]; perm[i] = t;
-	}
-	return best;
-}
+#define PLAN_TEST_PACK
+#include "plan_test.h"
 
 /*
  * Random instances, first packed by best fit in id order (the "best"),
