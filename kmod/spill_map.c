@@ -36,8 +36,8 @@
  * The next touch of an evicted page faults, and fault_back.c reads it back,
  * verifies it and maps it again.  EVICT with %ORTMEM_EVICT_DISCARD takes no
  * CRCs and checks nothing: it drops pages whose extent still holds what
- * their last EVICT since the bind wrote there, keeping that EVICT's CRCs.  Documentation/kmod/spill-map.rst has the
- * state machine and the locking.
+ * their last EVICT since the bind wrote there, keeping that EVICT's CRCs.
+ * Documentation/kmod/spill-map.rst has the state machine and the locking.
  */
 
 static_assert(sizeof(struct ortmem_bind_args) == 40);
@@ -464,8 +464,9 @@ static long evict_locked(struct ortmem_region *region,
  * for a handle not live; -ENOLINK when a page is not bound; -EALREADY when
  * one is evicted already; -EBADMSG when a page's CRC32C is not the one
  * given (nothing is evicted); -ENODATA, for a discard, when a page was not
- * evicted since its bind (nothing is evicted); -EBUSY when a page is being read back or is
- * referenced by someone else (a GUP pin), nothing evicted; -ENOMEM.
+ * evicted since its bind (nothing is evicted); -EBUSY when a page is being
+ * read back or is referenced by someone else (a GUP pin), nothing evicted;
+ * -ENOMEM.
  */
 long ortmem_evict(struct ortmem_file *file, struct address_space *mapping,
 		  void __user *uarg)
