@@ -192,7 +192,7 @@ TEST_F(spill, evict_discard_keeps_the_crcs_of_the_last_evict)
 	uint64_t n = variant->pages, len = self->fx.len;
 	uint32_t h = self->fx.a.handle;
 	struct ortmem_spill_stats_args st;
-	int64_t pinned = pinned_bytes(), out = outstanding(), sys_fb;
+	int64_t pinned = pinned_bytes(), out = outstanding(), sys_fb, sys_ev;
 	uint32_t crc = 0;
 
 	/* Bound but never evicted: no CRC to keep, nothing evicted. */
@@ -212,7 +212,9 @@ TEST_F(spill, evict_discard_keeps_the_crcs_of_the_last_evict)
 	EXPECT_EQ(0, self->fx.map[len - 1]);
 	/* Zeroes, and a half-written first page: dropped all the same. */
 	memset(self->fx.map, 0x77, PAGE / 2);
+	sys_ev = attr("spill/evicted_bytes");
 	ASSERT_EQ(0, spill_discard(self->fx.fd, h, 0, len));
+	EXPECT_EQ(sys_ev + (int64_t)len, attr("spill/evicted_bytes"));
 	EXPECT_EQ(pinned - (int64_t)len, pinned_bytes());
 	EXPECT_EQ(out - (int64_t)n, outstanding());
 	EXPECT_EQ(0, mapped_pages(self->fx.map, n));
@@ -234,6 +236,7 @@ TEST_F(spill, evict_discard_keeps_the_crcs_of_the_last_evict)
 	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, n, 0x5eed, PAGE));
 	EXPECT_EQ(pinned, pinned_bytes());
 	EXPECT_EQ(out, outstanding());
+	EXPECT_EQ(sys_ev, attr("spill/evicted_bytes"));
 
 	/* Touched back: discard again, then a verified restore. */
 	ASSERT_EQ(0, spill_discard(self->fx.fd, h, 0, len));
