@@ -24,7 +24,7 @@ static long ortmem_get_version(void __user *uarg)
 	args.abi_version = ORTMEM_ABI_VERSION;
 	args.min_abi_version = ORTMEM_ABI_MIN_VERSION;
 	args.features = ORTMEM_FEAT_REGIONS | ORTMEM_FEAT_NUMA |
-			ORTMEM_FEAT_SPILL_MAP;
+			ORTMEM_FEAT_SPILL_MAP | ORTMEM_FEAT_EVICT_DISCARD;
 	args.max_pinned_bytes = (u64)ortmem_cap_pages() << PAGE_SHIFT;
 	args.page_size = PAGE_SIZE;
 	if (copy_to_user(uarg, &args, sizeof(args)))

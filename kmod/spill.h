@@ -43,7 +43,8 @@ struct ortmem_binding {
 /**
  * struct ortmem_spill_page - Spill state of one page of a region.
  * @bind: its binding, or NULL when unbound.
- * @crc: CRC32C the page had when evicted (valid while not resident).
+ * @crc: CRC32C the page had when evicted (valid while not resident, and
+ *	after a restore while the page's bit in &ortmem_spill.crc_known is set).
  * @state: an &enum ortmem_page_state; moved from EVICTED to BUSY with
  *	cmpxchg() under the region lock held for reading.
  */
@@ -74,6 +75,10 @@ struct ortmem_spill_counters {
  * @pg: one entry per page of the region.
  * @nr_bound: pages bound now.
  * @nr_out: pages not resident (evicted or busy); their charge is given back.
+ * @crc_known: bitmap, one bit per page: its &ortmem_spill_page.crc is the
+ *	one its extent was evicted with since the page was bound (set by
+ *	EVICT, cleared by UNBIND); what EVICT_DISCARD needs.  Changed under
+ *	the region lock held for writing.
  * @counters: the owning file's counters (a reference).
  * @wq: where faults wait for a busy page.
  * @ra_next: the page after the last fault-back's run: a fault there is
@@ -84,6 +89,7 @@ struct ortmem_spill {
 	struct ortmem_spill_page *pg;
 	unsigned long nr_bound;
 	unsigned long nr_out;
+	unsigned long *crc_known;
 	struct ortmem_spill_counters *counters;
 	wait_queue_head_t wq;
 	unsigned long ra_next;

@@ -6,6 +6,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitmap.h>
 #include <linux/build_bug.h>
 #include <linux/crc32c.h>
 #include <linux/delay.h>
@@ -33,8 +34,10 @@
  * registered io_uring buffer, cuMemHostRegister) makes EVICT put every page
  * back and fail with -EBUSY, so a pinned page never changes under its pinner.
  * The next touch of an evicted page faults, and fault_back.c reads it back,
- * verifies it and maps it again.  Documentation/kmod/spill-map.rst has the
- * state machine and the locking.
+ * verifies it and maps it again.  EVICT with %ORTMEM_EVICT_DISCARD takes no
+ * CRCs and checks nothing: it drops pages whose extent still holds what
+ * their last EVICT since the bind wrote there, keeping that EVICT's CRCs.
+ * Documentation/kmod/spill-map.rst has the state machine and the locking.
  */
 
 static_assert(sizeof(struct ortmem_bind_args) == 40);
@@ -115,6 +118,7 @@ static void page_unbind(struct ortmem_spill *spill, unsigned long idx)
 	struct ortmem_binding *bind = spill->pg[idx].bind;
 
 	spill->pg[idx].bind = NULL;
+	__clear_bit(idx, spill->crc_known);
 	spill->nr_bound--;
 	if (--bind->nr_pages)
 		return;
@@ -143,6 +147,7 @@ unsigned long ortmem_spill_release(struct ortmem_region *region)
 	out = spill->nr_out;
 	atomic_long_sub(out, &ortmem_evicted_pages);
 	ortmem_counters_put(spill->counters);
+	kvfree(spill->crc_known);
 	kvfree(spill->pg);
 	kfree(spill);
 	region->spill = NULL;
@@ -164,7 +169,13 @@ static struct ortmem_spill *spill_get(struct ortmem_region *region,
 		return NULL;
 	spill->pg = kvcalloc(region->nr_pages, sizeof(*spill->pg),
 			     GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
-	if (!spill->pg) {
+	/* kvcalloc(): a 1 TiB region's bitmap is 32 MiB, past kmalloc(). */
+	spill->crc_known = kvcalloc(BITS_TO_LONGS(region->nr_pages),
+				    sizeof(unsigned long),
+				    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!spill->pg || !spill->crc_known) {
+		kvfree(spill->crc_known);
+		kvfree(spill->pg);
 		kfree(spill);
 		return NULL;
 	}
@@ -322,7 +333,10 @@ long ortmem_unbind(struct ortmem_file *file, void __user *uarg)
 	return ret;
 }
 
-/* Every page of the range bound and resident, with the CRC it claims. */
+/*
+ * Every page of the range bound and resident, with the CRC it claims; for
+ * a discard (!@crcs), with a CRC recorded by an EVICT since its bind.
+ */
 static long evict_check(struct ortmem_region *region, unsigned long first,
 			unsigned long nr, const u32 *crcs)
 {
@@ -340,6 +354,12 @@ static long evict_check(struct ortmem_region *region, unsigned long first,
 			return -EALREADY;
 		if (sp->state != ORTMEM_PG_RESIDENT)
 			return -EBUSY;
+	}
+	if (!crcs) {
+		if (find_next_zero_bit(spill->crc_known, first + nr, first) <
+		    first + nr)
+			return -ENODATA;
+		return 0;
 	}
 	for (i = 0; i < nr; i++) {
 		if (ortmem_page_crc(region->pages[first + i]) != crcs[i])
@@ -417,9 +437,11 @@ static long evict_locked(struct ortmem_region *region,
 	ret = evict_check(region, first, nr, crcs);
 	if (!ret)
 		ret = evict_pages(region, mapping, first, nr, taken);
-	if (!ret)
+	if (!ret && crcs) {
 		for (i = 0; i < nr; i++)
 			region->spill->pg[first + i].crc = crcs[i];
+		bitmap_set(region->spill->crc_known, first, nr);
+	}
 	up_write(&region->lock);
 	kvfree(taken);
 	return ret;
@@ -432,14 +454,19 @@ static long evict_locked(struct ortmem_region *region,
  * @uarg: user pointer to &struct ortmem_evict_args.
  *
  * The CRCs are copied in before the region lock is taken: the array may
- * itself lie in an evicted range, and its fault-back takes that lock.
+ * itself lie in an evicted range, and its fault-back takes that lock.  With
+ * %ORTMEM_EVICT_DISCARD there are none: the pages keep the CRCs of their
+ * last EVICT since the bind.
  *
- * Return: 0; -EINVAL for flags or a bad range; -E2BIG over
+ * Return: 0; -EINVAL for unknown flags, a non-zero crcs with
+ * %ORTMEM_EVICT_DISCARD, or a bad range; -E2BIG over
  * %ORTMEM_EVICT_MAX_PAGES; -EFAULT for an unreadable crcs array; -ENOENT
  * for a handle not live; -ENOLINK when a page is not bound; -EALREADY when
  * one is evicted already; -EBADMSG when a page's CRC32C is not the one
- * given (nothing is evicted); -EBUSY when a page is being read back or is
- * referenced by someone else (a GUP pin), nothing evicted; -ENOMEM.
+ * given (nothing is evicted); -ENODATA, for a discard, when a page was not
+ * evicted since its bind (nothing is evicted); -EBUSY when a page is being
+ * read back or is referenced by someone else (a GUP pin), nothing evicted;
+ * -ENOMEM.
  */
 long ortmem_evict(struct ortmem_file *file, struct address_space *mapping,
 		  void __user *uarg)
@@ -452,7 +479,9 @@ long ortmem_evict(struct ortmem_file *file, struct address_space *mapping,
 
 	if (copy_from_user(&args, uarg, sizeof(args)))
 		return -EFAULT;
-	if (args.flags)
+	if (args.flags & ~ORTMEM_EVICT_FLAGS)
+		return -EINVAL;
+	if ((args.flags & ORTMEM_EVICT_DISCARD) && args.crcs)
 		return -EINVAL;
 	region = ortmem_range_get(file, args.handle, args.offset, args.length,
 				  &first, &nr);
@@ -461,6 +490,10 @@ long ortmem_evict(struct ortmem_file *file, struct address_space *mapping,
 	ret = -E2BIG;
 	if (nr > ORTMEM_EVICT_MAX_PAGES)
 		goto out;
+	if (args.flags & ORTMEM_EVICT_DISCARD) {
+		ret = evict_locked(region, mapping, first, nr, NULL);
+		goto out;
+	}
 	ret = -ENOMEM;
 	crcs = kvmalloc_array(nr, sizeof(*crcs), GFP_KERNEL | __GFP_NOWARN);
 	if (!crcs)

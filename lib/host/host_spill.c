@@ -121,10 +121,10 @@ static uint32_t *page_crcs(const struct ortmem_host *host, const void *p,
  * has returned).
  */
 static int evict_range(struct ortmem_host *host, struct ortmem__host_buf *b,
-		       uint64_t len, const uint32_t *crcs)
+		       uint64_t len, const uint32_t *crcs, uint32_t flags)
 {
-	struct ortmem_evict_args e = { .handle = b->handle, .length = len,
-				       .crcs = (uintptr_t)crcs };
+	struct ortmem_evict_args e = { .handle = b->handle, .flags = flags,
+				       .length = len, .crcs = (uintptr_t)crcs };
 	struct timespec ms = { 0, 1000000 };
 	int ret, tries, patience = b->unregistered ? 1500 : 50;
 
@@ -160,7 +160,7 @@ static int module_demote(struct ortmem_host *host, struct ortmem__host_buf *b)
 			"ortmem module: binding region %" PRIu32 " to its spill extent failed: %s",
 			b->handle, strerror(-ret));
 	crcs = page_crcs(host, b->ptr, b->size);
-	ret = crcs ? evict_range(host, b, b->size, crcs) : -ENOMEM;
+	ret = crcs ? evict_range(host, b, b->size, crcs, 0) : -ENOMEM;
 	free(crcs);
 	if (ret) {
 		ortmem__sys_range(host->dev->fd, ORTMEM_IOC_UNBIND, b->handle, 0,
@@ -247,21 +247,33 @@ out:
 }
 
 /*
- * A promotion's read failed with @len bytes of @b back (zeroed by the
- * engine): evict them again with their own CRCs, so that a touch gets
- * SIGBUS, never zeroes.  The pages past @len stayed evicted, their bytes
- * on disk.
+ * A promotion's read failed with @len bytes of @b back, zeroed (RESTORE
+ * NOFILL) or part read: evict them again.  A module with EVICT_DISCARD
+ * drops them keeping the CRCs of the demotion, whose bytes are intact on
+ * disk: a touch faults them back, verified, and a later promotion finds
+ * the buffer as demoted.  An older one is given the pages' own CRCs, so
+ * that a touch gets SIGBUS (its fault-back finds the extent's CRC is not
+ * the zero page's), never zeroes; the pages past @len stayed evicted,
+ * their bytes on disk.
  */
 static void promote_undo(struct ortmem_host *host, struct ortmem__host_buf *b,
 			 uint64_t len)
 {
 	uint32_t *crcs;
+	int ret;
 
 	if (!len)
 		return;
+	if (host->dev->version.features & ORTMEM_FEAT_EVICT_DISCARD) {
+		ret = evict_range(host, b, len, NULL, ORTMEM_EVICT_DISCARD);
+		if (ret)
+			pr_warn("host tier: dropping the %" PRIu64 " bytes of %p back from a failed promotion failed: %s",
+				len, b->ptr, strerror(-ret));
+		return;
+	}
 	crcs = page_crcs(host, b->ptr, len);
 	if (crcs)
-		evict_range(host, b, len, crcs);
+		evict_range(host, b, len, crcs, 0);
 	free(crcs);
 }
 

@@ -71,7 +71,8 @@ static uint64_t rnd_value(uint64_t *s)
 /*
  * One random spill-mapping step on a real spill file: bind, unbind, evict
  * (with the CRCs of zero pages, right for untouched pages whose sparse
- * extent reads back zeroes, wrong for touched ones), restore in either
+ * extent reads back zeroes, wrong for touched ones; or a discard, which
+ * keeps the zero CRCs of the last evict), restore in either
  * form, or the statistics.  Random handles and ranges, mostly small.
  */
 static int spill_step(uint64_t *s, int fd, int file)
@@ -82,6 +83,7 @@ static int spill_step(uint64_t *s, int fd, int file)
 	struct ortmem_spill_stats_args st;
 	struct ortmem_evict_args e;
 	static char zero[4096];
+	uint64_t kind;
 	int i;
 
 	if (!zero_crcs[0])
@@ -99,6 +101,15 @@ static int spill_step(uint64_t *s, int fd, int file)
 		e.offset = off;
 		e.length = len;
 		e.crcs = (uintptr_t)zero_crcs;
+		/* A third are discards (no CRCs), some with a CRC array or
+		 * an unknown flag, which must be refused. */
+		kind = rnd(s) % 9;
+		if (kind < 3)
+			e.flags = ORTMEM_EVICT_DISCARD;
+		if (kind < 2)
+			e.crcs = 0;
+		else if (kind == 3)
+			e.flags = (uint32_t)rnd(s);
 		return ioctl(fd, ORTMEM_IOC_EVICT, &e) ? -errno : 0;
 	case 4:
 		return spill_restore(fd, h, off, len,

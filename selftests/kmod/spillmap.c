@@ -167,6 +167,92 @@ TEST_F(spill, restore_nofill_leaves_zeroed_pages_to_fill)
 	EXPECT_EQ(0, st.fault_backs);
 }
 
+static int evict_flags(int fd, uint32_t h, uint64_t off, uint64_t len,
+		       uint32_t flags, uint64_t crcs)
+{
+	struct ortmem_evict_args e = { .handle = h, .flags = flags,
+				       .offset = off, .length = len,
+				       .crcs = crcs };
+
+	return ioctl(fd, ORTMEM_IOC_EVICT, &e) ? -errno : 0;
+}
+
+#define spill_discard(fd, h, off, len) \
+	evict_flags(fd, h, off, len, ORTMEM_EVICT_DISCARD, 0)
+
+/*
+ * EVICT_DISCARD, the undo of a promotion that failed half way: pages
+ * restored without fill (zeroes, or anything userspace wrote since) are
+ * dropped unchecked, keep the CRCs of their last evict, and a touch brings
+ * the extent's bytes back, verified.  Pages never evicted since their bind
+ * are refused, and so are a CRC array and unknown flags.
+ */
+TEST_F(spill, evict_discard_keeps_the_crcs_of_the_last_evict)
+{
+	uint64_t n = variant->pages, len = self->fx.len;
+	uint32_t h = self->fx.a.handle;
+	struct ortmem_spill_stats_args st;
+	int64_t pinned = pinned_bytes(), out = outstanding(), sys_fb, sys_ev;
+	uint32_t crc = 0;
+
+	/* Bound but never evicted: no CRC to keep, nothing evicted. */
+	EXPECT_EQ(-ENODATA, spill_discard(self->fx.fd, h, 0, len));
+	EXPECT_EQ(pinned, pinned_bytes());
+	EXPECT_EQ(-EINVAL, evict_flags(self->fx.fd, h, 0, len,
+				       ORTMEM_EVICT_DISCARD, (uintptr_t)&crc));
+	EXPECT_EQ(-EINVAL, evict_flags(self->fx.fd, h, 0, len, 2, 0));
+	EXPECT_EQ(-EINVAL, evict_flags(self->fx.fd, h, 0, len,
+				       ORTMEM_EVICT_DISCARD | (1u << 31), 0));
+	EXPECT_EQ(pinned, pinned_bytes());
+
+	evict_all(_metadata, self, n);
+	EXPECT_EQ(-EALREADY, spill_discard(self->fx.fd, h, 0, len));
+	ASSERT_EQ(0, spill_restore(self->fx.fd, h, 0, len, ORTMEM_RESTORE_NOFILL));
+	EXPECT_EQ(pinned, pinned_bytes());
+	EXPECT_EQ(0, self->fx.map[len - 1]);
+	/* Zeroes, and a half-written first page: dropped all the same. */
+	memset(self->fx.map, 0x77, PAGE / 2);
+	sys_ev = attr("spill/evicted_bytes");
+	ASSERT_EQ(0, spill_discard(self->fx.fd, h, 0, len));
+	EXPECT_EQ(sys_ev + (int64_t)len, attr("spill/evicted_bytes"));
+	EXPECT_EQ(pinned - (int64_t)len, pinned_bytes());
+	EXPECT_EQ(out - (int64_t)n, outstanding());
+	EXPECT_EQ(0, mapped_pages(self->fx.map, n));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, h, &st));
+	EXPECT_EQ(len, st.evicted_bytes);
+	EXPECT_EQ(0, st.resident_bytes);
+	EXPECT_EQ(len, st.bound_bytes);
+	EXPECT_EQ(0, st.fault_backs);
+
+	/* One touch, one fault-back, the extent's bytes. */
+	sys_fb = attr("spill/fault_backs");
+	EXPECT_EQ(-1, pattern_check(self->fx.map + (n - 1) * PAGE, n - 1, 1,
+				    0x5eed, PAGE));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, h, &st));
+	EXPECT_EQ(1, st.fault_backs);
+	EXPECT_EQ(0, st.failed[ORTMEM_SPILL_FAIL_CHECKSUM]);
+	EXPECT_EQ(sys_fb + 1, attr("spill/fault_backs"));
+	EXPECT_EQ(pinned - (int64_t)len + (int64_t)PAGE, pinned_bytes());
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, n, 0x5eed, PAGE));
+	EXPECT_EQ(pinned, pinned_bytes());
+	EXPECT_EQ(out, outstanding());
+	EXPECT_EQ(sys_ev, attr("spill/evicted_bytes"));
+
+	/* Touched back: discard again, then a verified restore. */
+	ASSERT_EQ(0, spill_discard(self->fx.fd, h, 0, len));
+	EXPECT_EQ(pinned - (int64_t)len, pinned_bytes());
+	ASSERT_EQ(0, spill_restore(self->fx.fd, h, 0, len, 0));
+	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, n, 0x5eed, PAGE));
+	ASSERT_EQ(0, spill_stats(self->fx.fd, h, &st));
+	EXPECT_EQ(0, st.failed[ORTMEM_SPILL_FAIL_CHECKSUM]);
+
+	/* A new binding has no CRCs of its own yet. */
+	ASSERT_EQ(0, spill_unbind(self->fx.fd, h, 0, len));
+	ASSERT_EQ(0, spill_bind(self->fx.fd, h, 0, len, self->fx.file, PAGE));
+	EXPECT_EQ(-ENODATA, spill_discard(self->fx.fd, h, 0, len));
+	EXPECT_EQ(pinned, pinned_bytes());
+}
+
 /* A second file on the spill disk, read back into @out. */
 static int other_file(char *path, size_t len)
 {
@@ -362,7 +448,10 @@ TEST_F(args, range_commands_check_their_arguments)
 	e.crcs = 8;	/* not a readable address */
 	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_EVICT, &e));
 	EXPECT_EQ(EFAULT, errno);
-	e.flags = 1;
+	e.flags = 2;	/* unknown */
+	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_EVICT, &e));
+	EXPECT_EQ(EINVAL, errno);
+	e.flags = ORTMEM_EVICT_DISCARD;	/* takes no CRC array */
 	EXPECT_EQ(-1, ioctl(self->fx.fd, ORTMEM_IOC_EVICT, &e));
 	EXPECT_EQ(EINVAL, errno);
 	e.flags = 0;
@@ -392,6 +481,7 @@ TEST(feature_bit_is_reported)
 	OPEN_OR_SKIP(fd);
 	ASSERT_EQ(0, ioctl(fd, ORTMEM_IOC_GET_VERSION, &v));
 	EXPECT_TRUE(v.features & ORTMEM_FEAT_SPILL_MAP);
+	EXPECT_TRUE(v.features & ORTMEM_FEAT_EVICT_DISCARD);
 	close(fd);
 }
 

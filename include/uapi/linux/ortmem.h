@@ -39,6 +39,7 @@
 #define ORTMEM_FEAT_REGIONS	(1ULL << 0)	/* ALLOC, FREE, QUERY, mmap */
 #define ORTMEM_FEAT_NUMA	(1ULL << 1)	/* numa_node is honoured */
 #define ORTMEM_FEAT_SPILL_MAP	(1ULL << 2)	/* BIND, UNBIND, EVICT, RESTORE, SPILL_STATS */
+#define ORTMEM_FEAT_EVICT_DISCARD (1ULL << 3)	/* EVICT takes %ORTMEM_EVICT_DISCARD */
 
 /**
  * struct ortmem_version_args - Argument of %ORTMEM_IOC_GET_VERSION.
@@ -184,7 +185,7 @@ struct ortmem_range_args {
 /**
  * struct ortmem_evict_args - Argument of %ORTMEM_IOC_EVICT.
  * @handle: in: a live handle on this file descriptor.
- * @flags: in: must be 0.
+ * @flags: in: %ORTMEM_EVICT_* bits.
  * @offset: in: first byte of the range in the region (page-aligned).
  * @length: in: bytes (page-aligned, > 0, at most
  *	%ORTMEM_EVICT_MAX_PAGES pages, every page bound and resident).
@@ -192,7 +193,8 @@ struct ortmem_range_args {
  *	(Castagnoli, reflected, seed 0, no final inversion: the kernel's
  *	crc32c(0, page, page size) and ISA-L's crc32_iscsi(page, size, 0)) of
  *	the page as written to its extent.  Checked against the page before
- *	it is dropped (-EBADMSG) and against the extent at fault-back.
+ *	it is dropped (-EBADMSG) and against the extent at fault-back.  Must
+ *	be 0 with %ORTMEM_EVICT_DISCARD.
  */
 struct ortmem_evict_args {
 	__u32 handle;
@@ -203,6 +205,18 @@ struct ortmem_evict_args {
 };
 
 #define ORTMEM_EVICT_MAX_PAGES	(1U << 20)
+
+/*
+ * ORTMEM_EVICT_DISCARD (module feature %ORTMEM_FEAT_EVICT_DISCARD) drops
+ * the resident pages of the range without looking at them: each page keeps
+ * the CRC32C recorded at its last EVICT since the range was bound, and its
+ * extent is trusted to still hold those bytes (the undo of a promotion that
+ * failed half way, whose pages hold zeroes or part of a read).  A page with
+ * no such CRC (not evicted since its bind) makes the whole call fail with
+ * -ENODATA, nothing evicted.  @crcs must be 0.
+ */
+#define ORTMEM_EVICT_DISCARD	(1U << 0)
+#define ORTMEM_EVICT_FLAGS	(ORTMEM_EVICT_DISCARD)
 
 /* Causes of a failed fault-back or restore, the index of failed[]. */
 #define ORTMEM_SPILL_FAIL_CHARGE	0	/* over RLIMIT_MEMLOCK or the module cap */
