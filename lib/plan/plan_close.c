@@ -138,8 +138,7 @@ static void cl_sort_ranges(uint64_t (*r)[2], uint32_t d)
  */
 static uint64_t cl_hole(struct cl *c, uint32_t a, uint32_t b)
 {
-	uint64_t size = c->iv[a].size, cur = 0, best = UINT64_MAX, best_len = UINT64_MAX;
-	uint64_t len, next, s;
+	uint64_t size = c->iv[a].size, s;
 	uint32_t i, d;
 
 	/* no room in bytes over the gap: no range either (cheap, and the
@@ -154,17 +153,7 @@ static uint64_t cl_hole(struct cl *c, uint32_t a, uint32_t b)
 		c->rng[i][1] = c->iv[c->near[i]].addr + c->iv[c->near[i]].size;
 	}
 	cl_sort_ranges(c->rng, d);
-	for (i = 0; i <= d; i++) {
-		next = i < d ? c->rng[i][0] : c->budget;
-		len = next > cur ? next - cur : 0;
-		if (len >= size && len < best_len) {
-			best_len = len;
-			best = cur;
-		}
-		if (i < d && c->rng[i][1] > cur)
-			cur = c->rng[i][1];
-	}
-	return best;
+	return ortmem__plan_best_gap(&c->rng[0][0], 2, d, c->budget, size);
 }
 
 static int cl_cmp(const void *x, const void *y)

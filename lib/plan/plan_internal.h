@@ -128,4 +128,29 @@ void ortmem__plan_gap_moves(struct ortmem_plan *plan);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
 int ortmem__plan_place(struct ortmem_plan *plan);
 
+/*
+ * Best fit for @size in [0, @budget) around @d occupied ranges sorted by
+ * start: range i is [r[i * stride], r[i * stride + 1]).  The start of the
+ * smallest free range that holds @size, or UINT64_MAX.
+ */
+static inline uint64_t ortmem__plan_best_gap(const uint64_t *r, size_t stride,
+					     uint32_t d, uint64_t budget,
+					     uint64_t size)
+{
+	uint64_t cur = 0, best = UINT64_MAX, best_len = UINT64_MAX, len, next;
+	uint32_t i;
+
+	for (i = 0; i <= d; i++) {
+		next = i < d ? r[i * stride] : budget;
+		len = next > cur ? next - cur : 0;
+		if (len >= size && len < best_len) {
+			best_len = len;
+			best = cur;
+		}
+		if (i < d && r[i * stride + 1] > cur)
+			cur = r[i * stride + 1];
+	}
+	return best;
+}
+
 #endif /* ORTMEM_LIB_PLAN_INTERNAL_H */

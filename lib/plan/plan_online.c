@@ -62,7 +62,6 @@ struct ol_iv {
  * ranges left sorted in o->hole, their count in *nd. */
 static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
 {
-	uint64_t cur = 0, best = UINT64_MAX, best_len = UINT64_MAX, len;
 	uint32_t i, d = 0;
 
 	for (i = 0; i < o->n_live; i++) {
@@ -72,19 +71,8 @@ static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
 		o->hole[d][1] = o->addr[b] + o->asz[b];
 		o->hole[d++][2] = b;
 	}
-	for (i = 0; i <= d; i++) {
-		uint64_t next = i < d ? o->hole[i][0] : o->budget;
-
-		len = next > cur ? next - cur : 0;
-		if (len >= size && len < best_len) {
-			best_len = len;
-			best = cur;
-		}
-		if (i < d && o->hole[i][1] > cur)
-			cur = o->hole[i][1];
-	}
 	*nd = d;
-	return best;
+	return ortmem__plan_best_gap(&o->hole[0][0], 3, d, o->budget, size);
 }
 
 /* The first step in (s, e) at which a hinted interval, other than @b's,
