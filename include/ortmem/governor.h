@@ -107,10 +107,20 @@ struct ortmem_backend_ops {
 	 */
 	int (*demote)(void *ctx, uint64_t bh, uint64_t size);
 	int (*promote)(void *ctx, uint64_t bh, uint64_t size);
+	/*
+	 * Optional, together: page-aligned host memory that write() copies
+	 * from fastest (the device tier's is pinned and registered with the
+	 * GPU, so a copy is DMA rather than the driver's staging), or NULL.
+	 * The governor reads file-backed bytes into it on their way to a
+	 * tier without host pointers, and keeps a spare between promotions.
+	 * Both may run from any thread, without the governor's lock.
+	 */
+	void *(*staging_alloc)(void *ctx, uint64_t size);
+	void (*staging_free)(void *ctx, void *p, uint64_t size);
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_backend_ops__last_field promote
+#define ortmem_backend_ops__last_field staging_free
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.

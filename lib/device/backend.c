@@ -7,6 +7,8 @@
  * caller's own GPU work is waited for with ortmem_device_release_after().
  */
 #include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 #include "device_internal.h"
@@ -64,6 +66,35 @@ static int device_busy(void *ctx, uint64_t bh)
 	return ret;
 }
 
+/*
+ * The governor reads file-backed bytes bound for this tier into this: in
+ * huge pages where the kernel has them (fewer pages to pin), registered
+ * with the GPU, so the copy on is DMA at the bus's rate.
+ */
+static void *device_staging_alloc(void *ctx, uint64_t size)
+{
+	void *p;
+
+	if (size > SIZE_MAX)
+		return NULL;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	madvise(p, size, MADV_HUGEPAGE);
+	if (ortmem_device_register(ctx, p, size)) {
+		munmap(p, size);
+		return NULL;
+	}
+	return p;
+}
+
+static void device_staging_free(void *ctx, void *p, uint64_t size)
+{
+	ortmem_device_unregister(ctx, p);
+	munmap(p, size);
+}
+
 static const struct ortmem_backend_ops device_ops = {
 	.sz = sizeof(struct ortmem_backend_ops),
 	.name = "device",
@@ -74,6 +105,8 @@ static const struct ortmem_backend_ops device_ops = {
 	.write = device_write,
 	.read = device_read,
 	.busy = device_busy,
+	.staging_alloc = device_staging_alloc,
+	.staging_free = device_staging_free,
 };
 
 ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_device(void)

@@ -40,6 +40,11 @@ static int backend_check(int tier, const struct ortmem_backend_ops *ops)
 		return ortmem__err_invalid(tier, 0,
 			"backend '%s' has neither an alloc nor a store hook, so it can hold nothing",
 			ORTMEM_OPTS_GET(ops, name, NULL) ?: "?");
+	if (!ORTMEM_OPTS_GET(ops, staging_alloc, NULL) !=
+	    !ORTMEM_OPTS_GET(ops, staging_free, NULL))
+		return ortmem__err_invalid(tier, 0,
+			"backend '%s' has only one of staging_alloc and staging_free; give both or neither",
+			ORTMEM_OPTS_GET(ops, name, NULL) ?: "?");
 	return 0;
 }
 
@@ -83,6 +88,9 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 			"the %s tier still holds allocations of backend '%s'; release them before changing its backend",
 			ortmem_tier_name(tier), t->name);
 	}
+	/* Spare staging buffers may belong to the old backend's ctx, which
+	 * its owner can close once it is no longer the tier's. */
+	ortmem__file_bounce_fini(gov);
 	memset(&t->ops, 0, sizeof(t->ops));
 	t->has_backend = ops != NULL;
 	t->ctx = ctx;

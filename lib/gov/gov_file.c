@@ -94,33 +94,76 @@ static int restore_error(const struct ortmem_error *saved, int code)
  * A page-aligned bounce buffer (so the file's O_DIRECT reads land in it
  * without the lane's own bounce copy), kept between promotions: a layer
  * streamed per step must not cost a fresh mapping, its page faults and
- * its zeroing each time.  One spare; a concurrent promotion makes its own.
+ * its zeroing (nor, for the device tier, pinning it again) each time.
+ * It comes from the tier backend's staging_alloc where it has one: the
+ * device tier's is registered with the GPU, and a copy from pageable
+ * memory goes through the driver's own staging at a fraction of the bus's
+ * rate.  It is freed by the hook that made it, whatever the tier's backend
+ * is by then.
  */
 struct gov_bounce {
 	uint64_t size;
 	uint8_t *data;
+	void *(*made_by)(void *ctx, uint64_t size);	/* NULL: aligned_alloc */
+	void (*release)(void *ctx, void *p, uint64_t size);
+	void *ctx;
 };
 
 #define BOUNCE_ALIGN 4096u
 
 static void bounce_free(struct gov_bounce *b)
 {
-	if (b) {
+	if (!b)
+		return;
+	if (b->release)
+		b->release(b->ctx, b->data, b->size);
+	else
 		free(b->data);
-		free(b);
-	}
+	free(b);
 }
 
-static struct gov_bounce *bounce_get(struct ortmem_gov *gov, uint64_t size)
+/* A spare made the way @t would make one, of at least @size bytes. */
+static struct gov_bounce *bounce_spare(struct ortmem_gov *gov,
+				       const struct gov_tier *t, uint64_t size)
 {
-	struct gov_bounce *b = atomic_exchange(&gov->bounce, NULL);
+	struct gov_bounce *b, *none;
+	int i;
 
-	if (b && b->size >= size)
+	for (i = 0; i < GOV_BOUNCE_SPARES; i++) {
+		b = atomic_exchange(&gov->bounce[i], NULL);
+		if (!b)
+			continue;
+		if (b->size >= size && b->made_by == t->ops.staging_alloc &&
+		    b->ctx == t->ctx)
+			return b;
+		none = NULL;
+		if (!atomic_compare_exchange_strong(&gov->bounce[i], &none, b))
+			bounce_free(b);
+	}
+	return NULL;
+}
+
+static struct gov_bounce *bounce_get(struct ortmem_gov *gov,
+				     const struct gov_tier *t, uint64_t size)
+{
+	struct gov_bounce *b = bounce_spare(gov, t, size);
+
+	if (b)
 		return b;
-	bounce_free(b);
 	if (size > SIZE_MAX - BOUNCE_ALIGN || !(b = calloc(1, sizeof(*b))))
 		return NULL;
 	b->size = (size + BOUNCE_ALIGN - 1) / BOUNCE_ALIGN * BOUNCE_ALIGN;
+	if (t->ops.staging_alloc && t->ops.staging_free) {
+		b->data = t->ops.staging_alloc(t->ctx, b->size);
+		if (b->data) {
+			b->made_by = t->ops.staging_alloc;
+			b->release = t->ops.staging_free;
+			b->ctx = t->ctx;
+			return b;
+		}
+		/* Staging is a speed-up: plain memory still works. */
+		ortmem_error_clear();
+	}
 	b->data = aligned_alloc(BOUNCE_ALIGN, b->size);
 	if (!b->data) {
 		free(b);
@@ -131,12 +174,23 @@ static struct gov_bounce *bounce_get(struct ortmem_gov *gov, uint64_t size)
 
 static void bounce_put(struct ortmem_gov *gov, struct gov_bounce *b)
 {
-	bounce_free(atomic_exchange(&gov->bounce, b));
+	struct gov_bounce *none;
+	int i;
+
+	for (i = 0; i < GOV_BOUNCE_SPARES; i++) {
+		none = NULL;
+		if (atomic_compare_exchange_strong(&gov->bounce[i], &none, b))
+			return;
+	}
+	bounce_free(b);
 }
 
 void ortmem__file_bounce_fini(struct ortmem_gov *gov)
 {
-	bounce_free(atomic_exchange(&gov->bounce, NULL));
+	int i;
+
+	for (i = 0; i < GOV_BOUNCE_SPARES; i++)
+		bounce_free(atomic_exchange(&gov->bounce[i], NULL));
 }
 
 /* Read the range into @bh of @home: straight in, or through a bounce. */
@@ -155,7 +209,7 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_fsrc *src, int home,
 		/* The slot is ours (MOVING): no lock while the disk works. */
 		return ortmem_wfile_read(src->wf, src->off, dst, size);
 	}
-	b = bounce_get(gov, size);
+	b = bounce_get(gov, t, size);
 	if (!b)
 		return ortmem__err_plain(-ENOMEM,
 			"cannot allocate a %" PRIu64 "-byte bounce buffer to promote file-backed bytes to the %s tier",

@@ -270,6 +270,8 @@ struct gov_pf_counts {
 		failed, inflight;
 };
 
+#define GOV_BOUNCE_SPARES 2
+
 struct ortmem_gov {
 	struct gov_tier tiers[ORTMEM_TIER_COUNT];
 	uint64_t serial;
@@ -300,9 +302,11 @@ struct ortmem_gov {
 	/* Its counters, here so that gov_publish.c reads them without
 	 * calling up into gov_prefetch.c, and before any prefetch. */
 	struct gov_pf_counts pfc;
-	/* The spare bounce buffer of file-backed promotions to a tier without
-	 * host pointers (gov_file.c); taken and given back by exchange. */
-	struct gov_bounce *_Atomic bounce;
+	/* The spare bounce buffers of file-backed promotions to a tier
+	 * without host pointers (gov_file.c): two, so that a prefetch and a
+	 * pin promoting at once both find one; taken and given back by
+	 * exchange. */
+	struct gov_bounce *_Atomic bounce[GOV_BOUNCE_SPARES];
 	struct gov_registry reg;
 };
 
@@ -423,7 +427,7 @@ int ortmem__poll_locked(struct ortmem_gov *gov);
 void ortmem__deferred_fini(struct ortmem_gov *gov);
 
 /* gov_file.c: file-backed allocations (their source is a weights file). */
-/* The spare bounce buffer of promotions to a tier without host pointers,
+/* The spare bounce buffers of promotions to a tier without host pointers,
  * freed at close. */
 void ortmem__file_bounce_fini(struct ortmem_gov *gov);
 /* Holds no bytes: a file-backed allocation not on its home tier. */

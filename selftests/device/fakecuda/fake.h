@@ -73,6 +73,14 @@ long long fake_env(const char *name, long long def);
 
 /* memory.c: is [p, p + len) device memory of @dev that can be accessed? */
 bool fake_dev_range(int dev, CUdeviceptr p, size_t len);
+/* True when [p, p + len) lies in registered or cuMemHostAlloc memory. */
+bool fake_host_pinned(const void *p, size_t len);
+/*
+ * Bytes copied asynchronously from or to host memory that is not pinned
+ * (a real driver stages those through its own buffers, at a fraction of
+ * the bus's rate).  Not a CUDA call: tests find it with dlsym().
+ */
+FAKE_API unsigned long long fakecuda_pageable_bytes(void);
 void fake_mem_init(void);
 
 #endif

@@ -63,6 +63,17 @@ static bool range_overlaps_locked(int kind, uintptr_t p, size_t len)
 	return false;
 }
 
+bool fake_host_pinned(const void *p, size_t len)
+{
+	bool pinned;
+
+	pthread_mutex_lock(&mem_lock);
+	pinned = range_find_locked(RANGE_HOSTREG, (uintptr_t)p, len) ||
+		 range_find_locked(RANGE_HOSTALLOC, (uintptr_t)p, len);
+	pthread_mutex_unlock(&mem_lock);
+	return pinned;
+}
+
 static void range_add_locked(struct fake_range *r)
 {
 	r->next = ranges;

@@ -7,6 +7,7 @@
  * when the worker reaches its record; cuStreamWaitEvent holds a stream's
  * worker until another stream's event completes.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -350,6 +351,13 @@ FAKE_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr d, size_t len)
 	return res;
 }
 
+static _Atomic unsigned long long pageable_bytes;
+
+FAKE_API unsigned long long fakecuda_pageable_bytes(void)
+{
+	return atomic_load(&pageable_bytes);
+}
+
 static CUresult copy_async(const char *name, void *dst, const void *src,
 			   CUdeviceptr d, size_t len, CUstream s)
 {
@@ -364,6 +372,8 @@ static CUresult copy_async(const char *name, void *dst, const void *src,
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!fake_host_pinned((uintptr_t)dst == d ? src : dst, len))
+		atomic_fetch_add(&pageable_bytes, len);
 	op->kind = OP_COPY;
 	op->dst = dst;
 	op->src = src;
