@@ -206,15 +206,6 @@ int ortmem__cu_fail(struct ortmem_device *dev, const char *call,
 
 enum { DEV_STREAM_H2D, DEV_STREAM_D2H, DEV_NSTREAMS };
 
-/*
- * Disk->device streaming reads a group of extents as one spill batch, so
- * the disk has several reads in flight (one at a time, it ran at 0.85 of
- * its batch rate on an H200 node), into DEV_BOUNCE_GROUP bounce buffers,
- * while the GPU copies the group before it out of the other half.
- */
-#define DEV_BOUNCE_GROUP 4
-#define DEV_BOUNCE_SLOTS (2 * DEV_BOUNCE_GROUP)
-
 /* One allocation of a handle. */
 struct dev_alloc {
 	uint64_t dptr;
@@ -267,8 +258,8 @@ struct ortmem_device {
 	atomic_uint_fast64_t driver_errors;
 	/* Disk->device bounce buffers (stream.c), made on first use. */
 	pthread_mutex_t stream_lock;
-	void *bounce[DEV_BOUNCE_SLOTS];
-	struct ortmem_device_event *bounce_ev[DEV_BOUNCE_SLOTS];
+	void *bounce[2];
+	struct ortmem_device_event *bounce_ev[2];
 	uint64_t bounce_bytes;
 };
 

@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Disk -> device streaming.  Extents of a spill file are read (and their
- * checksums verified) by the spill engine, a group of DEV_BOUNCE_GROUP at a
- * time as one batch (so the disk has several reads in flight), into pinned,
- * registered bounce buffers, and copied on to the GPU asynchronously from
- * there: while the GPU copies one group out of its half of the buffers, the
- * disk reads the next group into the other half, so disk reads and PCIe
- * copies overlap.  A buffer is reused only after the event of its previous
- * copy.
+ * checksums verified) by the spill engine into one of two pinned, registered
+ * bounce buffers, and copied on to the GPU asynchronously from there: while
+ * the GPU copies extent i out of one buffer, the disk reads extent i + 1
+ * into the other, so disk reads and PCIe copies overlap.  A buffer is reused
+ * only after the event of its previous copy.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,7 +30,7 @@ void ortmem__stream_fini(struct ortmem_device *dev)
 {
 	int i;
 
-	for (i = 0; i < DEV_BOUNCE_SLOTS; i++) {
+	for (i = 0; i < 2; i++) {
 		bounce_drop(dev, i);
 		if (!dev->bounce[i])
 			continue;
@@ -49,7 +47,7 @@ static int bounce_setup(struct ortmem_device *dev)
 	CUresult res;
 	int i;
 
-	for (i = 0; i < DEV_BOUNCE_SLOTS; i++) {
+	for (i = 0; i < 2; i++) {
 		if (dev->bounce[i])
 			continue;
 		dev->bounce[i] = mmap(NULL, dev->bounce_bytes,
@@ -99,46 +97,24 @@ static int stream_check(struct ortmem_device *dev,
 	return ret;
 }
 
-/*
- * Extents [@first, @first + @n) into the bounce buffers of half @half, as
- * one spill batch, then on to the GPU asynchronously.
- */
-static int stream_group(struct ortmem_device *dev, struct ortmem_spill *spill,
-			const struct ortmem_device_extent *ext,
-			unsigned int first, unsigned int n, int half,
-			uint64_t dptr)
+static int stream_one(struct ortmem_device *dev, struct ortmem_spill *spill,
+		      const struct ortmem_device_extent *e, unsigned int i,
+		      uint64_t dptr)
 {
-	struct ortmem_spill_io io[DEV_BOUNCE_GROUP];
-	int slot0 = half * DEV_BOUNCE_GROUP, ret;
-	char why[ORTMEM_ERROR_REASON_MAX] = "";
-	unsigned int k, bad;
+	int b = i & 1, ret;
 
-	for (k = 0; k < n; k++) {
-		bounce_drop(dev, slot0 + (int)k);
-		io[k] = (struct ortmem_spill_io){
-			.op = ORTMEM_SPILL_OP_READ, .extent = ext[first + k].extent,
-			.buf = dev->bounce[slot0 + (int)k], .len = ext[first + k].len,
-		};
-	}
-	ret = ortmem_spill_submit(spill, io, n);
-	/* The extents before a failed read still go on: the contract is
-	 * that only the failed one and those after it are not valid. */
-	for (bad = 0; bad < n && !io[bad].res; bad++)
-		;
-	if (ret && bad < n)
+	bounce_drop(dev, b);
+	ret = ortmem_spill_read(spill, e->extent, dev->bounce[b], e->len);
+	if (ret) {
+		char why[ORTMEM_ERROR_REASON_MAX];
+
 		snprintf(why, sizeof(why), "%s", ortmem_last_error_message());
-	for (k = 0; k < bad; k++) {
-		int r = ortmem__copy(dev, true, io[k].buf,
-				     dptr + ext[first + k].offset, io[k].len,
-				     &dev->bounce_ev[slot0 + (int)k]);
-		if (r)
-			return r;
+		return ortmem__err_io(ret, ORTMEM_TIER_DEVICE, e->len,
+			"streaming extent %u (%" PRIu64 " bytes) from disk to GPU %d failed, the extent on disk is kept and the device bytes of this extent are not valid: %s",
+			i, e->len, dev->ordinal, why);
 	}
-	if (ret && bad < n)
-		return ortmem__err_io(io[bad].res, ORTMEM_TIER_DEVICE, io[bad].len,
-			"streaming extent %u (%" PRIu64 " bytes) from disk to GPU %d failed, the extent on disk is kept and the device bytes of this extent and those after it are not valid: %s",
-			first + bad, io[bad].len, dev->ordinal, why);
-	return ret;
+	return ortmem__copy(dev, true, dev->bounce[b], dptr + e->offset, e->len,
+			    &dev->bounce_ev[b]);
 }
 
 ORTMEM_API int ortmem_device_stream_in(struct ortmem_device *dev,
@@ -147,7 +123,7 @@ ORTMEM_API int ortmem_device_stream_in(struct ortmem_device *dev,
 				       unsigned int n, uint64_t dptr)
 {
 	uint64_t total = 0;
-	unsigned int i, step;
+	unsigned int i;
 	int ret, b;
 
 	if (!dev || !spill || !ext || !n)
@@ -161,14 +137,11 @@ ORTMEM_API int ortmem_device_stream_in(struct ortmem_device *dev,
 		return ret;
 	pthread_mutex_lock(&dev->stream_lock);
 	ret = bounce_setup(dev);
-	for (i = 0; !ret && i < n; i += step) {
-		step = n - i < DEV_BOUNCE_GROUP ? n - i : DEV_BOUNCE_GROUP;
-		ret = stream_group(dev, spill, ext, i, step,
-				   (int)(i / DEV_BOUNCE_GROUP) & 1, dptr);
-		for (b = 0; !ret && b < (int)step; b++)
-			total += ext[i + (unsigned int)b].len;
+	for (i = 0; !ret && i < n; i++) {
+		ret = stream_one(dev, spill, &ext[i], i, dptr);
+		total += ret ? 0 : ext[i].len;
 	}
-	for (b = 0; b < DEV_BOUNCE_SLOTS; b++) {
+	for (b = 0; b < 2; b++) {
 		int r = dev->bounce_ev[b] ? ortmem_device_event_wait(dev->bounce_ev[b]) : 0;
 
 		if (r && !ret)
