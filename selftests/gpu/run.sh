@@ -6,7 +6,9 @@
 #   2. runs the device-tier tests (selftests/device/) against the real
 #      driver (ORTMEM_CUDA_LIBRARY=libcuda.so.1; the tests that need the
 #      fake driver's fault injection skip there);
-#   3. measures h2d and d2h from pinned host-tier buffers against
+#   3. runs ortmem-run with the GPU as the weights' home at three device
+#      budgets and checks each output is bit-identical to the ram mode's;
+#   4. measures h2d and d2h from pinned host-tier buffers against
 #      cuMemcpyHtoD/DtoH from cuMemHostAlloc memory, and disk->VRAM
 #      streaming against min(fio read, h2d) (bench/device/bw.c);
 # and ends with
@@ -56,8 +58,8 @@ fi
 
 cd "$top" || exit 1
 jobs=$(nproc 2>/dev/null || echo 2)
-echo "# building (make -j$jobs lib selftests)"
-if ! make -j"$jobs" lib selftests >/tmp/ortmem-gpu-build.$$ 2>&1; then
+echo "# building (make -j$jobs lib tools selftests)"
+if ! make -j"$jobs" lib tools selftests >/tmp/ortmem-gpu-build.$$ 2>&1; then
 	tail -n 30 /tmp/ortmem-gpu-build.$$
 	rm -f /tmp/ortmem-gpu-build.$$
 	echo "gpu: 0 passed, 1 failed; build failed"
@@ -82,6 +84,33 @@ summary=$(echo "$out" | tail -n 1)
 passed=$(echo "$summary" | sed -n 's/^gpu: \([0-9]*\) passed.*/\1/p')
 failed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
 : "${passed:=0}" "${failed:=1}"
+
+# ortmem-run streams a model's layers from its file to the GPU (the
+# governor's asynchronous promotion through the device backend's staging
+# memory); 8 layers of 8398848 bytes, so the fake's 256 MiB hold it too.
+echo "# ortmem-run with the GPU as home, against the ram mode"
+model="$dir/ortmem-gpu-model.$$"
+layer=8398848
+run_tool() { "$build/tools/ortmem-run" "$@" 2>&1 | sed -n 's/^output *//p'; }
+if ORTMEM_CUDA_LIBRARY=$lib "$build/tools/ortmem-run" create --layers 8 --hidden 512 \
+	--ffn 2048 --seed 5 "$model" >/dev/null 2>&1; then
+	want=$(run_tool --mode ram --no-device --batch 4 "$model")
+	for budget in $((2 * layer + 1048576)) $((3 * layer + 1048576)) $((96 << 20)); do
+		got=$(ORTMEM_CUDA_LIBRARY=$lib run_tool --budget 64K --device-budget $budget \
+			--passes 2 --batch 4 "$model")
+		if [ -n "$want" ] && [ "$got" = "$want" ]; then
+			echo "ok: ortmem-run on GPU 0 at device budget $budget: output $got, as ram"
+			passed=$((passed + 1))
+		else
+			echo "not ok: ortmem-run on GPU 0 at device budget $budget: output '$got', ram '$want'"
+			failed=$((failed + 1))
+		fi
+	done
+else
+	echo "not ok: ortmem-run create failed"
+	failed=$((failed + 1))
+fi
+rm -f "$model" "$model.csum"
 
 echo "# bandwidth: $mib MiB, $runs runs, spill and fio files in $dir"
 bw=$(ORTMEM_CUDA_LIBRARY=$lib "$build/bench/device/bw" -s "$mib" -r "$runs" -d "$dir" 2>&1)
