@@ -206,6 +206,14 @@ int ortmem__cu_fail(struct ortmem_device *dev, const char *call,
 
 enum { DEV_STREAM_H2D, DEV_STREAM_D2H, DEV_NSTREAMS };
 
+/*
+ * Disk->device streaming runs two readers, each with two bounce buffers:
+ * one reader's disk read is in flight while the other verifies what it
+ * read and starts its copy, so the disk never waits for the CPU.
+ */
+#define DEV_STREAM_READERS 2
+#define DEV_BOUNCE_SLOTS (2 * DEV_STREAM_READERS)
+
 /* One allocation of a handle. */
 struct dev_alloc {
 	uint64_t dptr;
@@ -258,8 +266,8 @@ struct ortmem_device {
 	atomic_uint_fast64_t driver_errors;
 	/* Disk->device bounce buffers (stream.c), made on first use. */
 	pthread_mutex_t stream_lock;
-	void *bounce[2];
-	struct ortmem_device_event *bounce_ev[2];
+	void *bounce[DEV_BOUNCE_SLOTS];
+	struct ortmem_device_event *bounce_ev[DEV_BOUNCE_SLOTS];
 	uint64_t bounce_bytes;
 };
 

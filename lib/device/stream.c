@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * Disk -> device streaming.  Extents of a spill file are read (and their
- * checksums verified) by the spill engine into one of two pinned, registered
- * bounce buffers, and copied on to the GPU asynchronously from there: while
- * the GPU copies extent i out of one buffer, the disk reads extent i + 1
- * into the other, so disk reads and PCIe copies overlap.  A buffer is reused
- * only after the event of its previous copy.
+ * checksums verified) by the spill engine into pinned, registered bounce
+ * buffers, and copied on to the GPU asynchronously from there, so disk
+ * reads and PCIe copies overlap.  Two readers take alternate extents, each
+ * with two buffers: while one verifies a read and starts its copy, the
+ * other's read keeps the disk busy (one reader alone left it idle for the
+ * checksum of every extent).  A buffer is reused only after the event of
+ * its previous copy.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,7 +32,7 @@ void ortmem__stream_fini(struct ortmem_device *dev)
 {
 	int i;
 
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < DEV_BOUNCE_SLOTS; i++) {
 		bounce_drop(dev, i);
 		if (!dev->bounce[i])
 			continue;
@@ -47,7 +49,7 @@ static int bounce_setup(struct ortmem_device *dev)
 	CUresult res;
 	int i;
 
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < DEV_BOUNCE_SLOTS; i++) {
 		if (dev->bounce[i])
 			continue;
 		dev->bounce[i] = mmap(NULL, dev->bounce_bytes,
@@ -97,24 +99,115 @@ static int stream_check(struct ortmem_device *dev,
 	return ret;
 }
 
-static int stream_one(struct ortmem_device *dev, struct ortmem_spill *spill,
-		      const struct ortmem_device_extent *e, unsigned int i,
-		      uint64_t dptr)
+/* One reader: extents first, first + step, ... while below fail_at. */
+struct stream_reader {
+	struct ortmem_device *dev;
+	struct ortmem_spill *spill;
+	const struct ortmem_device_extent *ext;
+	unsigned int n, first, step;
+	uint64_t dptr;
+	_Atomic unsigned int *fail_at;	/* lowest failed extent; n: none */
+	int ret;			/* its error, for the caller */
+	bool in_read;			/* the disk's, else the copy's */
+	unsigned int failed;		/* which extent */
+	struct ortmem_error err;	/* the reader thread's, saved */
+	uint64_t total;
+};
+
+static void reader_fail(struct stream_reader *r, unsigned int i, int ret,
+			bool in_read)
 {
-	int b = i & 1, ret;
+	unsigned int cur = atomic_load(r->fail_at);
 
-	bounce_drop(dev, b);
-	ret = ortmem_spill_read(spill, e->extent, dev->bounce[b], e->len);
-	if (ret) {
-		char why[ORTMEM_ERROR_REASON_MAX];
+	r->ret = ret;
+	r->in_read = in_read;
+	r->failed = i;
+	r->err = *ortmem_last_error();
+	r->err.cause = NULL;
+	while (i < cur && !atomic_compare_exchange_weak(r->fail_at, &cur, i))
+		;
+}
 
-		snprintf(why, sizeof(why), "%s", ortmem_last_error_message());
-		return ortmem__err_io(ret, ORTMEM_TIER_DEVICE, e->len,
-			"streaming extent %u (%" PRIu64 " bytes) from disk to GPU %d failed, the extent on disk is kept and the device bytes of this extent are not valid: %s",
-			i, e->len, dev->ordinal, why);
+static void *stream_reader_run(void *arg)
+{
+	struct stream_reader *r = arg;
+	struct ortmem_device *dev = r->dev;
+	unsigned int i, k = 0;
+	int ret;
+
+	/* Extents below a failed one still go: their bytes are valid. */
+	for (i = r->first; i < r->n && i < atomic_load(r->fail_at);
+	     i += r->step, k++) {
+		const struct ortmem_device_extent *e = &r->ext[i];
+		int b = (int)(r->first * 2 + (k & 1));
+
+		bounce_drop(dev, b);
+		ret = ortmem_spill_read(r->spill, e->extent, dev->bounce[b],
+					e->len);
+		if (ret) {
+			reader_fail(r, i, ret, true);
+			break;
+		}
+		ret = ortmem__copy(dev, true, dev->bounce[b],
+				   r->dptr + e->offset, e->len,
+				   &dev->bounce_ev[b]);
+		if (ret) {
+			reader_fail(r, i, ret, false);
+			break;
+		}
+		r->total += e->len;
 	}
-	return ortmem__copy(dev, true, dev->bounce[b], dptr + e->offset, e->len,
-			    &dev->bounce_ev[b]);
+	return NULL;
+}
+
+/* Runs the readers; 0, or the error of the lowest failed extent. */
+static int stream_readers(struct ortmem_device *dev, struct ortmem_spill *spill,
+			  const struct ortmem_device_extent *ext, unsigned int n,
+			  uint64_t dptr, uint64_t *totalp)
+{
+	struct stream_reader rd[DEV_STREAM_READERS];
+	_Atomic unsigned int fail_at = n;
+	unsigned int nr = n < DEV_STREAM_READERS ? n : DEV_STREAM_READERS, k;
+	pthread_t tid[DEV_STREAM_READERS];
+	bool started[DEV_STREAM_READERS] = { false };
+	struct stream_reader *bad = NULL;
+
+	for (k = 0; k < nr; k++)
+		rd[k] = (struct stream_reader){
+			.dev = dev, .spill = spill, .ext = ext, .n = n,
+			.first = k, .step = nr, .dptr = dptr,
+			.fail_at = &fail_at,
+		};
+	/* Without a thread the caller's runs every extent itself. */
+	for (k = 1; k < nr; k++)
+		started[k] = !pthread_create(&tid[k], NULL, stream_reader_run,
+					     &rd[k]);
+	if (nr > 1 && !started[1])
+		rd[0].step = 1;
+	stream_reader_run(&rd[0]);
+	*totalp = 0;
+	for (k = 0; k < nr; k++) {
+		if (k && started[k])
+			pthread_join(tid[k], NULL);
+		if (k && !started[k])
+			continue;
+		*totalp += rd[k].total;
+		if (rd[k].ret && (!bad || rd[k].failed < bad->failed))
+			bad = &rd[k];
+	}
+	if (!bad)
+		return 0;
+	if (bad->in_read)
+		return ortmem__err_io(bad->ret, ORTMEM_TIER_DEVICE,
+			ext[bad->failed].len,
+			"streaming extent %u (%" PRIu64 " bytes) from disk to GPU %d failed, the extent on disk is kept and the device bytes of this extent and those after it are not valid: %s",
+			bad->failed, ext[bad->failed].len, dev->ordinal,
+			bad->err.reason);
+	/* The copy's own error (the driver call, a lost device), as the
+	 * reader thread had it. */
+	ortmem__err_plain(bad->ret, "%s", bad->err.reason);
+	*(struct ortmem_error *)ortmem_last_error() = bad->err;
+	return bad->ret;
 }
 
 ORTMEM_API int ortmem_device_stream_in(struct ortmem_device *dev,
@@ -123,7 +216,6 @@ ORTMEM_API int ortmem_device_stream_in(struct ortmem_device *dev,
 				       unsigned int n, uint64_t dptr)
 {
 	uint64_t total = 0;
-	unsigned int i;
 	int ret, b;
 
 	if (!dev || !spill || !ext || !n)
@@ -137,11 +229,9 @@ ORTMEM_API int ortmem_device_stream_in(struct ortmem_device *dev,
 		return ret;
 	pthread_mutex_lock(&dev->stream_lock);
 	ret = bounce_setup(dev);
-	for (i = 0; !ret && i < n; i++) {
-		ret = stream_one(dev, spill, &ext[i], i, dptr);
-		total += ret ? 0 : ext[i].len;
-	}
-	for (b = 0; b < 2; b++) {
+	if (!ret)
+		ret = stream_readers(dev, spill, ext, n, dptr, &total);
+	for (b = 0; b < DEV_BOUNCE_SLOTS; b++) {
 		int r = dev->bounce_ev[b] ? ortmem_device_event_wait(dev->bounce_ev[b]) : 0;
 
 		if (r && !ret)

@@ -459,10 +459,12 @@ TEST(stream_bounce_registration_fails)
 }
 
 FIXTURE(stream) {};
-FIXTURE_VARIANT(stream) { int nth; int fault; };
+FIXTURE_VARIANT(stream) { int nth; int fault; const char *driver_fault; };
 FIXTURE_VARIANT_ADD(stream, clean) { .nth = 0 };
 FIXTURE_VARIANT_ADD(stream, short_reads) { .nth = 3, .fault = ORTMEM_SPILL_FAULT_SHORT };
 FIXTURE_VARIANT_ADD(stream, read_error) { .nth = 4, .fault = -EIO };
+/* A copy that fails (on either reader): the driver's own error. */
+FIXTURE_VARIANT_ADD(stream, copy_error) { .driver_fault = "cuMemcpyHtoDAsync:6:2" };
 FIXTURE_SETUP(stream) {}
 FIXTURE_TEARDOWN(stream) {}
 
@@ -495,8 +497,18 @@ TEST_F(stream, bit_exact)
 	}
 	if (variant->nth)
 		ASSERT_EQ(0, ortmem_spill_inject_fault(spill, variant->nth, variant->fault));
+	if (variant->driver_fault) {
+		NEED_FAKE();
+		setenv("FAKECUDA_FAULTS", variant->driver_fault, 1);
+	}
 	ret = ortmem_device_stream_in(dev, spill, ext, 24, d);
-	if (variant->fault < 0) {
+	if (variant->driver_fault) {
+		ASSERT_EQ(-ENOMEM, ret);
+		ASSERT_TRUE(has(reason(), "cuMemcpyHtoDAsync"));
+		ASSERT_EQ(-ENOMEM, ortmem_last_error()->code);
+		setenv("FAKECUDA_FAULTS", "", 1);
+		ASSERT_EQ(0, ortmem_device_stream_in(dev, spill, ext, 24, d));
+	} else if (variant->fault < 0) {
 		unsigned int bad = 99;
 		const char *at = strstr(reason(), "streaming extent ");
 
