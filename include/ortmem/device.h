@@ -80,8 +80,8 @@ struct ortmem_device_opts {
 	uint32_t pad;		/* must be 0 */
 	/* Most bytes this handle allocates at once; 0: the GPU's total. */
 	uint64_t budget;
-	/* Bytes of each pinned bounce buffer of disk->device streaming;
-	 * 0: 4 MiB.  Extents larger than this are refused. */
+	/* Bytes of each of the 4 pinned bounce buffers of disk->device
+	 * streaming; 0: 4 MiB.  Extents larger than this are refused. */
 	uint64_t bounce_bytes;
 };
 
