@@ -14,7 +14,7 @@
 # and ends with
 #   gpu: N passed, N failed; h2d X.XXx, d2h Y.YYx, disk->vram Z.ZZx bound
 #
-#   selftests/gpu/run.sh [--fake] [-s MiB] [-r RUNS] [-d DIR]
+#   selftests/gpu/run.sh [--fake] [--no-build] [-s MiB] [-r RUNS] [-d DIR]
 #
 # Without libcuda.so.1 or a GPU it says so and exits 4 (skipped), before
 # building anything.  --fake runs the whole script on the fake driver of
@@ -26,6 +26,7 @@ KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 fake=0
+nobuild=0
 mib=256
 runs=7
 dir=${ORTMEM_SPILL_DIR:-/var/tmp}
@@ -33,6 +34,7 @@ dir=${ORTMEM_SPILL_DIR:-/var/tmp}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--fake) fake=1 ;;
+	--no-build) nobuild=1 ;;
 	-s) mib=$2; shift ;;
 	-r) runs=$2; shift ;;
 	-d) dir=$2; shift ;;
@@ -57,18 +59,19 @@ if [ $fake -eq 0 ]; then
 fi
 
 cd "$top" || exit 1
-jobs=$(nproc 2>/dev/null || echo 2)
-echo "# building (make -j$jobs lib tools selftests)"
-if ! make -j"$jobs" lib tools selftests >/tmp/ortmem-gpu-build.$$ 2>&1; then
-	tail -n 30 /tmp/ortmem-gpu-build.$$
-	rm -f /tmp/ortmem-gpu-build.$$
-	echo "gpu: 0 passed, 1 failed; build failed"
-	exit 1
-fi
-rm -f /tmp/ortmem-gpu-build.$$
 build=${O:-$top/build/gcc}
-make -s -C bench "$build/bench/device/bw" || { echo "gpu: 0 passed, 1 failed; bench build failed"; exit 1; }
-
+if [ $nobuild -eq 0 ]; then
+	jobs=$(nproc 2>/dev/null || echo 2)
+	echo "# building (make -j$jobs lib tools selftests)"
+	if ! make -j"$jobs" lib tools selftests >/tmp/ortmem-gpu-build.$$ 2>&1; then
+		tail -n 30 /tmp/ortmem-gpu-build.$$
+		rm -f /tmp/ortmem-gpu-build.$$
+		echo "gpu: 0 passed, 1 failed; build failed"
+		exit 1
+	fi
+	rm -f /tmp/ortmem-gpu-build.$$
+	make -s -C bench "$build/bench/device/bw" || { echo "gpu: 0 passed, 1 failed; bench build failed"; exit 1; }
+fi
 if [ $fake -eq 1 ]; then
 	lib="$build/selftests/device/fakecuda/libcuda.so.1"
 	echo "# --fake: the fake driver $lib stands for the GPU; figures mean nothing"
@@ -78,7 +81,8 @@ fi
 
 echo "# device tests against $lib"
 out=$(ORTMEM_CUDA_LIBRARY=$lib "$top/selftests/run_tests.sh" -p gpu \
-	"$build/selftests/device/memory" "$build/selftests/device/transfers" 2>&1)
+	"$build/selftests/device/memory" "$build/selftests/device/transfers" \
+	"$build/selftests/device/prefix" "$build/selftests/device/staging" 2>&1)
 echo "$out"
 summary=$(echo "$out" | tail -n 1)
 passed=$(echo "$summary" | sed -n 's/^gpu: \([0-9]*\) passed.*/\1/p')
