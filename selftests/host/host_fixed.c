@@ -18,16 +18,7 @@
 #include "host/host_internal.h"	/* ORTMEM__PROMOTE_STEP */
 #include "../harness.h"
 #include "spill_dir.h"
-
-#define MIB (1024ull * 1024)
-
-#define OK(call)							\
-	do {								\
-		int ok_ret_ = (call);					\
-		if (ok_ret_)						\
-			TH_LOG("%s: %s", #call, ortmem_last_error_message()); \
-		ASSERT_EQ(0, ok_ret_);					\
-	} while (0)
+#include "host_test.h"
 
 FIXTURE(fx) {
 	struct ortmem_host *host;
