@@ -482,7 +482,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		      struct pk_result *res)
 {
-	struct gap_ctx c = { .plan = plan, .budget = plan->o.budget[ORTMEM_TIER_DEVICE] };
+	struct gap_ctx c = { .plan = plan, .budget = ortmem__plan_dev_budget(plan) };
 	uint32_t nt = plan->touch_idx[plan->n_bufs], b, k;
 	struct gp_win w = { .cost = UINT64_MAX };
 	uint64_t foot;

@@ -94,6 +94,35 @@ TEST_TIMEOUT(every_feasible_budget_is_solved, 120)
 	}
 }
 
+/* A budget that is not a multiple of the device alignment: offsets placed
+ * against the top of [0, budget) must still be aligned (the validator
+ * checks), and the plan still fits the budget. */
+TEST(unaligned_budget_keeps_offsets_aligned)
+{
+	uint64_t seed = 0xa119;
+	int g;
+
+	for (g = 0; g < 200; g++) {
+		struct ortmem_plan *p = plan_with(0);
+		uint32_t n = 8 + (uint32_t)(rnd(&seed) % 60), at = 0;
+		uint64_t foot, budget, s2 = seed;
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+
+		ASSERT_NONNULL(p);
+		random_graph(p, n, &seed);
+		foot = largest_step(p, &at);
+		ortmem_plan_free(p);
+		budget = foot + ALIGN * (rnd(&seed) % 32) + 1 + rnd(&seed) % (ALIGN - 1);
+		p = plan_with(budget);
+		random_graph(p, n, &s2);
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_validate(p));
+		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+		EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], budget);
+		ortmem_plan_free(p);
+	}
+}
+
 /* The cheapest set of off gaps whose profile fits @budget, by brute force
  * over every subset of the gaps that have steps inside them. */
 static uint64_t brute_force(const struct ortmem_plan *p, uint64_t budget)
