@@ -44,6 +44,14 @@
 #define GAP_SEARCH_MAX 2048
 #define GAP_SLACKS 4
 
+/* The allocator's rules a slack sweep's plan is followed under, the most
+ * often cheapest first (measured on random DAGs): how a buffer seats
+ * (ortmem__plan_online()) matters more than whom it evicts. */
+static const int gp_pass_rule[] = {
+	ORTMEM__PLAN_ENDFIT, 0, 1 | ORTMEM__PLAN_ENDFIT, 1,
+};
+#define GAP_PASS_RULES ((int)(sizeof(gp_pass_rule) / sizeof(gp_pass_rule[0])))
+
 struct gap {
 	uint32_t k;		/* touch that opens it */
 	uint32_t buf;
@@ -427,8 +435,9 @@ static int gp_slack(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 			if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
 				continue;	/* less room only costs more */
 			cheaper = true;
-			for (rule = 0; rule < 2 && !ret; rule++)
-				ret = gp_online(c, w, rule, c->best, NULL);
+			for (rule = 0; rule < GAP_PASS_RULES && !ret &&
+			     (!rule || slack > 1 || sweep || ortmem__now_ns() < deadline); rule++)
+				ret = gp_online(c, w, gp_pass_rule[rule], c->best, NULL);
 		}
 		if (!cheaper)
 			break;
@@ -472,6 +481,10 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		ret = gp_online(c, w, 0, w->guide, w->hint);
 	if (!ret && (small || ortmem__now_ns() < deadline))
 		ret = gp_online(c, w, 1, NULL, NULL);
+	if (!ret && (small || ortmem__now_ns() < deadline))
+		ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, NULL, NULL);
+	if (!ret && (small || ortmem__now_ns() < deadline))
+		ret = gp_online(c, w, 1 | ORTMEM__PLAN_ENDFIT, NULL, NULL);
 	if (!ret)
 		ret = gp_slack(c, w, deadline);
 	w->res.lb = pres.lb;

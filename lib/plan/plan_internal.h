@@ -117,6 +117,9 @@ static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)
  * an allocator's pass, sending off the gaps @guide marks (NULL: none) and
  * more when a step finds no room; returns the arena height (UINT64_MAX:
  * no memory). */
+/* @rule flag: a buffer without a hinted offset seats by its neighbours'
+ * ends (ol_fit_end()), not in the tightest hole */
+#define ORTMEM__PLAN_ENDFIT 0x100
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff);
