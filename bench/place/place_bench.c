@@ -26,6 +26,10 @@
  * 90 % of the all-on-device lower bound, and exactly the largest step's
  * footprint.  Each plan is solved RUNS times (median and spread of the
  * time); every plan passes ortmem_plan_validate().
+ *
+ * For experiments: PLACE_ONLY=name runs one workload, PLACE_DAGS="n:seed,..."
+ * adds random DAGs the bench does not show, and PLACE_QUICK=1 skips GLPK
+ * (the bound column is then Belady's bytes).
  */
 #include <glpk.h>
 #include <inttypes.h>
