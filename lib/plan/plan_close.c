@@ -245,7 +245,7 @@ static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
 			    uint8_t *off, uint64_t *toff, bool anywhere, uint64_t deadline)
 {
-	struct cl c = { .budget = plan->o.budget[ORTMEM_TIER_DEVICE], .anywhere = anywhere };
+	struct cl c = { .budget = ortmem__plan_dev_budget(plan), .anywhere = anywhere };
 	uint32_t i, pass;
 	bool merged = true;
 	int ret = -ENOMEM;

@@ -105,10 +105,21 @@ int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 				uint32_t n, uint32_t *a, uint32_t *b);
 /* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
 int ortmem__plan_liveness(struct ortmem_plan *plan);
+/* The device budget rounded down to the device alignment: every offset the
+ * placement computes from it (a range's top minus a size) stays aligned. */
+static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)
+{
+	return plan->o.budget[ORTMEM_TIER_DEVICE] &
+	       ~(plan->o.align[ORTMEM_TIER_DEVICE] - 1);
+}
+
 /* plan_online.c: off gaps and device offsets per touch under @budget by
  * an allocator's pass, sending off the gaps @guide marks (NULL: none) and
  * more when a step finds no room; returns the arena height (UINT64_MAX:
  * no memory). */
+/* @rule flag: a buffer without a hinted offset seats by its neighbours'
+ * ends (ol_fit_end()), not in the tightest hole */
+#define ORTMEM__PLAN_ENDFIT 0x100
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff);

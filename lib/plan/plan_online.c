@@ -31,6 +31,7 @@
 
 struct ol;
 static void ol_send_off(struct ol *o, uint32_t at);
+static uint32_t ol_planned_end(const struct ol *o, uint32_t b, uint32_t k);
 
 struct ol {
 	const struct ortmem_plan *plan;
@@ -49,6 +50,8 @@ struct ol {
 	uint32_t *st_idx, *st_k;	/* touches per step, CSR */
 	struct ol_iv *fut;	/* hinted intervals by first step (hint && guide) */
 	uint32_t n_fut;
+	uint32_t *end;		/* per resident buffer: its planned end */
+	bool endfit;
 };
 
 /* A resident interval of the hinted layout: steps [lo, hi) at @addr. */
@@ -134,6 +137,52 @@ static uint64_t ol_fit_ahead(struct ol *o, uint32_t d, uint32_t b, uint64_t size
 		}
 		if (i < d && o->hole[i][1] > cur)
 			cur = o->hole[i][1];
+	}
+	return best;
+}
+
+/* How far apart the ends of @b (at @e) and its neighbour @nb (UINT32_MAX:
+ * the floor or the ceiling, never freed) lie. */
+static uint32_t ol_end_gap(const struct ol *o, uint32_t e, uint64_t nb)
+{
+	uint32_t f = nb == UINT64_MAX ? o->plan->n_nodes + 1u : o->end[nb];
+
+	return e > f ? e - f : f - e;
+}
+
+/*
+ * Among the holes that hold @size, the side of a hole whose neighbour ends
+ * nearest to when @b does (its planned end @e): when both go, their ranges
+ * free together and merge, so the space fragments less than by size alone.
+ * An exact fit first, then the nearest end, then the tightest hole.
+ * Call after ol_fit().
+ */
+static uint64_t ol_fit_end(struct ol *o, uint32_t d, uint64_t size, uint32_t e)
+{
+	uint64_t cur = 0, best = UINT64_MAX, best_len = 0, len, below = UINT64_MAX;
+	uint32_t i, gap, best_gap = 0;
+
+	for (i = 0; i <= d; i++) {
+		uint64_t next = i < d ? o->hole[i][0] : o->budget;
+		uint64_t above = i < d ? o->hole[i][2] : UINT64_MAX;
+
+		len = next > cur ? next - cur : 0;
+		if (len >= size) {
+			uint32_t gb = ol_end_gap(o, e, below), ga = ol_end_gap(o, e, above);
+			uint64_t at = gb <= ga ? cur : next - size;
+
+			gap = len == size ? 0 : (gb <= ga ? gb : ga) + 1;
+			if (best == UINT64_MAX || gap < best_gap ||
+			    (gap == best_gap && len < best_len)) {
+				best = at;
+				best_gap = gap;
+				best_len = len;
+			}
+		}
+		if (i < d && o->hole[i][1] >= cur) {
+			cur = o->hole[i][1];
+			below = o->hole[i][2];
+		}
 	}
 	return best;
 }
@@ -312,6 +361,8 @@ static uint32_t ol_planned_end(const struct ol *o, uint32_t b, uint32_t k)
 {
 	const struct ortmem_plan *plan = o->plan;
 
+	if (!o->guide)
+		return plan->bufs[b].hi;
 	while (k + 1 < plan->touch_idx[b + 1] && !o->guide[k])
 		k++;
 	return o->guide[k] || k + 1 < plan->touch_idx[b + 1] ?
@@ -349,6 +400,8 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 			addr = ol_fit(o, o->asz[b], &d);
 			if (addr != UINT64_MAX && o->fut)
 				addr = ol_fit_ahead(o, d, b, o->asz[b], s, ol_planned_end(o, b, k));
+			else if (addr != UINT64_MAX && o->endfit)
+				addr = ol_fit_end(o, d, o->asz[b], ol_planned_end(o, b, k));
 		} else {
 			d = 0;
 		}
@@ -363,6 +416,7 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 		}
 		ol_seat(o, b, k, addr);
 		o->cur[b] = k;
+		o->end[b] = ol_planned_end(o, b, k);
 	}
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++)
 		o->pin[ol_buf_of(plan, o->st_k[j])] = false;
@@ -441,7 +495,9 @@ uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz
 }
 
 /*
- * One pass under @rule (0: furthest next use; 1: per byte of transfer).
+ * One pass under @rule (0: furthest next use; 1: per byte of transfer;
+ * with ORTMEM__PLAN_ENDFIT, a buffer without a hinted offset seats by
+ * ol_fit_end(), else in the tightest hole).
  * Fills @off and @toff; returns the device arena's height, or UINT64_MAX
  * when out of memory.
  */
@@ -463,7 +519,10 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 	o.hole = malloc(sizeof(*o.hole) * (nb + 1));
 	o.st_idx = calloc(plan->n_nodes + 2, sizeof(*o.st_idx));
 	o.st_k = malloc(sizeof(*o.st_k) * (nt + 1));
-	if (!o.cur || !o.addr || !o.res || !o.pin || !o.written || !o.live ||
+	o.end = calloc(nb + 1, sizeof(*o.end));
+	o.endfit = !!(rule & ORTMEM__PLAN_ENDFIT);
+	rule &= ~ORTMEM__PLAN_ENDFIT;
+	if (!o.end || !o.cur || !o.addr || !o.res || !o.pin || !o.written || !o.live ||
 	    !o.hole || !o.st_idx || !o.st_k)
 		goto out;
 	memset(off, 0, nt);
@@ -483,5 +542,6 @@ out:
 	free(o.st_idx);
 	free(o.st_k);
 	free(o.fut);
+	free(o.end);
 	return h;
 }

@@ -137,10 +137,59 @@ static uint64_t tight_budget(struct ortmem_plan *p, uint64_t *seed)
  * apart, and never costs more; the allocator following a plan's own
  * residency and offsets reproduces them.
  */
+/*
+ * Seating by neighbours' ends (ORTMEM__PLAN_ENDFIT): A (1 KiB, steps 0-3)
+ * sits at 0, F (2 KiB, step 1 only) at 1 KiB, B (1 KiB, steps 1-4) at
+ * 3 KiB.  At step 2, N (1 KiB, steps 2-4) finds one hole, [1K, 3K): the
+ * tightest-hole rule seats it at its bottom, next to A, which dies two
+ * steps before it; by ends it seats at the top, next to B, which dies
+ * with it, so the two ranges free together.
+ */
+TEST(end_fit_seats_next_to_the_neighbour_dying_with_it)
+{
+	struct ortmem_plan *p = plan_with(4096);
+	uint32_t a = 0, f = 1, b = 2, n = 3, in[2];
+	uint64_t *asz, *toff;
+	uint8_t *off;
+	uint32_t nt, kn;
+
+	ASSERT_NONNULL(p);
+	ortmem_plan_add_value(p, 1024, 0);
+	ortmem_plan_add_value(p, 2048, 0);
+	ortmem_plan_add_value(p, 1024, 0);
+	ortmem_plan_add_value(p, 1024, 0);
+	ortmem_plan_add_node(p, NULL, 0, &a, 1);
+	ortmem_plan_add_node(p, &a, 1, (uint32_t[]){ f, b }, 2);
+	ortmem_plan_add_node(p, NULL, 0, &n, 1);
+	ortmem_plan_add_node(p, &a, 1, NULL, 0);
+	in[0] = b;
+	in[1] = n;
+	ortmem_plan_add_node(p, in, 2, NULL, 0);
+	ASSERT_EQ(0, ortmem_plan_solve(p));
+	nt = p->touch_idx[p->n_bufs];
+	asz = aligned_sizes(p);
+	off = malloc(nt);
+	toff = malloc(sizeof(*toff) * nt);
+	ASSERT_TRUE(asz && off && toff);
+	kn = p->touch_idx[p->vals[n].buf];
+	ASSERT_NE(UINT64_MAX, ortmem__plan_online(p, asz, 4096, 0, NULL, NULL, off, toff));
+	EXPECT_EQ(1024, toff[kn]);
+	EXPECT_EQ(0, intervals_fit(p, asz, off, toff, 4096));
+	ASSERT_NE(UINT64_MAX, ortmem__plan_online(p, asz, 4096, ORTMEM__PLAN_ENDFIT, NULL,
+						  NULL, off, toff));
+	EXPECT_EQ(2048, toff[kn]);
+	EXPECT_EQ(0, intervals_fit(p, asz, off, toff, 4096));
+	EXPECT_EQ(0, ortmem__plan_gap_cost(p, off));
+	free(asz);
+	free(off);
+	free(toff);
+	ortmem_plan_free(p);
+}
+
 TEST_TIMEOUT(closing_and_following_random_plans, 120)
 {
 	uint64_t seed = 0xc105e;
-	int g, tried = 0;
+	int g, r, tried = 0;
 
 	for (g = 0; g < 200; g++) {
 		struct ortmem_plan *p = plan_with(0);
@@ -178,6 +227,18 @@ TEST_TIMEOUT(closing_and_following_random_plans, 120)
 		EXPECT_LE(h, budget);
 		EXPECT_EQ(0, memcmp(off, off2, nt));
 		EXPECT_EQ(0, memcmp(toff, toff2, sizeof(*toff) * nt));
+		/* the allocator on its own and following the plan, under each
+		 * rule and either way of seating: it always fits */
+		for (r = 0; r < 4; r++) {
+			int rule = (r & 1) | (r & 2 ? ORTMEM__PLAN_ENDFIT : 0);
+
+			h = ortmem__plan_online(p, asz, budget, rule, NULL, NULL, off2, toff2);
+			ASSERT_NE(UINT64_MAX, h);
+			EXPECT_EQ(0, intervals_fit(p, asz, off2, toff2, budget));
+			h = ortmem__plan_online(p, asz, budget, rule, off, NULL, off2, toff2);
+			ASSERT_NE(UINT64_MAX, h);
+			EXPECT_EQ(0, intervals_fit(p, asz, off2, toff2, budget));
+		}
 		/* closing anywhere */
 		before = ortmem__plan_gap_cost(p, off);
 		ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, true, 0));

@@ -94,6 +94,35 @@ TEST_TIMEOUT(every_feasible_budget_is_solved, 120)
 	}
 }
 
+/* A budget that is not a multiple of the device alignment: offsets placed
+ * against the top of [0, budget) must still be aligned (the validator
+ * checks), and the plan still fits the budget. */
+TEST(unaligned_budget_keeps_offsets_aligned)
+{
+	uint64_t seed = 0xa119;
+	int g;
+
+	for (g = 0; g < 200; g++) {
+		struct ortmem_plan *p = plan_with(0);
+		uint32_t n = 8 + (uint32_t)(rnd(&seed) % 60), at = 0;
+		uint64_t foot, budget, s2 = seed;
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+
+		ASSERT_NONNULL(p);
+		random_graph(p, n, &seed);
+		foot = largest_step(p, &at);
+		ortmem_plan_free(p);
+		budget = foot + ALIGN * (rnd(&seed) % 32) + 1 + rnd(&seed) % (ALIGN - 1);
+		p = plan_with(budget);
+		random_graph(p, n, &s2);
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_validate(p));
+		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+		EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], budget);
+		ortmem_plan_free(p);
+	}
+}
+
 /* The cheapest set of off gaps whose profile fits @budget, by brute force
  * over every subset of the gaps that have steps inside them. */
 static uint64_t brute_force(const struct ortmem_plan *p, uint64_t budget)
@@ -131,6 +160,73 @@ static uint64_t brute_force(const struct ortmem_plan *p, uint64_t budget)
 			best = ortmem__plan_gap_cost(p, off);
 	}
 	return best;
+}
+
+/*
+ * A U-Net (three blocks a level over four levels, each block's output kept
+ * as a skip the decoder reads on the way up; sizes in units U): at the
+ * middle 94 U are live, and skips of 16, 8, 4 and 2 U (three of each)
+ * each have one gap across it, costing twice their size to send off.
+ * Under 80 % of 94 U, 18.8 U must go there, so no plan moves less than
+ * 2 x 20 U (16 + 4, or 8 + 8 + 4, ...).  Furthest next use takes 16 + 8
+ * (48 U); the plan must reach 40 U.
+ */
+static void unet(struct ortmem_plan *p, uint64_t u)
+{
+	uint32_t skip[16], n = 0, x, v = 0, l, b, in[2];
+	uint64_t sz = 16 * u;
+
+	ortmem_plan_add_value(p, 16 * u, 0);
+	ortmem_plan_add_node(p, NULL, 0, &v, 1);
+	x = v++;
+	for (l = 0; l < 4; l++, sz /= 2) {
+		for (b = 0; b < 3; b++) {
+			ortmem_plan_add_value(p, sz, 0);
+			ortmem_plan_add_node(p, &x, 1, &v, 1);
+			x = skip[n++] = v++;
+		}
+		if (l < 3) {
+			ortmem_plan_add_value(p, sz / 2, 0);
+			ortmem_plan_add_node(p, &x, 1, &v, 1);
+			x = v++;
+		}
+	}
+	ortmem_plan_add_value(p, sz * 2, 0);
+	ortmem_plan_add_node(p, &x, 1, &v, 1);
+	x = v++;
+	for (l = 4; l-- > 0;) {
+		sz *= 2;
+		for (b = 0; b < 3; b++) {
+			in[0] = x;
+			in[1] = skip[--n];
+			ortmem_plan_add_value(p, sz, 0);
+			ortmem_plan_add_node(p, in, 2, &v, 1);
+			x = v++;
+		}
+		if (l) {
+			ortmem_plan_add_value(p, sz * 2, 0);
+			ortmem_plan_add_node(p, &x, 1, &v, 1);
+			x = v++;
+		}
+	}
+	ortmem_plan_add_value(p, sz / 4, ORTMEM_PLAN_VALUE_OUTPUT);
+	ortmem_plan_add_node(p, &x, 1, &v, 1);
+}
+
+TEST(unet_skips_reach_the_optimum)
+{
+	const uint64_t u = 64 * ALIGN;
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	struct ortmem_plan *p = plan_with(94 * u * 8 / 10);
+
+	ASSERT_NONNULL(p);
+	unet(p, u);
+	ASSERT_EQ(0, ortmem_plan_solve(p));
+	ASSERT_EQ(0, ortmem_plan_validate(p));
+	ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+	EXPECT_EQ(40 * u, st.prefetch_bytes + st.spill_bytes);
+	EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], 94 * u * 8 / 10);
+	ortmem_plan_free(p);
 }
 
 TEST_TIMEOUT(tiny_graphs_against_brute_force, 120)
