@@ -449,6 +449,7 @@ static int gp_footprint(struct gap_ctx *c, uint64_t *foot)
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t b, k, s, at = 0;
+	uint64_t given;
 
 	*foot = 0;
 	for (b = 0; b < plan->n_bufs; b++)
@@ -461,11 +462,15 @@ static int gp_footprint(struct gap_ctx *c, uint64_t *foot)
 		}
 	if (*foot <= c->budget)
 		return 0;
+	/* Name the budget the caller gave; c->budget is it rounded down to
+	 * the alignment, and the footprint, a sum of aligned sizes, fits
+	 * one exactly when it fits the other. */
+	given = plan->o.budget[ORTMEM_TIER_DEVICE];
 	return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
-		*foot, c->budget,
+		*foot, given,
 		"step %u alone needs %" PRIu64 " device bytes (its inputs and outputs, aligned), %" PRIu64
 		" more than the device budget of %" PRIu64 "; raise the budget to at least %" PRIu64,
-		at, *foot, *foot - c->budget, c->budget, *foot);
+		at, *foot, *foot - given, given, *foot);
 }
 
 static void gp_free(struct gap_ctx *c)
