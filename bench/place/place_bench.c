@@ -24,8 +24,10 @@
  * (activations saved for the backward pass, read twice), transformer
  * inference stacks, random DAGs of 300 and 1,500 nodes.  Budgets: 30 % to
  * 90 % of the all-on-device lower bound, and exactly the largest step's
- * footprint.  Each plan is solved RUNS times (median and spread of the
- * time); every plan passes ortmem_plan_validate().
+ * footprint.  Each plan is solved RUNS times: the bytes moved are the
+ * median (spread in brackets; the packer's search is timed, so a plan can
+ * change from run to run), and so is the time; every plan passes
+ * ortmem_plan_validate().
  *
  * For experiments: PLACE_ONLY=name runs one workload, PLACE_DAGS="n:seed,..."
  * adds random DAGs the bench does not show, and PLACE_QUICK=1 skips GLPK
@@ -497,10 +499,18 @@ out:
 }
 
 struct run {
-	uint64_t moved;
+	uint64_t moved;		/* the median of the runs */
+	uint64_t moved_lo, moved_hi;
 	double ms[RUNS];
 	int ok;
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -539,10 +549,14 @@ static uint64_t all_on_device_bound(const struct graph *g)
 	return st.lower_bound;
 }
 
-/* One plan, RUNS times: bytes moved, times; validated. */
+/*
+ * One plan, RUNS times: bytes moved (the median: the packer's search is
+ * timed, so a plan can differ from one run to the next), times; validated.
+ */
 static void ortmem_run(const struct graph *g, uint64_t budget, struct run *r)
 {
 	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t moved[RUNS];
 	int i;
 
 	r->ok = 1;
@@ -558,11 +572,15 @@ static void ortmem_run(const struct graph *g, uint64_t budget, struct run *r)
 			ortmem_plan_free(p);
 			return;
 		}
-		r->moved = st.prefetch_bytes + st.spill_bytes;
+		moved[i] = st.prefetch_bytes + st.spill_bytes;
 		r->ms[i] = (double)st.solve_ns / 1e6;
 		ortmem_plan_free(p);
 	}
 	qsort(r->ms, RUNS, sizeof(r->ms[0]), cmp_d);
+	qsort(moved, RUNS, sizeof(moved[0]), cmp_u64);
+	r->moved = moved[RUNS / 2];
+	r->moved_lo = moved[0];
+	r->moved_hi = moved[RUNS - 1];
 }
 
 /* MIP bounds that failed mip_check(): a wrong model, reported at the end */
@@ -632,11 +650,11 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		tot->t_max = fmax(tot->t_max, r.ms[RUNS / 2]);
 		tot->y_off = fmax(tot->y_off, bel_off && bel_off != UINT64_MAX ?
 				  (double)r.moved / (double)bel_off : (r.moved ? INFINITY : 1.0));
-		printf("  %3d%% %9.1f MiB: moved %10.1f MiB, Belady %10.1f, bound %10.1f %-14s"
+		printf("  %3d%% %9.1f MiB: moved %10.1f MiB [%.1f-%.1f], Belady %10.1f, bound %10.1f %-14s"
 		       " %5.0f ms  (%.3fx bound, %.3fx Belady)  solve %.2f ms [%.2f-%.2f]"
 		       "  Belady+offsets %.1f (%.3fx)\n",
 		       pct[i] ? pct[i] : 0, (double)budget / MiB, (double)r.moved / MiB,
-		       (double)bel / MiB, bound / MiB, bound_kind_name(kind), bms, x, y, r.ms[RUNS / 2], r.ms[0],
+		       (double)r.moved_lo / MiB, (double)r.moved_hi / MiB, (double)bel / MiB, bound / MiB, bound_kind_name(kind), bms, x, y, r.ms[RUNS / 2], r.ms[0],
 		       r.ms[RUNS - 1], bel_off == UINT64_MAX ? -1.0 : (double)bel_off / MiB,
 		       bel_off && bel_off != UINT64_MAX ? (double)r.moved / (double)bel_off : 0.0);
 	}
