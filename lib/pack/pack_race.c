@@ -20,7 +20,8 @@
  *    grows the budget by half, so the probes stay where they can still
  *    succeed and grow patient where they do not.  Every other dive
  *    starts from the best packing's lower part (pack_dive.c).  This one
- *    gets most of the turns, and more as the rounds go by (PS_THIN).
+ *    gets most of the turns, and more as the rounds go by (the other two
+ *    play in square rounds only).
  *
  * The first packing at the proven bound ends the race: it is optimal.
  * Budgets and slices are counted in nodes, so that a run under an
@@ -45,11 +46,14 @@
 enum { PS_COMPACT, PS_LOW, PS_DOWN, PS_ARMS };
 static const uint32_t ps_turns[PS_ARMS] = { 1, 1, 4 };
 /*
- * The bound's turns thin out: in round r they are played when
- * r % (1 + r / PS_THIN) == 0, so an instance whose bound is out of reach
- * soon stops paying for it, and one that reaches it early has done so.
+ * The bound's turns thin out: they are played in the rounds r that are
+ * squares (0, 1, 4, 9, ...), so in R rounds they get about sqrt(R) turns
+ * against 4R below the best.  A probe at the bound answers at once or
+ * takes far longer (the run time of one is heavy-tailed), so an instance
+ * whose bound is in reach has it from the first rounds, and one whose
+ * bound is out of reach soon stops paying for it, yet a complete search
+ * there that needs N turns still gets them, after N^2 rounds.
  */
-#define PS_THIN 32
 /* The first budget of a probe below the best, in nodes per item. */
 #define PS_BUDGET0 32
 /* The fewest nodes a turn of a probe gets. */
@@ -199,14 +203,23 @@ static void ps_turn(struct ps *s, int arm)
 
 static void ps_race(struct ps *s)
 {
+	uint64_t root = 0, square = 0;
+
 	ps_sync(s);
-	for (uint32_t round = 0; !ps_over(s); round++)
+	for (uint64_t round = 0; !ps_over(s); round++) {
+		bool bound = round == square;
+
+		if (bound) {
+			root++;
+			square = root * root;
+		}
 		for (int arm = 0; arm < PS_ARMS && !ps_over(s); arm++) {
-			if (arm != PS_DOWN && round % (1 + round / PS_THIN))
+			if (arm != PS_DOWN && !bound)
 				continue;
 			for (uint32_t t = 0; t < ps_turns[arm] && !ps_over(s); t++)
 				ps_turn(s, arm);
 		}
+	}
 }
 
 static void *ps_helper_main(void *arg)
