@@ -31,24 +31,6 @@
 #define WF_CHUNK_DEFAULT (1u << 20)
 #define WF_BLOCK_DEFAULT (1u << 20)
 
-struct ortmem_wfile {
-	struct ortmem__sfile file;
-	int plain_fd;		/* buffered descriptor for the unaligned end */
-	uint64_t size;
-	uint32_t block;
-	uint64_t nblocks;
-	uint32_t *crc;
-	uint32_t nlanes;
-	atomic_uint next_lane;
-	struct ortmem__lane *lanes;
-	struct ortmem__sengine eng;
-	uint32_t features;
-	atomic_uint_fast64_t reads;
-	atomic_uint_fast64_t bytes;	/* verified and handed back */
-	char path[256];
-	char csum_path[256];
-};
-
 #define wf_err(code, bytes, ...) \
 	ortmem__err_io(code, ORTMEM_TIER_DISK, bytes, __VA_ARGS__)
 
@@ -291,6 +273,11 @@ ORTMEM_API int ortmem_wfile_open(const char *path,
 	wf->eng.file = &wf->file;
 	wf->features = ORTMEM_SPILL_HAVE_URING | ORTMEM_SPILL_HAVE_REGFILE |
 		       ORTMEM_SPILL_HAVE_REGBUF;
+	ret = ortmem__wf_ahead_init(wf);
+	if (ret) {
+		ret = wf_err(ret, 0, "out of memory for the read-ahead of %s", wf->path);
+		goto err;
+	}
 	ret = wf_start_lanes(wf);
 	if (ret) {
 		ret = wf_err(ret, 0, "cannot set up %u I/O lanes for %s",
@@ -311,10 +298,12 @@ ORTMEM_API void ortmem_wfile_close(struct ortmem_wfile *wf)
 	if (!wf)
 		return;
 	if (wf->lanes) {
+		ortmem__wf_ahead_fini(wf);
 		for (i = 0; i < wf->nlanes; i++)
 			ortmem__lane_fini(&wf->lanes[i], &wf->eng);
 		free(wf->lanes);
 	}
+	ortmem__wf_ahead_fini(wf);	/* without lanes: nothing in flight */
 	if (wf->file.fd >= 0)
 		ortmem__sfile_close(&wf->file);
 	if (wf->plain_fd >= 0)
@@ -328,7 +317,7 @@ ORTMEM_API uint64_t ortmem_wfile_size(const struct ortmem_wfile *wf)
 	return wf ? wf->size : 0;
 }
 
-static struct ortmem__lane *wf_lane_lock(struct ortmem_wfile *wf)
+struct ortmem__lane *ortmem__wf_lane_lock(struct ortmem_wfile *wf)
 {
 	uint32_t start = atomic_fetch_add(&wf->next_lane, 1) % wf->nlanes, i;
 
@@ -367,7 +356,7 @@ static int wf_read_end(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 }
 
 /* Check the blocks of [foff, foff + len), which @buf holds. */
-static int wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
+int ortmem__wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
 		     uint64_t len, bool count)
 {
 	uint64_t done = 0;
@@ -395,7 +384,7 @@ static int wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
 static int wf_verify_req(struct ortmem__sreq *r)
 {
 	struct ortmem_wfile *wf = r->verify_arg;
-	int ret = wf_verify(wf, r->foff, r->buf, r->len, false);
+	int ret = ortmem__wf_verify(wf, r->foff, r->buf, r->len, false);
 
 	return ret;
 }
@@ -408,7 +397,7 @@ static int wf_verify_req(struct ortmem__sreq *r)
 static int wf_read_blocks(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 			  uint64_t len)
 {
-	uint64_t body = len & ~(uint64_t)(wf->file.align - 1), step, i, n;
+	uint64_t body = len & ~(uint64_t)(wf->file.align - 1), n;
 
 	/* [foff, foff + body) goes direct; [foff + body, foff + len), if
 	 * anything, is whole blocks read with pread. */
@@ -426,36 +415,77 @@ static int wf_read_blocks(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 	if (body < len) {
 		ret = wf_read_end(wf, foff + body, dst + body, len - body);
 		if (!ret)
-			ret = wf_verify(wf, foff + body, dst + body, len - body, true);
+			ret = ortmem__wf_verify(wf, foff + body, dst + body, len - body, true);
 		if (ret || !body)
 			return ret;
 	}
-	/* Requests of whole blocks, about a chunk each. */
-	step = wf->eng.chunk > wf->block ? wf->eng.chunk / wf->block * wf->block :
-	       wf->block;
-	n = (body + step - 1) / step;
+	n = ortmem__wf_reqs_count(wf, body);
 	reqs = calloc(n, sizeof(*reqs));
 	if (!reqs)
 		return wf_err(-ENOMEM, len, "out of memory for %" PRIu64 " read requests", n);
+	ortmem__wf_reqs_fill(wf, reqs, foff, dst, body, wf_verify_req);
+	l = ortmem__wf_lane_lock(wf);
+	/* Its tail makes room for an announced read (spill_wahead.c). */
+	ortmem__wf_lane_drive(wf, l, reqs, (unsigned int)n);
+	pthread_mutex_unlock(&l->lock);
+	ret = ortmem__wf_reqs_result(wf, reqs, n, foff, len);
+	free(reqs);
+	return ret;
+}
+
+/* Requests of whole blocks, about a chunk each, for a body of @body bytes. */
+uint64_t ortmem__wf_reqs_count(const struct ortmem_wfile *wf, uint64_t body)
+{
+	uint64_t step = wf->eng.chunk > wf->block ?
+			wf->eng.chunk / wf->block * wf->block : wf->block;
+
+	return (body + step - 1) / step;
+}
+
+void ortmem__wf_reqs_fill(struct ortmem_wfile *wf, struct ortmem__sreq *reqs,
+			  uint64_t foff, uint8_t *dst, uint64_t body,
+			  int (*verify)(struct ortmem__sreq *r))
+{
+	uint64_t step = wf->eng.chunk > wf->block ?
+			wf->eng.chunk / wf->block * wf->block : wf->block;
+	uint64_t n = ortmem__wf_reqs_count(wf, body), i;
+
 	for (i = 0; i < n; i++) {
+		memset(&reqs[i], 0, sizeof(reqs[i]));
 		reqs[i].raw = true;
-		reqs[i].verify_raw = wf_verify_req;
+		reqs[i].verify_raw = verify;
 		reqs[i].verify_arg = wf;
 		reqs[i].buf = dst + i * step;
 		reqs[i].foff = foff + i * step;
 		reqs[i].len = body - i * step < step ? body - i * step : step;
 		reqs[i].tail_slot = UINT32_MAX;
 	}
-	l = wf_lane_lock(wf);
-	ortmem__lane_run(l, &wf->eng, reqs, (unsigned int)n);
-	pthread_mutex_unlock(&l->lock);
+}
+
+/*
+ * The outcome of a read of [foff, foff + len) run as @reqs: 0, or the
+ * first failure, with a message naming the file and the range.  A
+ * checksum mismatch found on another thread (a read-ahead) is checked
+ * again here, so that this thread's error says which block.
+ */
+int ortmem__wf_reqs_result(struct ortmem_wfile *wf, struct ortmem__sreq *reqs,
+			   uint64_t n, uint64_t foff, uint64_t len)
+{
+	const struct ortmem_error *e;
+	uint64_t i;
+	int ret = 0;
+
 	for (i = 0; i < n && !reqs[i].err; i++)
 		;
 	if (i < n && reqs[i].err == -ORTMEM_E_CHECKSUM) {
 		/* The verifier's detailed error is this thread's already. */
 		ret = -ORTMEM_E_CHECKSUM;
-		if (!ortmem_last_error() || ortmem_last_error()->code != ret)
-			ret = wf_err(ret, reqs[i].len,
+		e = ortmem_last_error();
+		if (!e || e->code != ret)
+			ret = ortmem__wf_verify(wf, reqs[i].foff, reqs[i].buf,
+						reqs[i].len, false);
+		if (!ret)	/* the bytes changed since: still a mismatch */
+			ret = wf_err(-ORTMEM_E_CHECKSUM, reqs[i].len,
 				"weights file %s: bytes [%" PRIu64 ", %" PRIu64 ") do not match the checksum list %s",
 				wf->path, reqs[i].foff, reqs[i].foff + reqs[i].len,
 				wf->csum_path);
@@ -465,12 +495,11 @@ static int wf_read_blocks(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 			wf->path, foff, foff + len, reqs[i].err_off,
 			reqs[i].err_what ? reqs[i].err_what : "the read failed");
 	}
-	free(reqs);
 	return ret;
 }
 
 /* The one block holding [off, off + len): read aside, verify, copy. */
-static int wf_read_aside(struct ortmem_wfile *wf, uint64_t off, uint8_t *buf,
+int ortmem__wf_read_aside(struct ortmem_wfile *wf, uint64_t off, uint8_t *buf,
 			 uint64_t len)
 {
 	uint64_t first = off / wf->block * wf->block;
@@ -506,6 +535,9 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, len,
 			"range [%" PRIu64 ", +%" PRIu64 ") is empty or passes the end of weights file %s (%" PRIu64 " bytes)",
 			off, len, wf->path, wf->size);
+	/* Announced (ortmem__wf_ahead()): maybe in flight already. */
+	if (ortmem__wf_ahead_take(wf, off, buf, len, &ret))
+		goto out;
 	B = wf->block;
 	/* [lo, hi): the whole blocks inside the range (the file's short last
 	 * block counts as whole when the range reaches the end). */
@@ -513,15 +545,16 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 	hi = off + len == wf->size ? wf->size : (off + len) / B * B;
 	if (lo > hi) {
 		/* Inside one block. */
-		ret = wf_read_aside(wf, off, dst, len);
+		ret = ortmem__wf_read_aside(wf, off, dst, len);
 	} else {
 		if (off < lo)
-			ret = wf_read_aside(wf, off, dst, lo - off);
+			ret = ortmem__wf_read_aside(wf, off, dst, lo - off);
 		if (!ret && lo < hi)
 			ret = wf_read_blocks(wf, lo, dst + (lo - off), hi - lo);
 		if (!ret && hi < off + len)
-			ret = wf_read_aside(wf, hi, dst + (hi - off), off + len - hi);
+			ret = ortmem__wf_read_aside(wf, hi, dst + (hi - off), off + len - hi);
 	}
+out:
 	if (ret) {
 		memset(buf, 0, len);
 		return ret;
