@@ -426,18 +426,35 @@ static void seg_complete(struct ortmem__lane *l, struct ortmem__sengine *e,
 		req_finish(l, e, r);
 }
 
-static void lane_reap_ring(struct ortmem__lane *l, struct ortmem__sengine *e)
+/*
+ * With a deep queue, sleep until a quarter of it is back rather than
+ * waking per completion: the rest keeps the disk busy, and a thread that
+ * wakes a thousand times a second costs the caller's compute its CPU share
+ * on a loaded machine (its group's weight follows its runnable time, not
+ * its CPU time).  But never wait for more than @b still has in flight:
+ * once others' batches share the queue, their completions would hold
+ * back the end of ours, and its reader waits for that.
+ */
+static unsigned int lane_reap_want(const struct ortmem__lane *l,
+				   const struct ortmem__lbatch *b)
+{
+	unsigned int want = l->inflight >= 8 ? l->inflight / 4 : 1, own = 0, i;
+
+	if (!l->extra)
+		return want;
+	for (i = b->lo; i < b->next && own < want; i++)
+		own += b->reqs[i].pending;
+	return own && own < want ? own : want;
+}
+
+static void lane_reap_ring(struct ortmem__lane *l, struct ortmem__sengine *e,
+			   unsigned int want)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int head, seen = 0;
 	int ret;
 
-	/* With a deep queue, sleep until a quarter of it is back rather than
-	 * waking per completion: the rest keeps the disk busy, and a thread
-	 * that wakes a thousand times a second costs the caller's compute its
-	 * CPU share on a loaded machine (its group's weight follows its
-	 * runnable time, not its CPU time). */
-	ret = io_uring_submit_and_wait(&l->ring, l->inflight >= 8 ? l->inflight / 4 : 1);
+	ret = io_uring_submit_and_wait(&l->ring, want);
 	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
 		pr_warn("spill: io_uring_submit_and_wait failed (%s); waiting for completions",
 			ortmem_strerror(ret));
@@ -593,7 +610,7 @@ void ortmem__lane_drive(struct ortmem__lane *l, struct ortmem__sengine *e,
 		if (!l->inflight)
 			continue;
 		if (l->have_ring)
-			lane_reap_ring(l, e);
+			lane_reap_ring(l, e, lane_reap_want(l, b));
 		else
 			lane_reap_sync(l, e);
 	}
