@@ -321,7 +321,7 @@ int ortmem__spill_read_fetch(struct ortmem_spill *spill, uint64_t extent,
 int ortmem__spill_extent_where(struct ortmem_spill *s, uint64_t extent,
 			       int *fdp, uint64_t *offp, uint64_t *disk_lenp);
 
-/* ---- weights files (spill_wfile.c, spill_wahead.c) ---- */
+/* ---- weights files (spill_wfile.c, spill_wahead.c, spill_wread.c) ---- */
 
 struct ortmem__wf_ahead_set;
 
@@ -347,8 +347,6 @@ struct ortmem_wfile {
 struct ortmem__lane *ortmem__wf_lane_lock(struct ortmem_wfile *wf);
 int ortmem__wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
 		      uint64_t len, bool count);
-int ortmem__wf_read_aside(struct ortmem_wfile *wf, uint64_t off, uint8_t *buf,
-			  uint64_t len);
 uint64_t ortmem__wf_reqs_count(const struct ortmem_wfile *wf, uint64_t body);
 void ortmem__wf_reqs_fill(struct ortmem_wfile *wf, struct ortmem__sreq *reqs,
 			  uint64_t foff, uint8_t *dst, uint64_t body,
