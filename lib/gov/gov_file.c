@@ -13,6 +13,7 @@
 #include <ortmem/wfile.h>
 
 #include "gov_internal.h"
+#include "spill/spill_internal.h"
 
 struct gov_fsrc {
 	struct ortmem_wfile *wf;
@@ -207,7 +208,10 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_fsrc *src, int home,
 		dst = t->ops.ptr(t->ctx, bh);
 		pthread_mutex_unlock(&gov->lock);
 		/* The slot is ours (MOVING): no lock while the disk works. */
-		return ortmem_wfile_read(src->wf, src->off, dst, size);
+		ret = ortmem_wfile_read(src->wf, src->off, dst, size);
+		if (ret)	/* announced but not taken: nothing in flight */
+			ortmem__wf_ahead_cancel(src->wf, dst);
+		return ret;
 	}
 	b = bounce_get(gov, t, size);
 	if (!b)
@@ -334,4 +338,31 @@ bool ortmem__file_recycle_locked(struct ortmem_gov *gov, uint32_t idx,
 	atomic_store_explicit(&v->word, slot_word(slot_gen(w), 0, SLOT_DEMOTED),
 			      memory_order_release);
 	return true;
+}
+
+/*
+ * A prefetch that recycled @bh for slot @idx knows where the bytes go
+ * before its worker gets to them: announce the read to the weights file,
+ * whose lane starts it behind the read in flight, so the disk's queue
+ * does not drain between two layers (lib/spill/spill_wahead.c).  Best
+ * effort: without it the worker's read runs as it would have.  The
+ * worker's ortmem_wfile_read() of the same range into the same buffer
+ * (file_copy_in()) takes it.
+ */
+void ortmem__file_announce(struct ortmem_gov *gov, uint32_t idx, int home,
+			   uint64_t bh)
+{
+	struct gov_slot *s = &gov->slots[idx];
+	struct gov_tier *t = &gov->tiers[home];
+	struct gov_fsrc *src = slot_src(s);
+	void *dst;
+
+	if (!src || !t->has_backend || !t->ops.alloc || !t->ops.ptr ||
+	    !(ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER))
+		return;
+	pthread_mutex_lock(&gov->lock);
+	dst = t->ops.ptr(t->ctx, bh);
+	pthread_mutex_unlock(&gov->lock);
+	if (dst)
+		ortmem__wf_ahead(src->wf, src->off, dst, atomic_load(&s->size));
 }

@@ -455,6 +455,9 @@ int ortmem__file_drop_locked(struct ortmem_gov *gov, uint32_t idx);
 /* Hand slot @idx the buffer (and charge) of a same-size unused copy. */
 bool ortmem__file_recycle_locked(struct ortmem_gov *gov, uint32_t idx,
 				 int home, uint64_t *bhp);
+/* Tell the weights file where a recycled buffer's read goes (best effort). */
+void ortmem__file_announce(struct ortmem_gov *gov, uint32_t idx, int home,
+			   uint64_t bh);
 
 /* gov_move.c: demotion, and the move back home. */
 int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);

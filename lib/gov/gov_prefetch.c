@@ -289,7 +289,9 @@ static int pf_start(struct ortmem_gov *gov, struct gov_prefetch *pf,
 			pthread_mutex_unlock(&gov->lock);
 		}
 		j->reuse = recycled;
-		if (!recycled)
+		if (recycled)
+			ortmem__file_announce(gov, idx, home, j->reuse_bh);
+		else
 			ret = pf_charge(gov, home, atomic_load(&s->role),
 					atomic_load(&s->size));
 	}

@@ -91,6 +91,7 @@ int ortmem__trailer_check(const void *src, uint64_t id, uint64_t off,
 /* ---- lanes and transfers (spill_ring.c, spill_io.c) ---- */
 
 struct ortmem__sreq;
+struct ortmem__lbatch;
 
 /* A caller's buffer registered as one fixed buffer of a ring. */
 struct ortmem__ureg {
@@ -137,6 +138,8 @@ struct ortmem__lane {
 	uint32_t body_inflight;	/* of which bodies, at most queue_depth */
 	struct ortmem__sreq *verify;	/* reads done, awaiting their checksum */
 	uint32_t *done;		/* completed segs (sync engine) */
+	/* Batches started here behind another's (ortmem__lane_drive). */
+	struct ortmem__lbatch *extra;
 	uint32_t ndone;
 	/* Host-tier buffers registered in this ring (spill_fixed.c): table
 	 * slot ubase + i holds ureg[i]; nuser is 0 when the ring has none. */
@@ -228,6 +231,39 @@ uint64_t ortmem__extent_disk_len(uint64_t len, uint32_t align);
 void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
 		      struct ortmem__sreq *reqs, unsigned int n);
 
+/*
+ * A batch of requests a lane runs: reqs[0, lo) are finished, reqs[lo,
+ * next) activated.  Its state lives with its owner, so that a batch one
+ * call started can be finished by a later one (the weights file's
+ * read-ahead).
+ */
+struct ortmem__lbatch {
+	struct ortmem__sreq *reqs;
+	unsigned int n, lo, next;
+	bool on_lane;		/* on the lane's extra list */
+	struct ortmem__lbatch *next_extra;
+};
+
+/*
+ * Asked, under the lane's lock, whenever the batch being driven has
+ * nothing left to issue and the queue has room: a batch to start on this
+ * lane behind it, or NULL.  Only a lane with a ring asks (synchronous
+ * I/O would make the caller wait for the next read too).
+ */
+typedef struct ortmem__lbatch *(*ortmem__lane_feed_fn)(void *arg,
+						       struct ortmem__lane *l);
+
+/*
+ * Drive @b until all its requests are finished.  Batches that @feed
+ * started (now or in an earlier call) are issued and reaped along with
+ * it and stay on the lane, in flight, when @b is done; whoever drives the
+ * lane next carries them on, and their owner finishes one by driving it
+ * as @b.  The lane's lock is held throughout.
+ */
+void ortmem__lane_drive(struct ortmem__lane *l, struct ortmem__sengine *e,
+			struct ortmem__lbatch *b, ortmem__lane_feed_fn feed,
+			void *arg);
+
 /* ---- host-tier buffers as fixed buffers (spill_fixed.c) ---- */
 
 /* Slots each ring keeps for them, after its bounce and tail buffers. */
@@ -284,5 +320,70 @@ int ortmem__spill_read_fetch(struct ortmem_spill *spill, uint64_t extent,
 /* For tests: where an extent lies in which file descriptor. */
 int ortmem__spill_extent_where(struct ortmem_spill *s, uint64_t extent,
 			       int *fdp, uint64_t *offp, uint64_t *disk_lenp);
+
+/* ---- weights files (spill_wfile.c, spill_wahead.c, spill_wread.c) ---- */
+
+struct ortmem__wf_ahead_set;
+
+struct ortmem_wfile {
+	struct ortmem__sfile file;
+	int plain_fd;		/* buffered descriptor for the unaligned end */
+	uint64_t size;
+	uint32_t block;
+	uint64_t nblocks;
+	uint32_t *crc;
+	uint32_t nlanes;
+	atomic_uint next_lane;
+	struct ortmem__lane *lanes;
+	struct ortmem__sengine eng;
+	uint32_t features;
+	atomic_uint_fast64_t reads;
+	atomic_uint_fast64_t bytes;	/* verified and handed back */
+	char path[256];
+	char csum_path[256];
+	struct ortmem__wf_ahead_set *ahead;	/* spill_wahead.c */
+};
+
+struct ortmem__lane *ortmem__wf_lane_lock(struct ortmem_wfile *wf);
+int ortmem__wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
+		      uint64_t len, bool count);
+uint64_t ortmem__wf_reqs_count(const struct ortmem_wfile *wf, uint64_t body);
+void ortmem__wf_reqs_fill(struct ortmem_wfile *wf, struct ortmem__sreq *reqs,
+			  uint64_t foff, uint8_t *dst, uint64_t body,
+			  int (*verify)(struct ortmem__sreq *r));
+int ortmem__wf_reqs_result(struct ortmem_wfile *wf, struct ortmem__sreq *reqs,
+			   uint64_t n, uint64_t foff, uint64_t len);
+
+/*
+ * Read-ahead (spill_wahead.c).  A caller that knows its next read, and
+ * the buffer it will read into, announces it; the lane running the read
+ * before it starts it as soon as it has nothing left of its own to issue,
+ * so the disk's queue stays full from one read to the next.  The
+ * announced read is finished by ortmem_wfile_read() of exactly that
+ * range into exactly that buffer, which waits only for what is still in
+ * flight and reports its errors as a read of its own would.  Until then
+ * the buffer belongs to the read-ahead: whoever frees it without reading
+ * it must cancel first.
+ *
+ * ortmem__wf_ahead(): 0 announced, -EBUSY all slots taken, -EOPNOTSUPP
+ * nothing a ring could start (no ring, no whole block, unaligned buffer),
+ * -ENOMEM; -EINVAL a range outside the file.  Sets no thread error: the
+ * caller's read simply runs as it would have.
+ */
+int ortmem__wf_ahead(struct ortmem_wfile *wf, uint64_t off, void *dst,
+		     uint64_t len);
+/* Finish an announced read of [off, off + len) into @dst: true when there
+ * was one, its outcome in *@retp (0, or -errno with the thread's error). */
+bool ortmem__wf_ahead_take(struct ortmem_wfile *wf, uint64_t off, void *dst,
+			   uint64_t len, int *retp);
+/* Forget what was announced for @dst, waiting for what is in flight. */
+void ortmem__wf_ahead_cancel(struct ortmem_wfile *wf, const void *dst);
+/* Run @n requests of a read on @l (locked), starting announced reads
+ * behind them when their queue has room. */
+void ortmem__wf_lane_drive(struct ortmem_wfile *wf, struct ortmem__lane *l,
+			   struct ortmem__sreq *reqs, unsigned int n);
+/* Open: the slots (-ENOMEM).  Close: cancel everything, free them. */
+int ortmem__wf_ahead_init(struct ortmem_wfile *wf);
+void ortmem__wf_ahead_fini(struct ortmem_wfile *wf);
 
 #endif /* ORTMEM_LIB_SPILL_INTERNAL_H */

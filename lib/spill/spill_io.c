@@ -426,18 +426,35 @@ static void seg_complete(struct ortmem__lane *l, struct ortmem__sengine *e,
 		req_finish(l, e, r);
 }
 
-static void lane_reap_ring(struct ortmem__lane *l, struct ortmem__sengine *e)
+/*
+ * With a deep queue, sleep until a quarter of it is back rather than
+ * waking per completion: the rest keeps the disk busy, and a thread that
+ * wakes a thousand times a second costs the caller's compute its CPU share
+ * on a loaded machine (its group's weight follows its runnable time, not
+ * its CPU time).  But never wait for more than @b still has in flight:
+ * once others' batches share the queue, their completions would hold
+ * back the end of ours, and its reader waits for that.
+ */
+static unsigned int lane_reap_want(const struct ortmem__lane *l,
+				   const struct ortmem__lbatch *b)
+{
+	unsigned int want = l->inflight >= 8 ? l->inflight / 4 : 1, own = 0, i;
+
+	if (!l->extra)
+		return want;
+	for (i = b->lo; i < b->next && own < want; i++)
+		own += b->reqs[i].pending;
+	return own && own < want ? own : want;
+}
+
+static void lane_reap_ring(struct ortmem__lane *l, struct ortmem__sengine *e,
+			   unsigned int want)
 {
 	struct io_uring_cqe *cqe;
 	unsigned int head, seen = 0;
 	int ret;
 
-	/* With a deep queue, sleep until a quarter of it is back rather than
-	 * waking per completion: the rest keeps the disk busy, and a thread
-	 * that wakes a thousand times a second costs the caller's compute its
-	 * CPU share on a loaded machine (its group's weight follows its
-	 * runnable time, not its CPU time). */
-	ret = io_uring_submit_and_wait(&l->ring, l->inflight >= 8 ? l->inflight / 4 : 1);
+	ret = io_uring_submit_and_wait(&l->ring, want);
 	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
 		pr_warn("spill: io_uring_submit_and_wait failed (%s); waiting for completions",
 			ortmem_strerror(ret));
@@ -499,40 +516,110 @@ static bool lane_fetch(struct ortmem__lane *l, struct ortmem__sengine *e,
 	return more;
 }
 
-void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
-		      struct ortmem__sreq *reqs, unsigned int n)
+/* Activate what tail slots allow of @b and issue what the queue takes. */
+static void batch_produce(struct ortmem__lane *l, struct ortmem__sengine *e,
+			  struct ortmem__lbatch *b)
 {
-	unsigned int lo = 0, next = 0, i;
+	struct ortmem__sreq *reqs = b->reqs;
+	unsigned int i;
 
-	for (;;) {
-		while (next < n && l->ntail_free) {
-			if (!reqs[next].finished) {
-				req_activate(l, e, &reqs[next]);
-				while (req_produce(l, e, &reqs[next]))
-					;
-				if (l->have_ring && reqs[next].is_write)
-					io_uring_submit(&l->ring);
-			}
-			next++;
-		}
-		for (i = lo; i < next; i++)
-			while (!reqs[i].finished && req_produce(l, e, &reqs[i]))
+	while (b->next < b->n && l->ntail_free) {
+		if (!reqs[b->next].finished) {
+			req_activate(l, e, &reqs[b->next]);
+			while (req_produce(l, e, &reqs[b->next]))
 				;
+			if (l->have_ring && reqs[b->next].is_write)
+				io_uring_submit(&l->ring);
+		}
+		b->next++;
+	}
+	for (i = b->lo; i < b->next; i++)
+		while (!reqs[i].finished && req_produce(l, e, &reqs[i]))
+			;
+}
+
+static bool batch_advance(struct ortmem__lbatch *b)
+{
+	while (b->lo < b->next && b->reqs[b->lo].finished)
+		b->lo++;
+	return b->lo == b->n;
+}
+
+/* Issue the lane's other batches (ortmem__lane.extra) and forget the
+ * ones that are done; a consumer finds them done by their lo == n. */
+static void lane_extras(struct ortmem__lane *l, struct ortmem__sengine *e,
+			bool produce)
+{
+	struct ortmem__lbatch **pp = &l->extra, *x;
+
+	while ((x = *pp)) {
+		if (produce)
+			batch_produce(l, e, x);
+		if (batch_advance(x)) {
+			*pp = x->next_extra;
+			x->next_extra = NULL;
+			x->on_lane = false;
+			continue;
+		}
+		pp = &x->next_extra;
+	}
+}
+
+void ortmem__lane_drive(struct ortmem__lane *l, struct ortmem__sengine *e,
+			struct ortmem__lbatch *b, ortmem__lane_feed_fn feed,
+			void *arg)
+{
+	struct ortmem__lbatch *x, **pp;
+
+	/* A batch started behind another's, now its owner's to finish. */
+	for (pp = &l->extra; b->on_lane && *pp; pp = &(*pp)->next_extra) {
+		if (*pp == b) {
+			*pp = b->next_extra;
+			b->next_extra = NULL;
+			b->on_lane = false;
+			break;
+		}
+	}
+	for (;;) {
+		batch_produce(l, e, b);
+		lane_extras(l, e, true);
+		/*
+		 * Nothing of ours is left to issue and the queue has room:
+		 * the next read a caller announced starts now, behind ours,
+		 * so the disk's queue never drains between two reads.
+		 */
+		if (feed && l->have_ring && b->next == b->n &&
+		    l->body_inflight < e->queue_depth && (x = feed(arg, l))) {
+			for (pp = &l->extra; *pp; pp = &(*pp)->next_extra)
+				;
+			x->next_extra = NULL;
+			x->on_lane = true;
+			*pp = x;
+			continue;
+		}
 		if (l->have_ring && l->inflight)
 			io_uring_submit(&l->ring);
-		if (lane_fetch(l, e, reqs, lo, next))
+		if (lane_fetch(l, e, b->reqs, b->lo, b->next))
 			continue;
 		lane_verify(l, e);
-		while (lo < next && reqs[lo].finished)
-			lo++;
-		if (!l->inflight) {
-			if (lo == n)
-				break;
+		lane_extras(l, e, false);
+		/* Done: what others' batches still have in flight stays on
+		 * the lane for whoever drives it next. */
+		if (batch_advance(b))
+			break;
+		if (!l->inflight)
 			continue;
-		}
 		if (l->have_ring)
-			lane_reap_ring(l, e);
+			lane_reap_ring(l, e, lane_reap_want(l, b));
 		else
 			lane_reap_sync(l, e);
 	}
+}
+
+void ortmem__lane_run(struct ortmem__lane *l, struct ortmem__sengine *e,
+		      struct ortmem__sreq *reqs, unsigned int n)
+{
+	struct ortmem__lbatch b = { .reqs = reqs, .n = n };
+
+	ortmem__lane_drive(l, e, &b, NULL, NULL);
 }

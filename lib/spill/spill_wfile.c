@@ -31,24 +31,6 @@
 #define WF_CHUNK_DEFAULT (1u << 20)
 #define WF_BLOCK_DEFAULT (1u << 20)
 
-struct ortmem_wfile {
-	struct ortmem__sfile file;
-	int plain_fd;		/* buffered descriptor for the unaligned end */
-	uint64_t size;
-	uint32_t block;
-	uint64_t nblocks;
-	uint32_t *crc;
-	uint32_t nlanes;
-	atomic_uint next_lane;
-	struct ortmem__lane *lanes;
-	struct ortmem__sengine eng;
-	uint32_t features;
-	atomic_uint_fast64_t reads;
-	atomic_uint_fast64_t bytes;	/* verified and handed back */
-	char path[256];
-	char csum_path[256];
-};
-
 #define wf_err(code, bytes, ...) \
 	ortmem__err_io(code, ORTMEM_TIER_DISK, bytes, __VA_ARGS__)
 
@@ -291,6 +273,11 @@ ORTMEM_API int ortmem_wfile_open(const char *path,
 	wf->eng.file = &wf->file;
 	wf->features = ORTMEM_SPILL_HAVE_URING | ORTMEM_SPILL_HAVE_REGFILE |
 		       ORTMEM_SPILL_HAVE_REGBUF;
+	ret = ortmem__wf_ahead_init(wf);
+	if (ret) {
+		ret = wf_err(ret, 0, "out of memory for the read-ahead of %s", wf->path);
+		goto err;
+	}
 	ret = wf_start_lanes(wf);
 	if (ret) {
 		ret = wf_err(ret, 0, "cannot set up %u I/O lanes for %s",
@@ -311,10 +298,12 @@ ORTMEM_API void ortmem_wfile_close(struct ortmem_wfile *wf)
 	if (!wf)
 		return;
 	if (wf->lanes) {
+		ortmem__wf_ahead_fini(wf);
 		for (i = 0; i < wf->nlanes; i++)
 			ortmem__lane_fini(&wf->lanes[i], &wf->eng);
 		free(wf->lanes);
 	}
+	ortmem__wf_ahead_fini(wf);	/* without lanes: nothing in flight */
 	if (wf->file.fd >= 0)
 		ortmem__sfile_close(&wf->file);
 	if (wf->plain_fd >= 0)
@@ -326,20 +315,6 @@ ORTMEM_API void ortmem_wfile_close(struct ortmem_wfile *wf)
 ORTMEM_API uint64_t ortmem_wfile_size(const struct ortmem_wfile *wf)
 {
 	return wf ? wf->size : 0;
-}
-
-static struct ortmem__lane *wf_lane_lock(struct ortmem_wfile *wf)
-{
-	uint32_t start = atomic_fetch_add(&wf->next_lane, 1) % wf->nlanes, i;
-
-	for (i = 0; i < wf->nlanes; i++) {
-		struct ortmem__lane *l = &wf->lanes[(start + i) % wf->nlanes];
-
-		if (!pthread_mutex_trylock(&l->lock))
-			return l;
-	}
-	pthread_mutex_lock(&wf->lanes[start].lock);
-	return &wf->lanes[start];
 }
 
 /* The partial alignment unit at the end of the file, which O_DIRECT
@@ -366,36 +341,11 @@ static int wf_read_end(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 	return 0;
 }
 
-/* Check the blocks of [foff, foff + len), which @buf holds. */
-static int wf_verify(struct ortmem_wfile *wf, uint64_t foff, const uint8_t *buf,
-		     uint64_t len, bool count)
-{
-	uint64_t done = 0;
-
-	while (done < len) {
-		uint64_t b = (foff + done) / wf->block;
-		uint64_t n = wf->size - (foff + done) < wf->block ?
-			     wf->size - (foff + done) : wf->block;
-		uint32_t crc = (uint32_t)ortmem__csum(buf + done, n);
-
-		if (crc != wf->crc[b]) {
-			if (count)
-				atomic_fetch_add(&wf->eng.count.checksum_errors, 1);
-			return wf_err(-ORTMEM_E_CHECKSUM, n,
-				"weights file %s: bytes [%" PRIu64 ", %" PRIu64 ") (block %" PRIu64 " of %" PRIu64 ") do not match the checksum list %s (CRC32C %08x, listed %08x); the file is damaged: recreate it",
-				wf->path, foff + done, foff + done + n, b,
-				wf->nblocks, wf->csum_path, crc, wf->crc[b]);
-		}
-		done += n;
-	}
-	return 0;
-}
-
 /* A raw request's bytes are in: verify them while the lane reads on. */
 static int wf_verify_req(struct ortmem__sreq *r)
 {
 	struct ortmem_wfile *wf = r->verify_arg;
-	int ret = wf_verify(wf, r->foff, r->buf, r->len, false);
+	int ret = ortmem__wf_verify(wf, r->foff, r->buf, r->len, false);
 
 	return ret;
 }
@@ -408,7 +358,7 @@ static int wf_verify_req(struct ortmem__sreq *r)
 static int wf_read_blocks(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 			  uint64_t len)
 {
-	uint64_t body = len & ~(uint64_t)(wf->file.align - 1), step, i, n;
+	uint64_t body = len & ~(uint64_t)(wf->file.align - 1), n;
 
 	/* [foff, foff + body) goes direct; [foff + body, foff + len), if
 	 * anything, is whole blocks read with pread. */
@@ -426,45 +376,20 @@ static int wf_read_blocks(struct ortmem_wfile *wf, uint64_t foff, uint8_t *dst,
 	if (body < len) {
 		ret = wf_read_end(wf, foff + body, dst + body, len - body);
 		if (!ret)
-			ret = wf_verify(wf, foff + body, dst + body, len - body, true);
+			ret = ortmem__wf_verify(wf, foff + body, dst + body, len - body, true);
 		if (ret || !body)
 			return ret;
 	}
-	/* Requests of whole blocks, about a chunk each. */
-	step = wf->eng.chunk > wf->block ? wf->eng.chunk / wf->block * wf->block :
-	       wf->block;
-	n = (body + step - 1) / step;
+	n = ortmem__wf_reqs_count(wf, body);
 	reqs = calloc(n, sizeof(*reqs));
 	if (!reqs)
 		return wf_err(-ENOMEM, len, "out of memory for %" PRIu64 " read requests", n);
-	for (i = 0; i < n; i++) {
-		reqs[i].raw = true;
-		reqs[i].verify_raw = wf_verify_req;
-		reqs[i].verify_arg = wf;
-		reqs[i].buf = dst + i * step;
-		reqs[i].foff = foff + i * step;
-		reqs[i].len = body - i * step < step ? body - i * step : step;
-		reqs[i].tail_slot = UINT32_MAX;
-	}
-	l = wf_lane_lock(wf);
-	ortmem__lane_run(l, &wf->eng, reqs, (unsigned int)n);
+	ortmem__wf_reqs_fill(wf, reqs, foff, dst, body, wf_verify_req);
+	l = ortmem__wf_lane_lock(wf);
+	/* Its tail makes room for an announced read (spill_wahead.c). */
+	ortmem__wf_lane_drive(wf, l, reqs, (unsigned int)n);
 	pthread_mutex_unlock(&l->lock);
-	for (i = 0; i < n && !reqs[i].err; i++)
-		;
-	if (i < n && reqs[i].err == -ORTMEM_E_CHECKSUM) {
-		/* The verifier's detailed error is this thread's already. */
-		ret = -ORTMEM_E_CHECKSUM;
-		if (!ortmem_last_error() || ortmem_last_error()->code != ret)
-			ret = wf_err(ret, reqs[i].len,
-				"weights file %s: bytes [%" PRIu64 ", %" PRIu64 ") do not match the checksum list %s",
-				wf->path, reqs[i].foff, reqs[i].foff + reqs[i].len,
-				wf->csum_path);
-	} else if (i < n) {
-		ret = wf_err(reqs[i].err, len,
-			"reading weights file %s, bytes [%" PRIu64 ", %" PRIu64 "), failed at offset %" PRIu64 ": %s",
-			wf->path, foff, foff + len, reqs[i].err_off,
-			reqs[i].err_what ? reqs[i].err_what : "the read failed");
-	}
+	ret = ortmem__wf_reqs_result(wf, reqs, n, foff, len);
 	free(reqs);
 	return ret;
 }
@@ -506,6 +431,9 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 		return ortmem__err_invalid(ORTMEM_TIER_DISK, len,
 			"range [%" PRIu64 ", +%" PRIu64 ") is empty or passes the end of weights file %s (%" PRIu64 " bytes)",
 			off, len, wf->path, wf->size);
+	/* Announced (ortmem__wf_ahead()): maybe in flight already. */
+	if (ortmem__wf_ahead_take(wf, off, buf, len, &ret))
+		goto out;
 	B = wf->block;
 	/* [lo, hi): the whole blocks inside the range (the file's short last
 	 * block counts as whole when the range reaches the end). */
@@ -522,6 +450,7 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 		if (!ret && hi < off + len)
 			ret = wf_read_aside(wf, hi, dst + (hi - off), off + len - hi);
 	}
+out:
 	if (ret) {
 		memset(buf, 0, len);
 		return ret;
