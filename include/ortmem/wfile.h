@@ -133,6 +133,9 @@ struct ortmem_wfile_stats {
 	uint64_t bytes_read;	/* bytes verified and handed back */
 	uint64_t io_errors;
 	uint64_t checksum_errors;
+	/* Of the reads, those a governor's prefetch had announced, so that
+	 * they started behind the read before them (no queue drain). */
+	uint64_t reads_ahead;
 };
 
 /**

@@ -195,9 +195,10 @@ void ortmem__file_bounce_fini(struct ortmem_gov *gov)
 }
 
 /* Read the range into @bh of @home: straight in, or through a bounce. */
-static int file_copy_in(struct ortmem_gov *gov, struct gov_fsrc *src, int home,
+static int file_copy_in(struct ortmem_gov *gov, struct gov_slot *s, int home,
 			uint64_t bh, uint64_t size)
 {
+	struct gov_fsrc *src = slot_src(s);
 	struct gov_tier *t = &gov->tiers[home];
 	struct gov_bounce *b;
 	void *dst;
@@ -213,13 +214,18 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_fsrc *src, int home,
 			ortmem__wf_ahead_cancel(src->wf, dst);
 		return ret;
 	}
-	b = bounce_get(gov, t, size);
+	/* An announced read into a staging buffer: this read takes it. */
+	b = (struct gov_bounce *)(uintptr_t)atomic_exchange(&s->ahead, 0);
+	if (!b)
+		b = bounce_get(gov, t, size);
 	if (!b)
 		return ortmem__err_plain(-ENOMEM,
 			"cannot allocate a %" PRIu64 "-byte bounce buffer to promote file-backed bytes to the %s tier",
 			size, ortmem_tier_name(home));
 	dst = b->data;
 	ret = ortmem_wfile_read(src->wf, src->off, dst, size);
+	if (ret)	/* announced but not taken: nothing in flight */
+		ortmem__wf_ahead_cancel(src->wf, dst);
 	if (!ret) {
 		pthread_mutex_lock(&gov->lock);
 		ortmem_error_clear();
@@ -258,7 +264,7 @@ int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
 		if (ret)
 			return ret;
 	}
-	ret = file_copy_in(gov, slot_src(s), home, *nbhp, size);
+	ret = file_copy_in(gov, s, home, *nbhp, size);
 	if (!ret)
 		return 0;
 	saved = *ortmem_last_error();
@@ -355,14 +361,31 @@ void ortmem__file_announce(struct ortmem_gov *gov, uint32_t idx, int home,
 	struct gov_slot *s = &gov->slots[idx];
 	struct gov_tier *t = &gov->tiers[home];
 	struct gov_fsrc *src = slot_src(s);
+	uint64_t size = atomic_load(&s->size);
+	struct gov_bounce *b;
 	void *dst;
 
-	if (!src || !t->has_backend || !t->ops.alloc || !t->ops.ptr ||
-	    !(ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER))
+	if (!src || !t->has_backend || !t->ops.alloc)
+		return;
+	if (!(ortmem__backend_caps(t) & ORTMEM_BACKEND_CAP_HOST_POINTER)) {
+		/* The bytes go through a staging buffer (the device
+		 * tier's, registered with the GPU): announce into one,
+		 * which the worker's file_copy_in() takes with the slot. */
+		if (!t->ops.write || !(b = bounce_get(gov, t, size)))
+			return;
+		if (ortmem__wf_ahead(src->wf, src->off, b->data, size)) {
+			ortmem_error_clear();
+			bounce_put(gov, b);
+			return;
+		}
+		atomic_store(&s->ahead, (uint64_t)(uintptr_t)b);
+		return;
+	}
+	if (!t->ops.ptr)
 		return;
 	pthread_mutex_lock(&gov->lock);
 	dst = t->ops.ptr(t->ctx, bh);
 	pthread_mutex_unlock(&gov->lock);
 	if (dst)
-		ortmem__wf_ahead(src->wf, src->off, dst, atomic_load(&s->size));
+		ortmem__wf_ahead(src->wf, src->off, dst, size);
 }

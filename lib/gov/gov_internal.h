@@ -146,6 +146,11 @@ struct gov_slot {
 	/* A sharer of a prefix: its struct gov_sharer * (gov_prefix.c), 0 if
 	 * none; written and freed under gov->lock. */
 	_Atomic uint64_t share;
+	/* A staging buffer (struct gov_bounce *, gov_file.c) that an
+	 * announced read of this file-backed slot is filling, for a home
+	 * tier without host pointers; 0 if none.  Set and taken by the
+	 * slot's owner in state MOVING (the prefetch, then its worker). */
+	_Atomic uint64_t ahead;
 };
 
 enum gov_pf_state {

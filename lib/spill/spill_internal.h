@@ -338,6 +338,7 @@ struct ortmem_wfile {
 	struct ortmem__sengine eng;
 	uint32_t features;
 	atomic_uint_fast64_t reads;
+	atomic_uint_fast64_t reads_ahead;	/* of them, announced ones taken */
 	atomic_uint_fast64_t bytes;	/* verified and handed back */
 	char path[256];
 	char csum_path[256];

@@ -432,8 +432,11 @@ ORTMEM_API int ortmem_wfile_read(struct ortmem_wfile *wf, uint64_t off,
 			"range [%" PRIu64 ", +%" PRIu64 ") is empty or passes the end of weights file %s (%" PRIu64 " bytes)",
 			off, len, wf->path, wf->size);
 	/* Announced (ortmem__wf_ahead()): maybe in flight already. */
-	if (ortmem__wf_ahead_take(wf, off, buf, len, &ret))
+	if (ortmem__wf_ahead_take(wf, off, buf, len, &ret)) {
+		if (!ret)
+			atomic_fetch_add(&wf->reads_ahead, 1);
 		goto out;
+	}
 	B = wf->block;
 	/* [lo, hi): the whole blocks inside the range (the file's short last
 	 * block counts as whole when the range reaches the end). */
@@ -474,6 +477,7 @@ ORTMEM_API int ortmem_wfile_stats(struct ortmem_wfile *wf,
 	v.direct = wf->file.direct;
 	v.uring = !!(wf->features & ORTMEM_SPILL_HAVE_URING);
 	v.reads = atomic_load(&wf->reads);
+	v.reads_ahead = atomic_load(&wf->reads_ahead);
 	v.bytes_read = atomic_load(&wf->bytes);
 	v.io_errors = atomic_load(&wf->eng.count.io_errors);
 	v.checksum_errors = atomic_load(&wf->eng.count.checksum_errors);

@@ -6,6 +6,7 @@
  * is kept between promotions and freed when the governor closes.
  */
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -94,6 +95,73 @@ TEST(file_weights_reach_the_gpu_by_dma)
 	/* Closing the governor gave the staging memory back. */
 	ASSERT_EQ(0, ortmem_device_stats(dev, &st));
 	ASSERT_EQ(0, st.registered_bytes);
+	ortmem_device_close(dev);
+	ortmem_wfile_close(wf);
+	unlink(csum);
+	unlink(path);
+	free(src);
+	free(back);
+}
+
+/*
+ * Layers streamed through a device budget of two, as ortmem-run does (pin
+ * one, prefetch the next, unpin): each prefetch that recycles a layer's
+ * GPU buffer announces its read into a staging buffer, so the read starts
+ * behind the one before it; the reads that took such a start are counted,
+ * and every layer still arrives bit-exact.
+ */
+TEST(prefetched_layers_are_read_ahead_into_staging)
+{
+	enum { L = 6 };
+	size_t layer = 2 * MiB + 8192, len = L * layer;
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { 2 * layer, 0, 0 });
+	ORTMEM_OPTS(ortmem_wfile_stats, ws);
+	char *src = malloc(len), *back = malloc(layer), path[256], csum[300];
+	struct ortmem_handle h[L];
+	struct ortmem_device *dev;
+	struct ortmem_wfile *wf;
+	struct ortmem_gov *gov;
+	unsigned long long before;
+	int pass, i;
+	size_t k;
+	void *p;
+
+	NEED_FAKE();
+	for (k = 0; k < len; k++)
+		src[k] = (char)(k * 2654435761u >> 11);
+	ASSERT_EQ(0, weights_file(path, sizeof(path), src, len));
+	snprintf(csum, sizeof(csum), "%s.csum", path);
+	ASSERT_EQ(0, ortmem_wfile_open(path, NULL, &wf));
+	ASSERT_EQ(0, ortmem_device_open(0, NULL, &dev));
+	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+	ASSERT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_DEVICE,
+					    ortmem_backend_device(), dev));
+	for (i = 0; i < L; i++)
+		ASSERT_EQ(0, ortmem_gov_alloc_file(gov, ORTMEM_TIER_DEVICE,
+						   ORTMEM_ROLE_WEIGHTS, wf,
+						   (uint64_t)i * layer, layer, 0, &h[i]));
+	before = pageable_bytes();
+	ASSERT_LE(0, ortmem_gov_prefetch(gov, &h[0], 1, 0));
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < L; i++) {
+			ASSERT_EQ(0, ortmem_gov_pin(gov, h[i], 0, &p));
+			ASSERT_LE(0, ortmem_gov_prefetch(gov, &h[(i + 1) % L], 1, 0));
+			ASSERT_EQ(0, ortmem_device_copy_from(dev, back, (uintptr_t)p, layer, NULL));
+			ASSERT_EQ(0, memcmp(src + (size_t)i * layer, back, layer));
+			ASSERT_EQ(0, ortmem_gov_unpin(gov, h[i]));
+		}
+	ASSERT_EQ(0, ortmem_gov_pin(gov, h[0], 0, &p));
+	ASSERT_EQ(0, ortmem_gov_unpin(gov, h[0]));
+	/* The only pageable copies are this test's own reads back. */
+	EXPECT_EQ(before + 2 * L * layer, pageable_bytes());
+	ASSERT_EQ(0, ortmem_wfile_stats(wf, &ws));
+	/* Every promotion after the first two recycles a buffer. */
+	TH_LOG("%" PRIu64 " of %" PRIu64 " reads started ahead", ws.reads_ahead, ws.reads);
+	EXPECT_GE(ws.reads_ahead, (uint64_t)L);
+	EXPECT_LE(ws.reads_ahead, ws.reads);
+	for (i = 0; i < L; i++)
+		ASSERT_EQ(0, ortmem_gov_release(gov, h[i], 0));
+	ortmem_gov_close(gov);
 	ortmem_device_close(dev);
 	ortmem_wfile_close(wf);
 	unlink(csum);
