@@ -173,7 +173,7 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 	ortmem__tctx_fini(gov);
 	ortmem__tag_give(gov);
 	ortmem__binding_fini(gov);
-	ortmem__file_bounce_fini(gov);
+	ortmem__staging_fini(gov);
 	pthread_mutex_destroy(&gov->slot_lock);
 	pthread_mutex_destroy(&gov->thr_lock);
 	pthread_mutex_destroy(&gov->lock);

@@ -90,7 +90,7 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 	}
 	/* Spare staging buffers may belong to the old backend's ctx, which
 	 * its owner can close once it is no longer the tier's. */
-	ortmem__file_bounce_fini(gov);
+	ortmem__staging_fini(gov);
 	memset(&t->ops, 0, sizeof(t->ops));
 	t->has_backend = ops != NULL;
 	t->ctx = ctx;
@@ -259,4 +259,90 @@ int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
 	ret = move_sink(dst, to, data, size, newbhp);
 	free(bounce);
 	return ret;
+}
+
+/* ---- staging buffers of file-backed promotions (struct gov_bounce) ---- */
+
+#define BOUNCE_ALIGN 4096u
+
+static void staging_free(struct gov_bounce *b)
+{
+	if (!b)
+		return;
+	if (b->release)
+		b->release(b->ctx, b->data, b->size);
+	else
+		free(b->data);
+	free(b);
+}
+
+/* A spare made the way @t would make one, of at least @size bytes. */
+static struct gov_bounce *staging_spare(struct ortmem_gov *gov,
+				       const struct gov_tier *t, uint64_t size)
+{
+	struct gov_bounce *b, *none;
+	int i;
+
+	for (i = 0; i < GOV_BOUNCE_SPARES; i++) {
+		b = atomic_exchange(&gov->bounce[i], NULL);
+		if (!b)
+			continue;
+		if (b->size >= size && b->made_by == t->ops.staging_alloc &&
+		    b->ctx == t->ctx)
+			return b;
+		none = NULL;
+		if (!atomic_compare_exchange_strong(&gov->bounce[i], &none, b))
+			staging_free(b);
+	}
+	return NULL;
+}
+
+struct gov_bounce *ortmem__staging_get(struct ortmem_gov *gov,
+				       const struct gov_tier *t, uint64_t size)
+{
+	struct gov_bounce *b = staging_spare(gov, t, size);
+
+	if (b)
+		return b;
+	if (size > SIZE_MAX - BOUNCE_ALIGN || !(b = calloc(1, sizeof(*b))))
+		return NULL;
+	b->size = (size + BOUNCE_ALIGN - 1) / BOUNCE_ALIGN * BOUNCE_ALIGN;
+	if (t->ops.staging_alloc && t->ops.staging_free) {
+		b->data = t->ops.staging_alloc(t->ctx, b->size);
+		if (b->data) {
+			b->made_by = t->ops.staging_alloc;
+			b->release = t->ops.staging_free;
+			b->ctx = t->ctx;
+			return b;
+		}
+		/* Staging is a speed-up: plain memory still works. */
+		ortmem_error_clear();
+	}
+	b->data = aligned_alloc(BOUNCE_ALIGN, b->size);
+	if (!b->data) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void ortmem__staging_put(struct ortmem_gov *gov, struct gov_bounce *b)
+{
+	struct gov_bounce *none;
+	int i;
+
+	for (i = 0; i < GOV_BOUNCE_SPARES; i++) {
+		none = NULL;
+		if (atomic_compare_exchange_strong(&gov->bounce[i], &none, b))
+			return;
+	}
+	staging_free(b);
+}
+
+void ortmem__staging_fini(struct ortmem_gov *gov)
+{
+	int i;
+
+	for (i = 0; i < GOV_BOUNCE_SPARES; i++)
+		staging_free(atomic_exchange(&gov->bounce[i], NULL));
 }

@@ -91,109 +91,6 @@ static int restore_error(const struct ortmem_error *saved, int code)
 	return code;
 }
 
-/*
- * A page-aligned bounce buffer (so the file's O_DIRECT reads land in it
- * without the lane's own bounce copy), kept between promotions: a layer
- * streamed per step must not cost a fresh mapping, its page faults and
- * its zeroing (nor, for the device tier, pinning it again) each time.
- * It comes from the tier backend's staging_alloc where it has one: the
- * device tier's is registered with the GPU, and a copy from pageable
- * memory goes through the driver's own staging at a fraction of the bus's
- * rate.  It is freed by the hook that made it, whatever the tier's backend
- * is by then.
- */
-struct gov_bounce {
-	uint64_t size;
-	uint8_t *data;
-	void *(*made_by)(void *ctx, uint64_t size);	/* NULL: aligned_alloc */
-	void (*release)(void *ctx, void *p, uint64_t size);
-	void *ctx;
-};
-
-#define BOUNCE_ALIGN 4096u
-
-static void bounce_free(struct gov_bounce *b)
-{
-	if (!b)
-		return;
-	if (b->release)
-		b->release(b->ctx, b->data, b->size);
-	else
-		free(b->data);
-	free(b);
-}
-
-/* A spare made the way @t would make one, of at least @size bytes. */
-static struct gov_bounce *bounce_spare(struct ortmem_gov *gov,
-				       const struct gov_tier *t, uint64_t size)
-{
-	struct gov_bounce *b, *none;
-	int i;
-
-	for (i = 0; i < GOV_BOUNCE_SPARES; i++) {
-		b = atomic_exchange(&gov->bounce[i], NULL);
-		if (!b)
-			continue;
-		if (b->size >= size && b->made_by == t->ops.staging_alloc &&
-		    b->ctx == t->ctx)
-			return b;
-		none = NULL;
-		if (!atomic_compare_exchange_strong(&gov->bounce[i], &none, b))
-			bounce_free(b);
-	}
-	return NULL;
-}
-
-static struct gov_bounce *bounce_get(struct ortmem_gov *gov,
-				     const struct gov_tier *t, uint64_t size)
-{
-	struct gov_bounce *b = bounce_spare(gov, t, size);
-
-	if (b)
-		return b;
-	if (size > SIZE_MAX - BOUNCE_ALIGN || !(b = calloc(1, sizeof(*b))))
-		return NULL;
-	b->size = (size + BOUNCE_ALIGN - 1) / BOUNCE_ALIGN * BOUNCE_ALIGN;
-	if (t->ops.staging_alloc && t->ops.staging_free) {
-		b->data = t->ops.staging_alloc(t->ctx, b->size);
-		if (b->data) {
-			b->made_by = t->ops.staging_alloc;
-			b->release = t->ops.staging_free;
-			b->ctx = t->ctx;
-			return b;
-		}
-		/* Staging is a speed-up: plain memory still works. */
-		ortmem_error_clear();
-	}
-	b->data = aligned_alloc(BOUNCE_ALIGN, b->size);
-	if (!b->data) {
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
-static void bounce_put(struct ortmem_gov *gov, struct gov_bounce *b)
-{
-	struct gov_bounce *none;
-	int i;
-
-	for (i = 0; i < GOV_BOUNCE_SPARES; i++) {
-		none = NULL;
-		if (atomic_compare_exchange_strong(&gov->bounce[i], &none, b))
-			return;
-	}
-	bounce_free(b);
-}
-
-void ortmem__file_bounce_fini(struct ortmem_gov *gov)
-{
-	int i;
-
-	for (i = 0; i < GOV_BOUNCE_SPARES; i++)
-		bounce_free(atomic_exchange(&gov->bounce[i], NULL));
-}
-
 /* Read the range into @bh of @home: straight in, or through a bounce. */
 static int file_copy_in(struct ortmem_gov *gov, struct gov_slot *s, int home,
 			uint64_t bh, uint64_t size)
@@ -217,7 +114,7 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_slot *s, int home,
 	/* An announced read into a staging buffer: this read takes it. */
 	b = (struct gov_bounce *)(uintptr_t)atomic_exchange(&s->ahead, 0);
 	if (!b)
-		b = bounce_get(gov, t, size);
+		b = ortmem__staging_get(gov, t, size);
 	if (!b)
 		return ortmem__err_plain(-ENOMEM,
 			"cannot allocate a %" PRIu64 "-byte bounce buffer to promote file-backed bytes to the %s tier",
@@ -234,7 +131,7 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_slot *s, int home,
 			ret = ortmem__backend_hook_failed(t, home, ret, size, "write");
 		pthread_mutex_unlock(&gov->lock);
 	}
-	bounce_put(gov, b);
+	ortmem__staging_put(gov, b);
 	return ret;
 }
 
@@ -371,11 +268,11 @@ void ortmem__file_announce(struct ortmem_gov *gov, uint32_t idx, int home,
 		/* The bytes go through a staging buffer (the device
 		 * tier's, registered with the GPU): announce into one,
 		 * which the worker's file_copy_in() takes with the slot. */
-		if (!t->ops.write || !(b = bounce_get(gov, t, size)))
+		if (!t->ops.write || !(b = ortmem__staging_get(gov, t, size)))
 			return;
 		if (ortmem__wf_ahead(src->wf, src->off, b->data, size)) {
 			ortmem_error_clear();
-			bounce_put(gov, b);
+			ortmem__staging_put(gov, b);
 			return;
 		}
 		atomic_store(&s->ahead, (uint64_t)(uintptr_t)b);

@@ -120,6 +120,25 @@ static inline uint32_t handle_gen(uint64_t id)
 #define SLOT_KIND_LEASE 0u
 #define SLOT_KIND_ALLOC 1u
 
+/*
+ * A page-aligned bounce buffer (so the file's O_DIRECT reads land in it
+ * without the lane's own bounce copy), kept between promotions: a layer
+ * streamed per step must not cost a fresh mapping, its page faults and
+ * its zeroing (nor, for the device tier, pinning it again) each time.
+ * It comes from the tier backend's staging_alloc where it has one: the
+ * device tier's is registered with the GPU, and a copy from pageable
+ * memory goes through the driver's own staging at a fraction of the bus's
+ * rate.  It is freed by the hook that made it, whatever the tier's backend
+ * is by then.
+ */
+struct gov_bounce {
+	uint64_t size;
+	uint8_t *data;
+	void *(*made_by)(void *ctx, uint64_t size);	/* NULL: aligned_alloc */
+	void (*release)(void *ctx, void *p, uint64_t size);
+	void *ctx;
+};
+
 struct gov_slot {
 	_Atomic uint64_t word;
 	/* Fixed while live (written before the word publishes the slot). */
@@ -146,7 +165,7 @@ struct gov_slot {
 	/* A sharer of a prefix: its struct gov_sharer * (gov_prefix.c), 0 if
 	 * none; written and freed under gov->lock. */
 	_Atomic uint64_t share;
-	/* A staging buffer (struct gov_bounce *, gov_file.c) that an
+	/* A staging buffer (struct gov_bounce *, gov_backend.c) that an
 	 * announced read of this file-backed slot is filling, for a home
 	 * tier without host pointers; 0 if none.  Set and taken by the
 	 * slot's owner in state MOVING (the prefetch, then its worker). */
@@ -432,9 +451,13 @@ int ortmem__poll_locked(struct ortmem_gov *gov);
 void ortmem__deferred_fini(struct ortmem_gov *gov);
 
 /* gov_file.c: file-backed allocations (their source is a weights file). */
-/* The spare bounce buffers of promotions to a tier without host pointers,
- * freed at close. */
-void ortmem__file_bounce_fini(struct ortmem_gov *gov);
+/* gov_backend.c: staging buffers of promotions to a tier without host
+ * pointers, from its staging_alloc hook where it has one; two spares are
+ * kept, freed at close or when a backend changes. */
+struct gov_bounce *ortmem__staging_get(struct ortmem_gov *gov,
+				       const struct gov_tier *t, uint64_t size);
+void ortmem__staging_put(struct ortmem_gov *gov, struct gov_bounce *b);
+void ortmem__staging_fini(struct ortmem_gov *gov);
 /* Holds no bytes: a file-backed allocation not on its home tier. */
 static inline bool ortmem__file_absent(struct gov_slot *s)
 {
