@@ -44,6 +44,7 @@ struct ol {
 	uint32_t *cur;		/* per buffer: its latest touch, or UINT32_MAX */
 	uint64_t *addr;		/* per buffer, while resident */
 	bool *res, *pin, *written;
+	bool *gw;		/* per buffer: the guide writes it out anyway */
 	uint32_t *live;		/* resident buffers */
 	uint32_t n_live;
 	uint64_t (*hole)[3];	/* scratch: occupied ranges, buffer */
@@ -206,13 +207,15 @@ static uint64_t ol_hinted(const struct ol *o, uint64_t at, uint64_t size)
 	return at;
 }
 
-/* What sending buffer @b off at step @s costs, per step it frees. */
+/* What sending buffer @b off at step @s costs, per step it frees: a
+ * read-back before its next touch, and a write unless it is written out
+ * already or the guide writes it out later anyway. */
 static double ol_penalty(const struct ol *o, uint32_t b, uint32_t s, int rule)
 {
 	const struct ortmem_plan *plan = o->plan;
 	uint32_t k = o->cur[b];
 	bool tail = k + 1 == plan->touch_idx[b + 1];
-	double units = (tail ? 0 : 1) + (o->written[b] ? 0 : 1);
+	double units = (tail ? 0 : 1) + (o->written[b] || (o->gw && o->gw[b]) ? 0 : 1);
 	double dist = (double)(tail ? plan->n_nodes + 1u : plan->touch_step[k + 1]) - s;
 
 	if (rule == 0)
@@ -481,6 +484,23 @@ static int ol_layout(struct ol *o)
 	return 0;
 }
 
+/* Which buffers the guide sends off somewhere (so writes out): evicting
+ * one of them early costs no write of its own.  0 or -1. */
+static int ol_guide_writes(struct ol *o)
+{
+	const struct ortmem_plan *plan = o->plan;
+	uint32_t b, k;
+
+	o->gw = calloc(plan->n_bufs + 1, 1);
+	if (!o->gw)
+		return -1;
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			if (o->guide[k])
+				o->gw[b] = true;
+	return 0;
+}
+
 uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz,
 			     const uint64_t *toff)
 {
@@ -526,7 +546,7 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 	    !o.hole || !o.st_idx || !o.st_k)
 		goto out;
 	memset(off, 0, nt);
-	if (ol_index(&o) || (guide && hint && ol_layout(&o)))
+	if (ol_index(&o) || (guide && hint && ol_layout(&o)) || (guide && ol_guide_writes(&o)))
 		goto out;
 	for (s = 0; s < plan->n_nodes; s++)
 		ol_step(&o, s, rule);
@@ -543,5 +563,6 @@ out:
 	free(o.st_k);
 	free(o.fut);
 	free(o.end);
+	free(o.gw);
 	return h;
 }
