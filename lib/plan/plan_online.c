@@ -53,6 +53,8 @@ struct ol {
 	uint32_t n_fut;
 	uint32_t *end;		/* per resident buffer: its planned end */
 	bool endfit;
+	uint32_t n_win;		/* windows cleared so far */
+	uint32_t alt;		/* bit i: the i-th clearing takes the second cheapest */
 };
 
 /* A resident interval of the hinted layout: steps [lo, hi) at @addr. */
@@ -230,8 +232,8 @@ static double ol_penalty(const struct ol *o, uint32_t b, uint32_t s, int rule)
  */
 static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, int rule)
 {
-	uint64_t best_at = UINT64_MAX, a;
-	double best = 0, pen;
+	uint64_t best_at = UINT64_MAX, best2_at = UINT64_MAX, a;
+	double best = 0, best2 = 0, pen;
 	uint32_t i, j, first = 0;
 
 	for (i = 0; i <= d; i++) {
@@ -250,11 +252,20 @@ static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, i
 			}
 			pen += ol_penalty(o, (uint32_t)o->hole[j][2], s, rule);
 		}
-		if (pen >= 0 && (best_at == UINT64_MAX || pen < best)) {
+		if (pen < 0)
+			continue;
+		if (best_at == UINT64_MAX || pen < best) {
+			best2 = best;
+			best2_at = best_at;
 			best = pen;
 			best_at = a;
+		} else if (best2_at == UINT64_MAX || pen < best2) {
+			best2 = pen;
+			best2_at = a;
 		}
 	}
+	if (o->n_win < 32 && (o->alt >> o->n_win++ & 1) && best2_at != UINT64_MAX)
+		return best2_at;
 	return best_at;
 }
 
@@ -525,9 +536,22 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff)
 {
+	return ortmem__plan_online_alt(plan, asz, budget, rule, 0, guide, hint, off, toff, NULL);
+}
+
+/*
+ * ortmem__plan_online(), where the i-th window cleared (i < 32) takes the
+ * second cheapest window when bit i of @alt is set; the windows it
+ * cleared in *@n_win (when not NULL).
+ */
+uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t *asz,
+				 uint64_t budget, int rule, uint32_t alt,
+				 const uint8_t *guide, const uint64_t *hint,
+				 uint8_t *off, uint64_t *toff, uint32_t *n_win)
+{
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s;
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
-			.hint = hint, .off = off, .toff = toff };
+			.hint = hint, .off = off, .toff = toff, .alt = alt };
 	uint64_t h = UINT64_MAX;
 
 	o.cur = malloc(sizeof(*o.cur) * (nb + 1));
@@ -551,6 +575,8 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 	for (s = 0; s < plan->n_nodes; s++)
 		ol_step(&o, s, rule);
 	h = ortmem__plan_height(plan, asz, toff);
+	if (n_win)
+		*n_win = o.n_win;
 out:
 	free(o.cur);
 	free(o.addr);
