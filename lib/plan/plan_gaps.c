@@ -502,8 +502,8 @@ struct gp_win {
 	uint8_t *guide;
 	uint64_t *hint;
 	uint64_t deadline;	/* for closing gaps; 0: none */
-	/* the cheapest pass without hinted offsets: its guide, rule (-1:
-	 * none), windows taking their second choice, windows cleared */
+	/* what gp_alt() varies, the cheapest pass without hinted offsets:
+	 * its guide, rule (-1: none), second choices, windows cleared */
 	uint8_t *win_guide;
 	int win_rule;
 	uint32_t win_alt, win_n;
@@ -531,7 +531,6 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 		memcpy(w->toff, w->try_toff, sizeof(*w->toff) * nt);
 		w->res.height = h;
 		w->res.optimal = false;
-		/* what gp_alt() varies: passes without hinted offsets */
 		w->win_rule = hint ? -1 : rule;
 		w->win_alt = alt;
 		w->win_n = n_win;
