@@ -502,18 +502,25 @@ struct gp_win {
 	uint8_t *guide;
 	uint64_t *hint;
 	uint64_t deadline;	/* for closing gaps; 0: none */
+	/* what gp_alt() varies, the cheapest pass without hinted offsets:
+	 * its guide, rule (-1: none), second choices, windows cleared */
+	uint8_t *win_guide;
+	int win_rule;
+	uint32_t win_alt, win_n;
+	bool win_guided;
 };
 
-/* One allocator's pass (always fits); kept when cheaper.  -ENOMEM or 0. */
-static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
-		     const uint8_t *guide, const uint64_t *hint)
+/* One allocator's pass (always fits), the windows of @alt taking their
+ * second choice; kept when cheaper.  -ENOMEM or 0. */
+static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t alt,
+			 const uint8_t *guide, const uint64_t *hint)
 {
 	struct ortmem_plan *plan = c->plan;
-	uint32_t nt = plan->touch_idx[plan->n_bufs];
+	uint32_t nt = plan->touch_idx[plan->n_bufs], n_win = 0;
 	uint64_t h, cost;
 
-	h = ortmem__plan_online(plan, c->asz, c->budget, rule, guide, hint,
-				w->try_off, w->try_toff);
+	h = ortmem__plan_online_alt(plan, c->asz, c->budget, rule, alt, guide, hint,
+				    w->try_off, w->try_toff, &n_win);
 	if (h == UINT64_MAX ||
 	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, false, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
@@ -524,8 +531,42 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
 		memcpy(w->toff, w->try_toff, sizeof(*w->toff) * nt);
 		w->res.height = h;
 		w->res.optimal = false;
+		w->win_rule = hint ? -1 : rule;
+		w->win_alt = alt;
+		w->win_n = n_win;
+		w->win_guided = guide;
+		if (guide && !hint && guide != w->win_guide)
+			memcpy(w->win_guide, guide, nt);
 	}
 	return 0;
+}
+
+static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
+		     const uint8_t *guide, const uint64_t *hint)
+{
+	return gp_online_alt(c, w, rule, 0, guide, hint);
+}
+
+/*
+ * The cheapest pass without hinted offsets again, with one window
+ * clearing at a time taking its second cheapest window instead, kept
+ * where it costs less, in order of the clearings (greedy), until the
+ * deadline.  The passes are chaotic (a different window changes every
+ * seat after it), so a different choice at one clearing often ends
+ * cheaper: on random DAGs it saves 0-5 % per budget.
+ */
+static int gp_alt(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
+{
+	int ret = 0;
+	uint32_t j;
+
+	if (w->win_rule < 0)
+		return 0;
+	for (j = 0; !ret && j < w->win_n && j < 32 && ortmem__now_ns() < deadline; j++)
+		if (!(w->win_alt & 1u << j))
+			ret = gp_online_alt(c, w, w->win_rule, w->win_alt | 1u << j,
+					    w->win_guided ? w->win_guide : NULL, NULL);
+	return ret;
 }
 
 /*
@@ -661,6 +702,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		ret = gp_online(c, w, 1 | ORTMEM__PLAN_ENDFIT, NULL, NULL);
 	if (!ret)
 		ret = gp_slack(c, w, deadline);
+	if (!ret)
+		ret = gp_alt(c, w, deadline + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC * 3 / 2);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;
@@ -681,7 +724,9 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	w.try_toff = malloc(sizeof(*w.try_toff) * (nt + 1));
 	w.guide = malloc(nt + 1);
 	w.hint = malloc(sizeof(*w.hint) * (nt + 1));
-	ret = w.off && w.toff && w.try_off && w.try_toff && w.guide && w.hint ?
+	w.win_guide = malloc(nt + 1);
+	w.win_rule = -1;
+	ret = w.off && w.toff && w.try_off && w.try_toff && w.guide && w.hint && w.win_guide ?
 	      gp_alloc(&c) :
 	      ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret)
@@ -721,6 +766,7 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	free(w.try_toff);
 	free(w.guide);
 	free(w.hint);
+	free(w.win_guide);
 	free(c.best);
 	gp_free(&c);
 	return ret;

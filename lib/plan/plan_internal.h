@@ -123,6 +123,10 @@ static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff);
+uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t *asz,
+				 uint64_t budget, int rule, uint32_t alt,
+				 const uint8_t *guide, const uint64_t *hint,
+				 uint8_t *off, uint64_t *toff, uint32_t *n_win);
 /* plan_online.c: the top of the highest interval with offsets @toff. */
 uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz,
 			     const uint64_t *toff);

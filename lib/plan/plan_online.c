@@ -44,6 +44,7 @@ struct ol {
 	uint32_t *cur;		/* per buffer: its latest touch, or UINT32_MAX */
 	uint64_t *addr;		/* per buffer, while resident */
 	bool *res, *pin, *written;
+	bool *gw;		/* per buffer: the guide writes it out anyway */
 	uint32_t *live;		/* resident buffers */
 	uint32_t n_live;
 	uint64_t (*hole)[3];	/* scratch: occupied ranges, buffer */
@@ -52,6 +53,8 @@ struct ol {
 	uint32_t n_fut;
 	uint32_t *end;		/* per resident buffer: its planned end */
 	bool endfit;
+	uint32_t n_win;		/* windows cleared so far */
+	uint32_t alt;		/* bit i: the i-th clearing takes the second cheapest */
 };
 
 /* A resident interval of the hinted layout: steps [lo, hi) at @addr. */
@@ -206,13 +209,15 @@ static uint64_t ol_hinted(const struct ol *o, uint64_t at, uint64_t size)
 	return at;
 }
 
-/* What sending buffer @b off at step @s costs, per step it frees. */
+/* What sending buffer @b off at step @s costs, per step it frees: a
+ * read-back before its next touch, and a write unless it is written out
+ * already or the guide writes it out later anyway. */
 static double ol_penalty(const struct ol *o, uint32_t b, uint32_t s, int rule)
 {
 	const struct ortmem_plan *plan = o->plan;
 	uint32_t k = o->cur[b];
 	bool tail = k + 1 == plan->touch_idx[b + 1];
-	double units = (tail ? 0 : 1) + (o->written[b] ? 0 : 1);
+	double units = (tail ? 0 : 1) + (o->written[b] || (o->gw && o->gw[b]) ? 0 : 1);
 	double dist = (double)(tail ? plan->n_nodes + 1u : plan->touch_step[k + 1]) - s;
 
 	if (rule == 0)
@@ -227,8 +232,8 @@ static double ol_penalty(const struct ol *o, uint32_t b, uint32_t s, int rule)
  */
 static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, int rule)
 {
-	uint64_t best_at = UINT64_MAX, a;
-	double best = 0, pen;
+	uint64_t best_at = UINT64_MAX, best2_at = UINT64_MAX, a;
+	double best = 0, best2 = 0, pen;
 	uint32_t i, j, first = 0;
 
 	for (i = 0; i <= d; i++) {
@@ -247,11 +252,20 @@ static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, i
 			}
 			pen += ol_penalty(o, (uint32_t)o->hole[j][2], s, rule);
 		}
-		if (pen >= 0 && (best_at == UINT64_MAX || pen < best)) {
+		if (pen < 0)
+			continue;
+		if (best_at == UINT64_MAX || pen < best) {
+			best2 = best;
+			best2_at = best_at;
 			best = pen;
 			best_at = a;
+		} else if (best2_at == UINT64_MAX || pen < best2) {
+			best2 = pen;
+			best2_at = a;
 		}
 	}
+	if (o->n_win < 32 && (o->alt >> o->n_win++ & 1) && best2_at != UINT64_MAX)
+		return best2_at;
 	return best_at;
 }
 
@@ -481,6 +495,23 @@ static int ol_layout(struct ol *o)
 	return 0;
 }
 
+/* Which buffers the guide sends off somewhere (so writes out): evicting
+ * one of them early costs no write of its own.  0 or -1. */
+static int ol_guide_writes(struct ol *o)
+{
+	const struct ortmem_plan *plan = o->plan;
+	uint32_t b, k;
+
+	o->gw = calloc(plan->n_bufs + 1, 1);
+	if (!o->gw)
+		return -1;
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			if (o->guide[k])
+				o->gw[b] = true;
+	return 0;
+}
+
 uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz,
 			     const uint64_t *toff)
 {
@@ -505,9 +536,22 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff)
 {
+	return ortmem__plan_online_alt(plan, asz, budget, rule, 0, guide, hint, off, toff, NULL);
+}
+
+/*
+ * ortmem__plan_online(), where the i-th window cleared (i < 32) takes the
+ * second cheapest window when bit i of @alt is set; the windows it
+ * cleared in *@n_win (when not NULL).
+ */
+uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t *asz,
+				 uint64_t budget, int rule, uint32_t alt,
+				 const uint8_t *guide, const uint64_t *hint,
+				 uint8_t *off, uint64_t *toff, uint32_t *n_win)
+{
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s;
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
-			.hint = hint, .off = off, .toff = toff };
+			.hint = hint, .off = off, .toff = toff, .alt = alt };
 	uint64_t h = UINT64_MAX;
 
 	o.cur = malloc(sizeof(*o.cur) * (nb + 1));
@@ -526,11 +570,13 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 	    !o.hole || !o.st_idx || !o.st_k)
 		goto out;
 	memset(off, 0, nt);
-	if (ol_index(&o) || (guide && hint && ol_layout(&o)))
+	if (ol_index(&o) || (guide && hint && ol_layout(&o)) || (guide && ol_guide_writes(&o)))
 		goto out;
 	for (s = 0; s < plan->n_nodes; s++)
 		ol_step(&o, s, rule);
 	h = ortmem__plan_height(plan, asz, toff);
+	if (n_win)
+		*n_win = o.n_win;
 out:
 	free(o.cur);
 	free(o.addr);
@@ -543,5 +589,6 @@ out:
 	free(o.st_k);
 	free(o.fut);
 	free(o.end);
+	free(o.gw);
 	return h;
 }

@@ -186,10 +186,49 @@ TEST(end_fit_seats_next_to_the_neighbour_dying_with_it)
 	ortmem_plan_free(p);
 }
 
+/*
+ * ortmem__plan_online_alt(): with no second choices it is the plain pass;
+ * with some (all, or a random set) it still fits the budget; counts in
+ * *@differed the graphs where the first window's second choice changed
+ * the plan (the path is taken, not ignored).
+ */
+static void alt_checks(struct __test_metadata *_metadata, const struct ortmem_plan *p,
+		       const uint64_t *asz, uint64_t budget, const uint8_t *guide,
+		       uint64_t *seed, int *differed)
+{
+	uint32_t nt = p->touch_idx[p->n_bufs], n_win = 0, n_alt = 0, i;
+	uint8_t *o1 = malloc(nt), *o2 = malloc(nt);
+	uint64_t *t1 = malloc(sizeof(*t1) * nt), *t2 = malloc(sizeof(*t2) * nt);
+	uint32_t alts[2] = { UINT32_MAX, (uint32_t)rnd(seed) };
+
+	ASSERT_TRUE(o1 && o2 && t1 && t2);
+	ASSERT_NE(UINT64_MAX, ortmem__plan_online(p, asz, budget, 1, guide, NULL, o1, t1));
+	ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, 0, guide, NULL,
+						      o2, t2, &n_win));
+	EXPECT_EQ(0, memcmp(o1, o2, nt));
+	EXPECT_EQ(0, memcmp(t1, t2, sizeof(*t1) * nt));
+	for (i = 0; i < 2; i++) {
+		ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, alts[i], guide,
+							      NULL, o2, t2, &n_alt));
+		EXPECT_EQ(0, intervals_fit(p, asz, o2, t2, budget));
+	}
+	if (n_win) {
+		ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, 1, guide, NULL,
+							      o2, t2, &n_alt));
+		EXPECT_EQ(0, intervals_fit(p, asz, o2, t2, budget));
+		if (memcmp(o1, o2, nt) || memcmp(t1, t2, sizeof(*t1) * nt))
+			(*differed)++;
+	}
+	free(o1);
+	free(o2);
+	free(t1);
+	free(t2);
+}
+
 TEST_TIMEOUT(closing_and_following_random_plans, 120)
 {
 	uint64_t seed = 0xc105e;
-	int g, r, tried = 0;
+	int g, r, tried = 0, differed = 0;
 
 	for (g = 0; g < 200; g++) {
 		struct ortmem_plan *p = plan_with(0);
@@ -239,6 +278,8 @@ TEST_TIMEOUT(closing_and_following_random_plans, 120)
 			ASSERT_NE(UINT64_MAX, h);
 			EXPECT_EQ(0, intervals_fit(p, asz, off2, toff2, budget));
 		}
+		/* second-choice windows: still fits, and changes the pass */
+		alt_checks(_metadata, p, asz, budget, off, &seed, &differed);
 		/* closing anywhere */
 		before = ortmem__plan_gap_cost(p, off);
 		ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, true, 0));
@@ -253,6 +294,7 @@ TEST_TIMEOUT(closing_and_following_random_plans, 120)
 		ortmem_plan_free(p);
 	}
 	EXPECT_GT(tried, 50);	/* most budgets made values leave */
+	EXPECT_GT(differed, 5);	/* and second choices were taken */
 }
 
 TEST_HARNESS_MAIN
