@@ -110,6 +110,18 @@ ORTMEM_API void ortmem_error_clear(void)
 }
 
 /* Push a new head; its cause is the old head when @wrap. */
+static struct ortmem_error *err_push(bool wrap);
+
+int ortmem__err_restore(const struct ortmem_error *saved, int code)
+{
+	struct ortmem_error *e = err_push(false);
+
+	*e = *saved;
+	e->code = code;
+	e->cause = NULL;
+	return code;
+}
+
 static struct ortmem_error *err_push(bool wrap)
 {
 	struct ortmem_error *e;

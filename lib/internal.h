@@ -91,6 +91,12 @@ int ortmem__err_plain(int code, const char *fmt, ...) __printf(2, 3);
 /* The same, naming the tier and the bytes concerned. */
 int ortmem__err_io(int code, int tier, uint64_t bytes, const char *fmt, ...)
 	__printf(4, 5);
+/*
+ * Make @saved (an error copied earlier, from this thread before a cleanup
+ * or from another thread) the thread's error again, with @code; its cause
+ * is dropped (it pointed into the chain it was copied from).
+ */
+int ortmem__err_restore(const struct ortmem_error *saved, int code);
 
 /* ---- sized option structs ---- */
 

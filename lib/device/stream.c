@@ -205,9 +205,7 @@ static int stream_readers(struct ortmem_device *dev, struct ortmem_spill *spill,
 			bad->err.reason);
 	/* The copy's own error (the driver call, a lost device), as the
 	 * reader thread had it. */
-	ortmem__err_plain(bad->ret, "%s", bad->err.reason);
-	*(struct ortmem_error *)ortmem_last_error() = bad->err;
-	return bad->ret;
+	return ortmem__err_restore(&bad->err, bad->ret);
 }
 
 ORTMEM_API int ortmem_device_stream_in(struct ortmem_device *dev,

@@ -79,16 +79,18 @@ ORTMEM_API int ortmem_gov_alloc_file(struct ortmem_gov *gov, int tier,
 	return 0;
 }
 
-/* Re-raise @saved (the thread's error before a cleanup) as the thread's. */
-static int restore_error(const struct ortmem_error *saved, int code)
+/*
+ * The range into @dst; an announced read of it (ortmem__file_announce())
+ * is taken, or cancelled when the read fails, so nothing is left in
+ * flight into a buffer its owner is about to reuse or free.
+ */
+static int file_read(struct gov_fsrc *src, void *dst, uint64_t size)
 {
-	struct ortmem_error *e;
+	int ret = ortmem_wfile_read(src->wf, src->off, dst, size);
 
-	ortmem__err_plain(code, "%s", saved->reason);
-	e = (struct ortmem_error *)ortmem_last_error();
-	*e = *saved;
-	e->cause = NULL;
-	return code;
+	if (ret)
+		ortmem__wf_ahead_cancel(src->wf, dst);
+	return ret;
 }
 
 /* Read the range into @bh of @home: straight in, or through a bounce. */
@@ -106,10 +108,7 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_slot *s, int home,
 		dst = t->ops.ptr(t->ctx, bh);
 		pthread_mutex_unlock(&gov->lock);
 		/* The slot is ours (MOVING): no lock while the disk works. */
-		ret = ortmem_wfile_read(src->wf, src->off, dst, size);
-		if (ret)	/* announced but not taken: nothing in flight */
-			ortmem__wf_ahead_cancel(src->wf, dst);
-		return ret;
+		return file_read(src, dst, size);
 	}
 	/* An announced read into a staging buffer: this read takes it. */
 	b = (struct gov_bounce *)(uintptr_t)atomic_exchange(&s->ahead, 0);
@@ -119,14 +118,11 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_slot *s, int home,
 		return ortmem__err_plain(-ENOMEM,
 			"cannot allocate a %" PRIu64 "-byte bounce buffer to promote file-backed bytes to the %s tier",
 			size, ortmem_tier_name(home));
-	dst = b->data;
-	ret = ortmem_wfile_read(src->wf, src->off, dst, size);
-	if (ret)	/* announced but not taken: nothing in flight */
-		ortmem__wf_ahead_cancel(src->wf, dst);
+	ret = file_read(src, b->data, size);
 	if (!ret) {
 		pthread_mutex_lock(&gov->lock);
 		ortmem_error_clear();
-		ret = t->ops.write(t->ctx, bh, dst, size);
+		ret = t->ops.write(t->ctx, bh, b->data, size);
 		if (ret)
 			ret = ortmem__backend_hook_failed(t, home, ret, size, "write");
 		pthread_mutex_unlock(&gov->lock);
@@ -170,7 +166,7 @@ int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
 		pr_err("backend '%s' leaked %" PRIu64 " bytes: free after a failed file read failed too",
 		       t->name, size - freed);
 	pthread_mutex_unlock(&gov->lock);
-	return restore_error(&saved, ret);
+	return ortmem__err_restore(&saved, ret);
 }
 
 int ortmem__file_drop_locked(struct ortmem_gov *gov, uint32_t idx)

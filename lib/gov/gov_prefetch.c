@@ -392,7 +392,6 @@ int ortmem__prefetch_failed(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 	struct gov_prefetch *pf = atomic_load(&gov->pf);
 	struct gov_slot *s = &gov->slots[idx];
 	struct pf_fail *f = NULL, **pp;
-	struct ortmem_error *e;
 	int code;
 
 	if (!pf || atomic_load(&s->pf) != PF_FAILED)
@@ -412,11 +411,7 @@ int ortmem__prefetch_failed(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 		free(f);
 		return 0;
 	}
-	code = f->err.code ? f->err.code : -EIO;
-	ortmem__err_plain(code, "%s", f->err.reason);
-	e = (struct ortmem_error *)ortmem_last_error();
-	*e = f->err;
-	e->code = code;
+	code = ortmem__err_restore(&f->err, f->err.code ? f->err.code : -EIO);
 	free(f);
 	return code;
 }

@@ -479,18 +479,6 @@ static struct ortmem__lane *spill_lane_lock(struct ortmem_spill *s)
 	return &s->lanes[start];
 }
 
-/* Re-raise a saved error as the thread's. */
-static int spill_err_restore(const struct ortmem_error *saved)
-{
-	struct ortmem_error *e;
-	int code = ortmem__err_plain(saved->code, "%s", saved->reason);
-
-	e = (struct ortmem_error *)ortmem_last_error();
-	*e = *saved;
-	e->cause = NULL;
-	return code;
-}
-
 static int spill_run_batch(struct ortmem_spill *s, struct ortmem_spill_io *ios,
 			   struct ortmem__sreq *reqs, unsigned int n,
 			   struct ortmem_error *first_prep, unsigned int *firstp);
@@ -522,7 +510,7 @@ static int spill_run(struct ortmem_spill *s, struct ortmem_spill_io *ios,
 	if (ret || first == n)
 		return ret;
 	if (reqs[first].unprepared)
-		return spill_err_restore(&first_prep);
+		return ortmem__err_restore(&first_prep, first_prep.code);
 	return spill_report(&reqs[first]);
 }
 
