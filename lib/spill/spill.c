@@ -467,16 +467,7 @@ static int spill_report(const struct ortmem__sreq *r)
 
 static struct ortmem__lane *spill_lane_lock(struct ortmem_spill *s)
 {
-	uint32_t start = atomic_fetch_add(&s->next_lane, 1) % s->nlanes, i;
-
-	for (i = 0; i < s->nlanes; i++) {
-		struct ortmem__lane *l = &s->lanes[(start + i) % s->nlanes];
-
-		if (!pthread_mutex_trylock(&l->lock))
-			return l;
-	}
-	pthread_mutex_lock(&s->lanes[start].lock);
-	return &s->lanes[start];
+	return ortmem__lane_lock_any(s->lanes, s->nlanes, &s->next_lane);
 }
 
 static int spill_run_batch(struct ortmem_spill *s, struct ortmem_spill_io *ios,

@@ -224,6 +224,10 @@ struct ortmem__sengine {
 
 int ortmem__lane_init(struct ortmem__lane *l, struct ortmem__sengine *e,
 		      uint32_t *features);
+/* Lock one of @n lanes: the first free one from a rotating start (@next),
+ * so callers spread; when all are busy, wait for the start one. */
+struct ortmem__lane *ortmem__lane_lock_any(struct ortmem__lane *lanes,
+					   uint32_t n, atomic_uint *next);
 void ortmem__lane_fini(struct ortmem__lane *l, struct ortmem__sengine *e);
 /* Bytes on disk of an extent of @len bytes: body, tail data and trailer. */
 uint64_t ortmem__extent_disk_len(uint64_t len, uint32_t align);

@@ -149,6 +149,21 @@ static void lane_register(struct ortmem__lane *l, struct ortmem__sengine *e,
 			l->mem_len, ortmem_strerror(ret));
 }
 
+struct ortmem__lane *ortmem__lane_lock_any(struct ortmem__lane *lanes,
+					   uint32_t n, atomic_uint *next)
+{
+	uint32_t start = atomic_fetch_add(next, 1) % n, i;
+
+	for (i = 0; i < n; i++) {
+		struct ortmem__lane *l = &lanes[(start + i) % n];
+
+		if (!pthread_mutex_trylock(&l->lock))
+			return l;
+	}
+	pthread_mutex_lock(&lanes[start].lock);
+	return &lanes[start];
+}
+
 int ortmem__lane_init(struct ortmem__lane *l, struct ortmem__sengine *e,
 		      uint32_t *features)
 {

@@ -15,16 +15,7 @@
 
 struct ortmem__lane *ortmem__wf_lane_lock(struct ortmem_wfile *wf)
 {
-	uint32_t start = atomic_fetch_add(&wf->next_lane, 1) % wf->nlanes, i;
-
-	for (i = 0; i < wf->nlanes; i++) {
-		struct ortmem__lane *l = &wf->lanes[(start + i) % wf->nlanes];
-
-		if (!pthread_mutex_trylock(&l->lock))
-			return l;
-	}
-	pthread_mutex_lock(&wf->lanes[start].lock);
-	return &wf->lanes[start];
+	return ortmem__lane_lock_any(wf->lanes, wf->nlanes, &wf->next_lane);
 }
 
 /* Check the blocks of [foff, foff + len), which @buf holds. */
