@@ -108,11 +108,11 @@ TEST(off_gap_closes_at_a_third_range)
 	toff[kd] = 2048;
 	ASSERT_EQ(0, intervals_fit(p, asz, off, toff, 4096));
 	/* at either address of A only: nothing to do */
-	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, false, 0));
+	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, 0, 0));
 	EXPECT_EQ(1, off[ka]);
 	EXPECT_EQ(2048, ortmem__plan_gap_cost(p, off));
 	/* anywhere: the tightest free range over steps 0-3 */
-	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, true, 0));
+	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, ORTMEM__PLAN_CLOSE_ANY, 0));
 	EXPECT_EQ(0, off[ka]);
 	EXPECT_EQ(2304, toff[ka]);
 	EXPECT_EQ(2304, toff[ka + 1]);
@@ -282,7 +282,7 @@ TEST_TIMEOUT(closing_and_following_random_plans, 120)
 		alt_checks(_metadata, p, asz, budget, off, &seed, &differed);
 		/* closing anywhere */
 		before = ortmem__plan_gap_cost(p, off);
-		ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, true, 0));
+		ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, ORTMEM__PLAN_CLOSE_ANY, 0));
 		EXPECT_LE(ortmem__plan_gap_cost(p, off), before);
 		tried++;
 		EXPECT_EQ(0, intervals_fit(p, asz, off, toff, budget));
