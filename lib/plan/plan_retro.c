@@ -200,9 +200,9 @@ uint64_t ortmem__plan_retro(struct ol *o, uint32_t d, uint64_t size)
 	for (i = 0; i < n; i++)
 		cand[i][1] = ol_in_way(o, d, cand[i][0], size);
 	qsort(cand, n, sizeof(*cand), ol_rng_cmp_way);
-	/* the residents displaced need room outside the window: past the
-	 * free bytes, no window can work (sorted, so none after it) */
-	for (i = 0; i < n && i <= d && cand[i][1] <= o->budget - used - size; i++)
+	/* no more windows than ol_window() looks at: a pass stays O(steps x
+	 * residents^2) */
+	for (i = 0; i < n && i <= d; i++)
 		if ((!i || cand[i][0] != cand[i - 1][0] || cand[i][1] != cand[i - 1][1]) &&
 		    ol_retro_try(o, d, cand[i][0], size))
 			return cand[i][0];
