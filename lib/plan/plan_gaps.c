@@ -501,7 +501,7 @@ struct gp_win {
 	uint64_t *try_toff;
 	uint8_t *guide;
 	uint64_t *hint;
-	uint64_t deadline;	/* for closing gaps; 0: none */
+	uint64_t deadline, retro_by;	/* for closing gaps, moving back; 0: none */
 	/* what gp_alt() varies, the cheapest pass without hinted offsets:
 	 * its guide, rule (-1: none), second choices, windows cleared */
 	uint8_t *win_guide;
@@ -520,7 +520,7 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 	uint64_t h, cost;
 
 	h = ortmem__plan_online_alt(plan, c->asz, c->budget, rule, alt, guide, hint,
-				    w->try_off, w->try_toff, &n_win);
+				    w->try_off, w->try_toff, &n_win, w->retro_by);
 	if (h == UINT64_MAX ||
 	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, 0, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
@@ -647,12 +647,10 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 	return ret;
 }
 
-/*
- * The candidates, cheapest kept: the sweep's plan, packed (it stands when
+/* The candidates, cheapest kept: the sweep's plan, packed (it stands when
  * the packing fits); the allocator following it at the packer's offsets;
- * the allocator on its own; then the slack sweeps, the cheapest pass again
- * moving residents back in time, and second choices.
- */
+ * the allocator on its own; the slack sweeps; second choices; the cheapest
+ * pass again, moving residents back in time. */
 static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 {
 	struct ortmem_plan *plan = c->plan;
@@ -700,8 +698,10 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		ret = gp_slack(c, w, deadline);
 	if (!ret)
 		ret = gp_alt(c, w, deadline + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC * 3 / 2);
-	/* the cheapest pass again, moving residents back in time first */
-	if (!ret && w->win_rule >= 0)
+	/* the cheapest pass again, moving residents back in time first (on a
+	 * big graph, like second choices, for half a time budget past theirs) */
+	w->retro_by = small ? 0 : deadline + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC * 2;
+	if (!ret && w->win_rule >= 0 && (small || ortmem__now_ns() < w->retro_by))
 		ret = gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
 				    w->win_guided ? w->win_guide : NULL, NULL);
 	w->res.lb = pres.lb;

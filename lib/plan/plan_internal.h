@@ -122,7 +122,8 @@ static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)
  * ends (ol_fit_end()), not in the tightest hole */
 #define ORTMEM__PLAN_ENDFIT 0x100
 /* @rule flag: where no hole holds a buffer, first try moving the residents
- * in a window's way to ranges free since their intervals began (ol_retro()) */
+ * in a window's way to ranges free since their intervals began
+ * (plan_retro.c), until @retro_by in ortmem__plan_online_alt() (0: no limit) */
 #define ORTMEM__PLAN_RETRO 0x200
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
 			     uint64_t budget, int rule, const uint8_t *guide,
@@ -130,7 +131,8 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t *asz,
 				 uint64_t budget, int rule, uint32_t alt,
 				 const uint8_t *guide, const uint64_t *hint,
-				 uint8_t *off, uint64_t *toff, uint32_t *n_win);
+				 uint8_t *off, uint64_t *toff, uint32_t *n_win,
+				 uint64_t retro_by);
 /* plan_online.c: the top of the highest interval with offsets @toff. */
 uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz,
 			     const uint64_t *toff);

@@ -402,7 +402,8 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 		} else {
 			d = 0;
 		}
-		if (addr == UINT64_MAX && o->retro)
+		if (addr == UINT64_MAX && o->retro &&
+		    (!o->retro_by || ortmem__now_ns() < o->retro_by))
 			addr = ortmem__plan_retro(o, d, o->asz[b]);
 		if (addr == UINT64_MAX) {
 			addr = ol_window(o, d, o->asz[b], s, rule);
@@ -521,22 +522,26 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff)
 {
-	return ortmem__plan_online_alt(plan, asz, budget, rule, 0, guide, hint, off, toff, NULL);
+	return ortmem__plan_online_alt(plan, asz, budget, rule, 0, guide, hint, off, toff,
+				       NULL, 0);
 }
 
 /*
  * ortmem__plan_online(), where the i-th window cleared (i < 32) takes the
  * second cheapest window when bit i of @alt is set; the windows it
- * cleared in *@n_win (when not NULL).
+ * cleared in *@n_win (when not NULL).  Moves back in time stop at
+ * @retro_by (0: none): the pass then goes on as a plain one.
  */
 uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t *asz,
 				 uint64_t budget, int rule, uint32_t alt,
 				 const uint8_t *guide, const uint64_t *hint,
-				 uint8_t *off, uint64_t *toff, uint32_t *n_win)
+				 uint8_t *off, uint64_t *toff, uint32_t *n_win,
+				 uint64_t retro_by)
 {
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s;
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
-			.hint = hint, .off = off, .toff = toff, .alt = alt };
+			.hint = hint, .off = off, .toff = toff, .alt = alt,
+			.retro_by = retro_by };
 	uint64_t h = UINT64_MAX;
 
 	o.cur = malloc(sizeof(*o.cur) * (nb + 1));

@@ -34,6 +34,7 @@ struct ol {
 	uint32_t s;		/* the step being placed */
 	/* moving resident intervals back in time (plan_retro.c) */
 	bool retro;
+	uint64_t retro_by;	/* the clock it stops at; 0: none */
 	uint32_t *istart, *ik;	/* per resident buffer: its interval's first step, touch */
 	struct ol_past *past;	/* closed intervals, in the order they closed */
 	uint32_t n_past;

@@ -204,17 +204,17 @@ static void alt_checks(struct __test_metadata *_metadata, const struct ortmem_pl
 	ASSERT_TRUE(o1 && o2 && t1 && t2);
 	ASSERT_NE(UINT64_MAX, ortmem__plan_online(p, asz, budget, 1, guide, NULL, o1, t1));
 	ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, 0, guide, NULL,
-						      o2, t2, &n_win));
+						      o2, t2, &n_win, 0));
 	EXPECT_EQ(0, memcmp(o1, o2, nt));
 	EXPECT_EQ(0, memcmp(t1, t2, sizeof(*t1) * nt));
 	for (i = 0; i < 2; i++) {
 		ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, alts[i], guide,
-							      NULL, o2, t2, &n_alt));
+							      NULL, o2, t2, &n_alt, 0));
 		EXPECT_EQ(0, intervals_fit(p, asz, o2, t2, budget));
 	}
 	if (n_win) {
 		ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, 1, guide, NULL,
-							      o2, t2, &n_alt));
+							      o2, t2, &n_alt, 0));
 		EXPECT_EQ(0, intervals_fit(p, asz, o2, t2, budget));
 		if (memcmp(o1, o2, nt) || memcmp(t1, t2, sizeof(*t1) * nt))
 			(*differed)++;
