@@ -85,10 +85,16 @@ static int load(const char *path, struct orders *o)
 			return -1;
 		}
 		if (n == cap) {
+			struct pk_item *it;
+			uint64_t *given;
+
 			cap = cap ? 2 * cap : 256;
-			o->it = realloc(o->it, sizeof(*o->it) * cap);
-			o->given = realloc(o->given, sizeof(*o->given) * cap);
-			if (!o->it || !o->given) {
+			it = realloc(o->it, sizeof(*o->it) * cap);
+			o->it = it ? it : o->it;
+			given = realloc(o->given, sizeof(*o->given) * cap);
+			o->given = given ? given : o->given;
+			if (!it || !given || cap > UINT32_MAX / 2) {
+				fprintf(stderr, "plan_orders: %s: out of memory at line %u\n", path, row);
 				fclose(f);
 				return -1;
 			}
@@ -98,6 +104,8 @@ static int load(const char *path, struct orders *o)
 	}
 	fclose(f);
 	o->pk.n = n;
+	if (!n)
+		fprintf(stderr, "plan_orders: %s has no buffers\n", path);
 	return n ? 0 : -1;
 }
 
@@ -321,6 +329,16 @@ static void race_then_search(struct orders *o, uint64_t budget_ns)
 	free(off);
 }
 
+static void orders_free(struct orders *o)
+{
+	ortmem__pk_free(&o->pk);
+	free(o->it);
+	free(o->given);
+	free(o->ord);
+	free(o->tmp);
+	free(o->key);
+}
+
 int main(int argc, char **argv)
 {
 	struct orders o = { 0 };
@@ -335,6 +353,7 @@ int main(int argc, char **argv)
 	o.seed = o.seed ? o.seed : 1;
 	if (load(argv[1], &o) || setup(&o)) {
 		fprintf(stderr, "plan_orders: %s: not a valid packing\n", argv[1]);
+		orders_free(&o);
 		return 1;
 	}
 	printf("%s: %u buffers, LB %llu, the packing %llu (%+.2f%%)\n", argv[1], o.pk.n,
@@ -344,11 +363,6 @@ int main(int argc, char **argv)
 	squeaky(&o, budget_ns);
 	local_search(&o, budget_ns, "keys");
 	race_then_search(&o, budget_ns);
-	ortmem__pk_free(&o.pk);
-	free(o.it);
-	free(o.given);
-	free(o.ord);
-	free(o.tmp);
-	free(o.key);
+	orders_free(&o);
 	return 0;
 }
