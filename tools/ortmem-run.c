@@ -118,6 +118,7 @@ struct source {
 	struct xfer xf;
 	uint8_t *home, *poison;
 	int home_registered;
+	struct ortmem_spill *spill;	/* the home of those sent to disk */
 	/* ram, mmap, pread */
 	uint8_t *all;
 	size_t map_len;
@@ -279,6 +280,7 @@ static void source_close(struct source *s)
 		ortmem_device_unregister(s->dt.dev, s->home);
 	free(s->home);
 	free(s->poison);
+	ortmem_spill_close(s->spill);
 	devtier_close(&s->dt);
 	ortmem_host_close(s->host);
 	free(s->h);
@@ -447,27 +449,8 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 	return 0;
 }
 
-/* The transfer schedule's copies: within host memory, or to and from
- * the GPU's arena (from memory registered with it). */
-static int host_in(void *ctx, uint64_t off, const void *src, uint64_t len)
-{
-	memcpy((uint8_t *)ctx + off, src, len);
-	return 0;
-}
-
-static int host_out(void *ctx, void *dst, uint64_t off, uint64_t len)
-{
-	memcpy(dst, (uint8_t *)ctx + off, len);
-	return 0;
-}
-
-/* All ones: NaN in fp32, which no arithmetic hides from the output. */
-static int host_poison(void *ctx, uint64_t off, uint64_t len)
-{
-	memset((uint8_t *)ctx + off, 0xff, len);
-	return 0;
-}
-
+/* The transfer schedule's copies to and from the GPU's arena (from memory
+ * registered with it). */
 static int gpu_in(void *ctx, uint64_t off, const void *src, uint64_t len)
 {
 	struct source *s = ctx;
@@ -492,7 +475,7 @@ static int gpu_poison(void *ctx, uint64_t off, uint64_t len)
 /* The values' home (the planner's host tier) and the schedule. */
 static int xfer_setup(struct source *s, const struct acts *a, void *arena)
 {
-	struct xfer_ops host = { host_in, host_out, host_poison, arena };
+	struct xfer_ops host = xfer_host_ops(arena);
 	struct xfer_ops gpu = { gpu_in, gpu_out, gpu_poison, s };
 	uint64_t big = a->xb > a->hb ? a->xb : a->hb, len = (a->home + 4095) / 4096 * 4096;
 	int ret;
@@ -514,7 +497,13 @@ static int xfer_setup(struct source *s, const struct acts *a, void *arena)
 			return -ENOMEM;
 		memset(s->poison, 0xff, big);
 	}
-	ret = xfer_open(&s->xf, a, s->on_device ? &gpu : &host, s->home);
+	if (a->disk) {
+		/* In $ORTMEM_SPILL_DIR, else /var/tmp; gone at close. */
+		ret = ortmem_spill_open(NULL, &s->spill);
+		if (ret)
+			return ret;
+	}
+	ret = xfer_open(&s->xf, a, s->on_device ? &gpu : &host, s->home, s->spill);
 	s->xf.do_poison = s->o->poison_evicted;
 	s->xf.drop_nth = s->o->drop_read_back;
 	return ret;
@@ -554,10 +543,13 @@ static void report(const struct opts *o, const struct result *r,
 			       r->dev_promoted, r->dev_h2d, r->dev_d2h);
 		if (a->skip || o->act_budget)
 			printf("\"activations\":{\"skip\":%u,\"budget_bytes\":%" PRIu64 ",\"arena_bytes\":%" PRIu64
-			       ",\"home_bytes\":%" PRIu64 ",\"transfers\":%u,\"read_backs\":%u,\"read_backs_ahead\":%u,\"in_bytes\":%" PRIu64 ",\"out_bytes\":%" PRIu64
+			       ",\"home_bytes\":%" PRIu64 ",\"host_budget_bytes\":%" PRIu64 ",\"disk_bytes\":%" PRIu64
+			       ",\"disk_in_bytes\":%" PRIu64 ",\"disk_out_bytes\":%" PRIu64 ",\"plan_disk_prefetch_bytes\":%" PRIu64
+			       ",\"plan_disk_spill_bytes\":%" PRIu64 ",\"transfers\":%u,\"read_backs\":%u,\"read_backs_ahead\":%u,\"in_bytes\":%" PRIu64 ",\"out_bytes\":%" PRIu64
 			       ",\"plan_prefetch_bytes\":%" PRIu64 ",\"plan_spill_bytes\":%" PRIu64
 			       ",\"schedule_in_bytes\":%" PRIu64 ",\"schedule_out_bytes\":%" PRIu64 ",\"stall_bytes\":%" PRIu64 "},",
-			       o->skip, o->act_budget, a->arena, a->home, s->xf.n_items, s->xf.n_reads,
+			       o->skip, o->act_budget, a->arena, a->home, o->act_host_budget, a->disk,
+			       s->xf.disk_in, s->xf.disk_out, s->xf.plan_disk_in, s->xf.plan_disk_out, s->xf.n_items, s->xf.n_reads,
 			       s->xf.n_ahead, s->xf.moved_in,
 			       s->xf.moved_out, a->stats.prefetch_bytes, a->stats.spill_bytes,
 			       s->xf.plan_in, s->xf.plan_out, s->xf.plan_stall);
@@ -592,11 +584,12 @@ static void report(const struct opts *o, const struct result *r,
 		printf("prefetch    %" PRIu64 " issued, %" PRIu64 " hits, %" PRIu64 " waits (%.3f s), %" PRIu64 " misses\n",
 		       r->pf.issued, r->pf.hits, r->pf.waits, r->pf.wait_ns / 1e9, r->pf.misses);
 	if (o->act_budget)
-		printf("activations budget %.2f MiB: arena %.2f MiB, home %.2f MiB; moved %" PRIu64 " bytes in and %" PRIu64
-		       " out over %u pass%s, the plan %" PRIu64 " in and %" PRIu64 " out a pass (%u transfers, %" PRIu64 " bytes stall)\n",
-		       o->act_budget / MIB, a->arena / MIB, a->home / MIB, s->xf.moved_in, s->xf.moved_out,
-		       o->passes, o->passes == 1 ? "" : "es", a->stats.prefetch_bytes, a->stats.spill_bytes,
-		       s->xf.n_items, s->xf.plan_stall);
+		printf("activations budget %.2f MiB: arena %.2f MiB, home %.2f MiB in RAM and %.2f MiB on disk;"
+		       " moved %" PRIu64 " bytes in and %" PRIu64 " out over %u pass%s (disk %" PRIu64 " in, %" PRIu64
+		       " out), the plan %" PRIu64 " in and %" PRIu64 " out a pass (%u transfers, %" PRIu64 " bytes stall)\n",
+		       o->act_budget / MIB, a->arena / MIB, a->home / MIB, a->disk / MIB, s->xf.moved_in,
+		       s->xf.moved_out, o->passes, o->passes == 1 ? "" : "es", s->xf.disk_in, s->xf.disk_out,
+		       a->stats.prefetch_bytes, a->stats.spill_bytes, s->xf.n_items, s->xf.plan_stall);
 	printf("output      %016" PRIx64 "\n", r->out_hash);
 }
 
@@ -656,9 +649,10 @@ static int do_run(struct opts *o)
 			o->skip, o->skip, o->path, o->cfg.layers);
 		goto out;
 	}
-	ret = acts_plan(&o->cfg, o->batch, o->skip, o->act_budget, &a);
+	ret = acts_plan(&o->cfg, o->batch, o->skip, o->act_budget, o->act_host_budget, &a);
 	if (ret) {
-		fail("planning the activations", ret);
+		if (ret != -EPROTO)	/* which acts_plan has explained */
+			fail("planning the activations", ret);
 		goto out;
 	}
 	r.arena = a.arena;

@@ -7,7 +7,8 @@
 # touch them.  At every budget from the largest step's footprint to the
 # unlimited arena, for several spans, the output is bit-identical to the
 # ram mode and to the unlimited run, and the bytes moved are the plan's
-# (ortmem_plan_stats), pass after pass.  With the arena range of every
+# (ortmem_plan_stats), pass after pass; under a budget for the home in
+# RAM too, the rest goes to disk and back through the spill engine.  With the arena range of every
 # evicted value poisoned (NaN) the output still matches, so each value
 # came back from its home; skipping one read-back is caught.  Then the
 # same on the fake GPU, and the refusals.
@@ -82,6 +83,30 @@ while [ $i -le $n ]; do
 	i=$((i + 1))
 done
 [ $n -gt 0 ] || fail "no read-back to skip"
+# With a budget for the home in RAM too, the rest goes to disk through the
+# spill engine: the plan's disk figures are what reached the disk.
+home=$(run --skip $skip --act-budget $b | python3 -c "import json,sys; print(json.load(sys.stdin)['activations']['home_bytes'])")
+disk=0
+for hb in 1 $((home / 2)) $home; do
+	[ $hb -gt 0 ] || continue
+	run --skip $skip --act-budget $b --act-host-budget $hb --passes 2 --poison-evicted > "$tmp/k.json" ||
+		fail "home budget $hb"
+	python3 - "$tmp/k.json" "$want" $hb <<'PY' || fail "home budget $hb: $(cat "$tmp/k.json")"
+import json, sys
+j = json.load(open(sys.argv[1])); a = j["activations"]
+assert j["output"] == sys.argv[2], "output differs from ram"
+assert a["home_bytes"] <= int(sys.argv[3]), "home over its budget"
+assert a["in_bytes"] == 2 * a["plan_prefetch_bytes"] and a["out_bytes"] == 2 * a["plan_spill_bytes"]
+assert a["disk_in_bytes"] == 2 * a["plan_disk_prefetch_bytes"], "disk reads"
+assert a["disk_out_bytes"] == 2 * a["plan_disk_spill_bytes"], "disk writes"
+assert (a["disk_bytes"] > 0) == (a["disk_in_bytes"] > 0)
+PY
+	disk=$((disk + $(json "$tmp/k.json" 'j["activations"]["disk_in_bytes"]')))
+done
+[ $disk -gt 0 ] || fail "no home budget sent a value to disk"
+run --skip $skip --act-budget $b --act-host-budget 1 --poison-evicted --drop-read-back 1 > "$tmp/k.json" ||
+	fail "disk, dropped read-back"
+[ "$(json "$tmp/k.json" 'j["output"]')" != "$want" ] || fail "disk: a skipped read-back went unnoticed"
 # The plain chain keeps its output with a budget too.
 "$tool" --mode ram --batch 3 "$m" > "$tmp/ram" || fail "ram, chain"
 run --act-budget $((2304 + 2 * 768)) > "$tmp/c.json" || fail "chain at its footprint"
@@ -111,5 +136,6 @@ grep -q -- "--skip $layers needs a model of more than $layers layers" "$tmp/e" |
 "$tool" --mode ram --act-budget 1M "$m" 2> "$tmp/e"; [ $? -eq 2 ] || fail "--act-budget in ram mode"
 grep -q "ortmem mode only" "$tmp/e" || fail "ram act budget: $(cat "$tmp/e")"
 "$tool" --poison-evicted "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--poison-evicted without a budget"
+"$tool" --act-host-budget 1M "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--act-host-budget without --act-budget"
 "$tool" --skip 0 "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--skip 0"
 echo "ok: ortmem-run follows the transfer schedule"

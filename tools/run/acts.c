@@ -3,6 +3,7 @@
  * ortmem-run's activations, placed by the planner (see acts.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "acts.h"
@@ -83,6 +84,13 @@ static uint64_t value_len(const struct acts *a, uint32_t v)
 	return v % 2 ? a->hb : a->xb;	/* x_0, h_0, x_1, h_1, ... */
 }
 
+static int inconsistent(uint32_t v, const char *why)
+{
+	fprintf(stderr, "ortmem-run: the planner's plan puts value %u %s (a planner bug; run without --act-budget)\n",
+		v, why);
+	return -EPROTO;
+}
+
 /* Where every step finds its values, and where the values sent off the
  * arena live in their home; checked against the arenas' sizes. */
 static int locate(struct acts *a)
@@ -97,12 +105,12 @@ static int locate(struct acts *a)
 		if (tier < 0)
 			return tier;
 		a->home_off[v] = UINT64_MAX;
-		if (tier == ORTMEM_TIER_DEVICE)
-			continue;
-		if (tier != ORTMEM_TIER_HOST || off > a->home ||
-		    value_len(a, v) > a->home - off)
-			return -EPROTO;
-		a->home_off[v] = off;
+		a->tier[v] = (int8_t)tier;
+		if (tier == ORTMEM_TIER_HOST) {
+			if (off > a->home || value_len(a, v) > a->home - off)
+				return inconsistent(v, "outside the host arena");
+			a->home_off[v] = off;
+		}
 	}
 	for (s = 0; s < a->n_nodes; s++) {
 		struct act_node *nd = &a->node[s];
@@ -110,32 +118,38 @@ static int locate(struct acts *a)
 		for (i = 0; i < nd->n_in; i++) {
 			nd->in_len[i] = value_len(a, nd->in[i]);
 			ret = arena_off(a, nd->in[i], s, &nd->in_off[i]);
-			if (ret || nd->in_off[i] > a->arena ||
-			    nd->in_len[i] > a->arena - nd->in_off[i])
-				return ret ? ret : -EPROTO;
+			if (ret)
+				return ret;
+			if (nd->in_off[i] > a->arena || nd->in_len[i] > a->arena - nd->in_off[i])
+				return inconsistent(nd->in[i], "outside the arena");
 		}
 		nd->out_len = value_len(a, nd->out);
 		ret = arena_off(a, nd->out, s, &nd->out_off);
-		if (ret || nd->out_off > a->arena || nd->out_len > a->arena - nd->out_off)
-			return ret ? ret : -EPROTO;
+		if (ret)
+			return ret;
+		if (nd->out_off > a->arena || nd->out_len > a->arena - nd->out_off)
+			return inconsistent(nd->out, "outside the arena");
 	}
 	return 0;
 }
 
 int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
-	      uint64_t budget, struct acts *a)
+	      uint64_t budget, uint64_t host_budget, struct acts *a)
 {
 	/* The compute tier only ("device"), unless a budget sends values off
-	 * it: then their home is the planner's host tier, without a limit. */
+	 * it: then their home is the planner's host tier, and the disk's
+	 * under a host budget. */
 	ORTMEM_OPTS(ortmem_plan_opts, po, .tiers = 1u << ORTMEM_TIER_DEVICE,
 		    .max_iterations = 1000, .time_budget_us = 200000,
-		    .budget = { budget, 0, 0 });
+		    .budget = { budget, host_budget, 0 });
 	int ret;
 
 	if (budget) {
 		po.tiers |= 1u << ORTMEM_TIER_HOST;
 		po.flags |= ORTMEM_PLAN_F_VALIDATE;
 	}
+	if (budget && host_budget)
+		po.tiers |= 1u << ORTMEM_TIER_DISK;
 	a->xb = (uint64_t)batch * c->hidden * 4;
 	a->hb = (uint64_t)batch * c->ffn * 4;
 	a->skip = skip;
@@ -144,7 +158,8 @@ int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
 	a->h = calloc(c->layers, sizeof(*a->h));
 	a->node = calloc(2 * c->layers + 1, sizeof(*a->node));
 	a->home_off = calloc(2 * c->layers + 1, sizeof(*a->home_off));
-	if (!a->x || !a->h || !a->node || !a->home_off)
+	a->tier = calloc(2 * c->layers + 1, sizeof(*a->tier));
+	if (!a->x || !a->h || !a->node || !a->home_off || !a->tier)
 		return -ENOMEM;
 	ret = ortmem_plan_new(&po, &a->plan);
 	if (!ret)
@@ -159,8 +174,7 @@ int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
 		return ret;
 	a->arena = a->stats.arena[ORTMEM_TIER_DEVICE];
 	a->home = a->stats.arena[ORTMEM_TIER_HOST];
-	if (a->stats.arena[ORTMEM_TIER_DISK])
-		return -EPROTO;	/* asked for two tiers only */
+	a->disk = a->stats.arena[ORTMEM_TIER_DISK];
 	return locate(a);
 }
 
@@ -181,4 +195,5 @@ void acts_free(struct acts *a)
 	free(a->h);
 	free(a->node);
 	free(a->home_off);
+	free(a->tier);
 }

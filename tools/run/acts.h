@@ -11,8 +11,9 @@
  * The planner's "device" tier is the arena ortmem-run computes in (on the
  * GPU when there is one, else in the host tier); under an activation
  * budget the values it sends off the arena live in their home, the
- * planner's host tier, between the steps that touch them, moved by the
- * transfer schedule (xfer.h).
+ * planner's host tier (host memory), or under a budget for that too, its
+ * disk tier (the spill engine), between the steps that touch them, moved
+ * by the transfer schedule (xfer.h).
  */
 #ifndef ORTMEM_TOOLS_RUN_ACTS_H
 #define ORTMEM_TOOLS_RUN_ACTS_H
@@ -41,20 +42,24 @@ struct acts {
 	uint64_t xb, hb;	/* their sizes */
 	uint32_t skip;		/* span of the long skips; 0: none */
 	uint64_t arena;		/* the compute arena's bytes */
-	uint64_t home;		/* the home's bytes (0: nothing leaves) */
+	uint64_t home;		/* the home's bytes in host memory */
+	uint64_t disk;		/* and on disk (the planner's disk arena) */
 	uint32_t n_nodes, n_values;
 	struct act_node *node;	/* per step */
-	uint64_t *home_off;	/* per value; UINT64_MAX: stays in the arena */
+	uint64_t *home_off;	/* per value; UINT64_MAX: not in host memory */
+	int8_t *tier;		/* per value: ORTMEM_TIER_* of its home */
 	struct ortmem_plan_stats stats;
 };
 
 /*
  * Plan the activations of @c at @batch rows, with skips of span @skip (0:
- * none) and at most @budget bytes of arena (0: no limit, one tier): 0, or
- * a negative code with the planner's detailed error.
+ * none), at most @budget bytes of arena (0: no limit, one tier) and
+ * @host_budget bytes of home in host memory (0: no limit; else the disk
+ * takes the rest): 0, or a negative code with the planner's detailed error
+ * (-EPROTO: a plan that contradicts itself, said on stderr).
  */
 int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
-	      uint64_t budget, struct acts *a);
+	      uint64_t budget, uint64_t host_budget, struct acts *a);
 /* Input @i and the output of step @step in @arena. */
 float *act_in(const struct acts *a, void *arena, uint32_t step, uint32_t i);
 float *act_out(const struct acts *a, void *arena, uint32_t step);

@@ -17,7 +17,7 @@ void cli_usage(FILE *f)
 		"       ortmem-run [run] [--mode ortmem|ram|mmap|pread] [--budget SIZE]\n"
 		"                  [--batch B] [--passes N] [--prefetch N] [--threads N]\n"
 		"                  [--device N|--no-device] [--device-budget SIZE]\n"
-		"                  [--skip K] [--act-budget SIZE] [--json]"
+		"                  [--skip K] [--act-budget SIZE [--act-host-budget SIZE]] [--json]"
 		" [--progress|--no-progress] FILE\n"
 		"SIZE takes K, M, G suffixes (powers of 1024).  See ortmem-run(1).\n");
 }
@@ -75,6 +75,7 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 		NUM("--inject-read-fault", UINT32_MAX, o->inject_nth)
 		NUM("--skip", MODEL_MAX_LAYERS, o->skip)
 		NUM("--act-budget", 1ull << 50, o->act_budget)
+		NUM("--act-host-budget", 1ull << 50, o->act_host_budget)
 		NUM("--drop-read-back", UINT32_MAX, o->drop_read_back)
 		if (!strcmp(a, "--poison-evicted")) { o->poison_evicted = 1; continue; }
 		if (!strcmp(a, "--device")) {
@@ -134,8 +135,8 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 			o->mode);
 		return -1;
 	}
-	if ((o->poison_evicted || o->drop_read_back) && !o->act_budget) {
-		fprintf(stderr, "ortmem-run: --poison-evicted and --drop-read-back test the transfer schedule, which needs --act-budget\n");
+	if ((o->poison_evicted || o->drop_read_back || o->act_host_budget) && !o->act_budget) {
+		fprintf(stderr, "ortmem-run: --act-host-budget, --poison-evicted and --drop-read-back go with --act-budget (without it no activation leaves the arena)\n");
 		return -1;
 	}
 	return 0;

@@ -23,6 +23,7 @@ struct opts {
 	int device;		/* GPU ordinal for the hot buffers; -1 none */
 	uint64_t device_budget;	/* 0: the host budget */
 	uint64_t act_budget;	/* the activation arena's; 0: no limit */
+	uint64_t act_host_budget;	/* their home's in RAM; 0: no limit */
 	uint32_t skip;		/* span of the long skips; 0: none */
 	int poison_evicted;	/* (testing) overwrite what leaves the arena */
 	uint64_t drop_read_back;	/* (testing) skip this read-back, 1-based */

@@ -10,6 +10,67 @@
 
 #include "xfer.h"
 
+/* ---- copies within host memory ---- */
+
+static int host_in(void *ctx, uint64_t off, const void *src, uint64_t len)
+{
+	memcpy((uint8_t *)ctx + off, src, len);
+	return 0;
+}
+
+static int host_out(void *ctx, void *dst, uint64_t off, uint64_t len)
+{
+	memcpy(dst, (uint8_t *)ctx + off, len);
+	return 0;
+}
+
+/* All ones: NaN in fp32, which no arithmetic hides from the output. */
+static int host_poison(void *ctx, uint64_t off, uint64_t len)
+{
+	memset((uint8_t *)ctx + off, 0xff, len);
+	return 0;
+}
+
+struct xfer_ops xfer_host_ops(void *arena)
+{
+	return (struct xfer_ops){ host_in, host_out, host_poison, arena };
+}
+
+/* ---- the copy thread ---- */
+
+/* A value whose home is the disk: through the bounce buffer, one extent
+ * a value, the last pass's freed when it is written again. */
+static int disk_copy(struct xfer *x, const struct xfer_item *it)
+{
+	uint32_t v = it->value;
+	int ret;
+
+	if (it->dir == ORTMEM_PLAN_XFER_IN) {
+		if (!x->has_extent[v])
+			return -ENODATA;	/* read back before written out */
+		ret = ortmem_spill_read(x->spill, x->extent[v], x->bounce, it->len);
+		return ret ? ret : x->ops.in(x->ops.ctx, it->off, x->bounce, it->len);
+	}
+	ret = x->ops.out(x->ops.ctx, x->bounce, it->off, it->len);
+	if (!ret && x->has_extent[v]) {
+		ret = ortmem_spill_free(x->spill, x->extent[v]);
+		x->has_extent[v] = 0;
+	}
+	if (!ret)
+		ret = ortmem_spill_write(x->spill, x->bounce, it->len, &x->extent[v]);
+	x->has_extent[v] = !ret;
+	return ret;
+}
+
+static int copy(struct xfer *x, const struct xfer_item *it)
+{
+	if (it->tier == ORTMEM_TIER_DISK)
+		return disk_copy(x, it);
+	if (it->dir == ORTMEM_PLAN_XFER_IN)
+		return x->ops.in(x->ops.ctx, it->off, it->home, it->len);
+	return x->ops.out(x->ops.ctx, it->home, it->off, it->len);
+}
+
 static void *copier(void *arg)
 {
 	struct xfer *x = arg;
@@ -25,15 +86,18 @@ static void *copier(void *arg)
 			break;
 		it = x->q[x->done % x->n_items];
 		pthread_mutex_unlock(&x->mu);
-		if (it->dir == ORTMEM_PLAN_XFER_IN)
-			ret = x->ops.in(x->ops.ctx, it->off, it->home, it->len);
-		else
-			ret = x->ops.out(x->ops.ctx, it->home, it->off, it->len);
+		/* After a failure nothing more is copied: the run stops. */
+		ret = x->err ? 0 : copy(x, it);
 		pthread_mutex_lock(&x->mu);
 		if (ret && !x->err)
 			x->err = ret;
-		if (!ret)
-			*(it->dir == ORTMEM_PLAN_XFER_IN ? &x->moved_in : &x->moved_out) += it->len;
+		if (!ret && !x->err) {
+			int in = it->dir == ORTMEM_PLAN_XFER_IN;
+
+			*(in ? &x->moved_in : &x->moved_out) += it->len;
+			if (it->tier == ORTMEM_TIER_DISK)
+				*(in ? &x->disk_in : &x->disk_out) += it->len;
+		}
 		x->done++;
 		pthread_cond_broadcast(&x->done_cv);
 	}
@@ -101,10 +165,11 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 
 	if (t->dir > ORTMEM_PLAN_XFER_OUT || t->value >= a->n_values)
 		return bad(s, "unknown direction or value");
-	if ((in ? t->from_tier : t->to_tier) != ORTMEM_TIER_HOST ||
+	if ((in ? t->from_tier : t->to_tier) != a->tier[t->value] ||
 	    (in ? t->to_tier : t->from_tier) != ORTMEM_TIER_DEVICE)
-		return bad(s, "a transfer between tiers other than the arena and the home");
-	if (a->home_off[t->value] == UINT64_MAX)
+		return bad(s, "a transfer between other tiers than the arena and the value's home");
+	if (a->tier[t->value] == ORTMEM_TIER_DEVICE ||
+	    (a->tier[t->value] == ORTMEM_TIER_DISK && !x->spill))
 		return bad(s, "a transfer of a value that never leaves the arena");
 	if (t->bytes != (t->value % 2 ? a->hb : a->xb))
 		return bad(s, "a transfer of the wrong size");
@@ -118,7 +183,8 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 	it->earliest = in ? t->earliest : s;
 	it->off = t->device_offset;
 	it->len = t->bytes;
-	it->home = x->home + a->home_off[t->value];
+	it->tier = a->tier[t->value];
+	it->home = it->tier == ORTMEM_TIER_HOST ? x->home + a->home_off[t->value] : NULL;
 	if (in) {
 		x->plan_in += t->bytes;
 		x->n_reads++;
@@ -138,8 +204,14 @@ static int read_plan(struct xfer *x, uint32_t max_items)
 	int n, ret = 0;
 
 	for (s = 0; !ret && s < a->n_nodes; s++) {
+		ORTMEM_OPTS(ortmem_plan_moves, mv);
 		uint64_t stall = 0;
 
+		ret = ortmem_plan_step_moves(a->plan, s, &mv);
+		if (ret)
+			break;
+		x->plan_disk_in += mv.prefetch[ORTMEM_TIER_DISK];
+		x->plan_disk_out += mv.spill[ORTMEM_TIER_DISK];
 		n = ortmem_plan_transfers(a->plan, s, buf, cap, &stall);
 		if (n >= 0 && (size_t)n > cap) {
 			free(buf);
@@ -230,7 +302,8 @@ static int index_items(struct xfer *x)
 }
 
 int xfer_open(struct xfer *x, const struct acts *a,
-	      const struct xfer_ops *ops, uint8_t *home)
+	      const struct xfer_ops *ops, uint8_t *home,
+	      struct ortmem_spill *spill)
 {
 	uint32_t s, max_items = a->n_values;
 	int ret;
@@ -239,13 +312,18 @@ int xfer_open(struct xfer *x, const struct acts *a,
 	x->a = a;
 	x->ops = *ops;
 	x->home = home;
+	x->spill = spill;
 	for (s = 0; s < a->n_nodes; s++)
 		max_items += a->node[s].n_in + 1;
 	x->it = calloc(max_items, sizeof(*x->it));
 	x->at = calloc(a->n_nodes + 1, sizeof(*x->at));
 	x->q = calloc(max_items, sizeof(*x->q));
 	x->pend_out = calloc(max_items, sizeof(*x->pend_out));
-	if (!x->it || !x->at || !x->q || !x->pend_out)
+	x->extent = calloc(a->n_values, sizeof(*x->extent));
+	x->has_extent = calloc(a->n_values, 1);
+	x->bounce = spill ? malloc(a->xb > a->hb ? a->xb : a->hb) : NULL;
+	if (!x->it || !x->at || !x->q || !x->pend_out || !x->extent ||
+	    !x->has_extent || (spill && !x->bounce))
 		return -ENOMEM;
 	ret = read_plan(x, max_items);
 	if (!ret)
@@ -344,5 +422,8 @@ void xfer_close(struct xfer *x)
 	free(x->poison_at);
 	free(x->issue);
 	free(x->poison);
+	free(x->bounce);
+	free(x->extent);
+	free(x->has_extent);
 	memset(x, 0, sizeof(*x));
 }
