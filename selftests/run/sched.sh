@@ -115,16 +115,19 @@ run --act-budget $((2304 + 2 * 768)) > "$tmp/c.json" || fail "chain at its footp
 # memory, the copies the driver's.
 if [ -r "$fake" ]; then
 	run_gpu() { ORTMEM_CUDA_LIBRARY="$fake" "$tool" --json --batch 3 --budget 64K --device-budget 1M "$@" "$m"; }
-	run_gpu --skip 2 --act-budget $foot --poison-evicted --passes 2 > "$tmp/g.json" || fail "GPU"
+	run_gpu --skip $skip --act-budget $b --poison-evicted --passes 2 > "$tmp/g.json" || fail "GPU"
 	json "$tmp/g.json" 'j["device"]["name"]' | grep -q "Fake GPU" || fail "GPU run not on the GPU"
-	want=$("$tool" --mode ram --batch 3 --skip 2 "$m" | sed -n 's/^output *//p')
+	want=$("$tool" --mode ram --batch 3 --skip $skip "$m" | sed -n 's/^output *//p')
 	python3 - "$tmp/g.json" "$want" <<'PY' || fail "GPU: $(cat "$tmp/g.json")"
 import json, sys
 j = json.load(open(sys.argv[1])); a = j["activations"]
 assert j["output"] == sys.argv[2] and a["in_bytes"] > 0
 assert a["in_bytes"] == 2 * a["plan_prefetch_bytes"] and a["out_bytes"] == 2 * a["plan_spill_bytes"]
 PY
-	run_gpu --skip 2 --act-budget $foot --poison-evicted --drop-read-back 1 > "$tmp/g.json" || fail "GPU drop"
+	run_gpu --skip $skip --act-budget $b --act-host-budget 1 --poison-evicted > "$tmp/g.json" || fail "GPU, disk"
+	[ "$(json "$tmp/g.json" 'j["output"]')" = "$want" ] || fail "GPU, disk: output differs"
+	[ "$(json "$tmp/g.json" 'j["activations"]["disk_in_bytes"]')" -gt 0 ] || fail "GPU, disk: nothing on disk"
+	run_gpu --skip $skip --act-budget $b --poison-evicted --drop-read-back 1 > "$tmp/g.json" || fail "GPU drop"
 	[ "$(json "$tmp/g.json" 'j["output"]')" != "$want" ] || fail "GPU: a skipped read-back went unnoticed"
 fi
 # Refusals: each names what is wrong.

@@ -346,8 +346,8 @@ static int overlaps(const struct xfer_item *it, uint64_t off, uint64_t len)
 int xfer_before(struct xfer *x, uint32_t step)
 {
 	const struct act_node *nd = &x->a->node[step];
-	uint64_t need = 0;
-	uint32_t i;
+	uint64_t need = 0, done;
+	uint32_t i, kept;
 
 	if (!x->n_items)
 		return 0;
@@ -357,13 +357,21 @@ int xfer_before(struct xfer *x, uint32_t step)
 	for (i = x->at[step]; i < x->at[step + 1]; i++)
 		if (x->it[i].dir == ORTMEM_PLAN_XFER_IN && x->it[i].ticket > need)
 			need = x->it[i].ticket;
-	/* A write-out still reading what the step is about to overwrite. */
-	for (i = 0; i < x->n_pend_out; i++) {
+	/* A write-out still reading what the step is about to overwrite;
+	 * those done are dropped from the list, which stays short. */
+	pthread_mutex_lock(&x->mu);
+	done = x->done;
+	pthread_mutex_unlock(&x->mu);
+	for (i = 0, kept = 0; i < x->n_pend_out; i++) {
 		const struct xfer_item *it = &x->it[x->pend_out[i]];
 
+		if (it->ticket <= done)
+			continue;
+		x->pend_out[kept++] = x->pend_out[i];
 		if (overlaps(it, nd->out_off, nd->out_len) && it->ticket > need)
 			need = it->ticket;
 	}
+	x->n_pend_out = kept;
 	return wait_ticket(x, need);
 }
 
@@ -391,15 +399,10 @@ int xfer_after(struct xfer *x, uint32_t step)
 
 int xfer_drain(struct xfer *x)
 {
-	int ret;
-
 	if (!x->n_items)
 		return 0;
-	pthread_mutex_lock(&x->mu);
 	x->n_pend_out = 0;
-	pthread_mutex_unlock(&x->mu);
-	ret = wait_ticket(x, x->issued);
-	return ret;
+	return wait_ticket(x, x->issued);
 }
 
 void xfer_close(struct xfer *x)
