@@ -4,14 +4,15 @@
 # ortmem-run follows the planner's transfer schedule: with long skip
 # connections (--skip K) activations live across layers, and an activation
 # budget (--act-budget) sends some to their home between the steps that
-# touch them.  At every budget from the largest step's footprint to the
-# unlimited arena, for several spans, the output is bit-identical to the
-# ram mode and to the unlimited run, and the bytes moved are the plan's
-# (ortmem_plan_stats), pass after pass; under a budget for the home in
-# RAM too, the rest goes to disk and back through the spill engine.  With the arena range of every
+# touch them.  At eight budgets from the largest step's footprint to the
+# unlimited arena, for five spans, the output is bit-identical to the ram
+# mode and to the unlimited run, and the bytes moved are the plan's
+# (ortmem_plan_stats), pass after pass.  With the arena range of every
 # evicted value poisoned (NaN) the output still matches, so each value
-# came back from its home; skipping one read-back is caught.  Then the
-# same on the fake GPU, and the refusals.
+# came back from its home; skipping any one read-back is caught.  Under a
+# budget for the home in RAM too (--act-host-budget) the rest goes to disk
+# and back through the spill engine, as the plan's disk figures say.  Then
+# the same on the fake GPU, and the refusals.
 KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
 tool="$here/../../tools/ortmem-run"
@@ -37,8 +38,9 @@ for skip in 1 2 3 5 9; do
 	run --skip $skip > "$tmp/u.json" || fail "unlimited, skip $skip"
 	[ "$(json "$tmp/u.json" 'j["output"]')" = "$want" ] || fail "skip $skip: ortmem differs from ram"
 	full=$(json "$tmp/u.json" 'j["activations"]["arena_bytes"]')
-	b=$foot
-	while [ $b -le $((full + 256)) ]; do
+	# Eight budgets from the footprint to the unlimited arena, evenly.
+	for i in 0 1 2 3 4 5 6 7; do
+		b=$((foot + (full - foot) * i / 7 / 256 * 256))
 		run --skip $skip --act-budget $b --passes 2 > "$tmp/b.json" ||
 			fail "skip $skip, act budget $b"
 		python3 - "$tmp/b.json" "$want" $b <<'PY' || fail "skip $skip, act budget $b: $(cat "$tmp/b.json")"
@@ -50,6 +52,10 @@ assert a["arena_bytes"] <= b, "arena over the budget"
 # and what its transfer list adds up to.
 assert a["in_bytes"] == 2 * a["plan_prefetch_bytes"] == 2 * a["schedule_in_bytes"], "read-backs"
 assert a["out_bytes"] == 2 * a["plan_spill_bytes"] == 2 * a["schedule_out_bytes"], "write-outs"
+# Each read-back the plan lets start early was issued at its earliest
+# step, before the step that reads it, every pass.
+assert a["issued_ahead"] == 2 * a["read_backs_ahead"], "read-backs issued late"
+assert a["stall_bytes"] <= a["plan_prefetch_bytes"]
 # A value read back was written out first.
 assert (a["in_bytes"] > 0) == (a["out_bytes"] > 0)
 assert (a["transfers"] > 0) == (a["in_bytes"] > 0)
@@ -64,7 +70,6 @@ PY
 			# The busiest schedule is the one to break below.
 			[ "$got" -gt "$most" ] && most=$got && last=$skip,$b
 		fi
-		b=$((b + 512))
 	done
 done
 [ "$moved" -gt 0 ] || fail "no budget moved a byte: the schedule went untested"

@@ -351,8 +351,10 @@ int xfer_before(struct xfer *x, uint32_t step)
 
 	if (!x->n_items)
 		return 0;
-	for (i = x->issue_at[step]; i < x->issue_at[step + 1]; i++)
+	for (i = x->issue_at[step]; i < x->issue_at[step + 1]; i++) {
 		issue(x, &x->it[x->issue[i]]);
+		x->issued_ahead += x->it[x->issue[i]].step > step;
+	}
 	/* This step's read-backs were issued at or before it. */
 	for (i = x->at[step]; i < x->at[step + 1]; i++)
 		if (x->it[i].dir == ORTMEM_PLAN_XFER_IN && x->it[i].ticket > need)

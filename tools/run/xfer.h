@@ -86,6 +86,7 @@ struct xfer {
 	uint64_t reads_seen;	/* read-backs issued over the run */
 	uint64_t moved_in, moved_out;	/* bytes actually copied */
 	uint64_t disk_in, disk_out;	/* of those, from and to the disk */
+	uint64_t issued_ahead;	/* read-backs issued before their step's */
 	uint32_t *pend_out;	/* write-outs issued this pass */
 	uint32_t n_pend_out;
 	int err, stop, started;
