@@ -442,6 +442,10 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 	}
 	if (!ret)
 		ret = xfer_drain(&s->xf);
+	if (ret && xfer_error(&s->xf)) {
+		fprintf(stderr, "ortmem-run: %s\n", xfer_error(&s->xf));
+		return 1;
+	}
 	if (ret)
 		return fail(s->on_device ? "moving the activations to or from the GPU" :
 			    "moving the activations to or from their home", ret);
@@ -500,6 +504,8 @@ static int xfer_setup(struct source *s, const struct acts *a, void *arena)
 	if (a->disk) {
 		/* In $ORTMEM_SPILL_DIR, else /var/tmp; gone at close. */
 		ret = ortmem_spill_open(NULL, &s->spill);
+		if (!ret && s->o->inject_spill_nth)
+			ret = ortmem_spill_inject_fault(s->spill, s->o->inject_spill_nth, -EIO);
 		if (ret)
 			return ret;
 	}

@@ -113,6 +113,15 @@ done
 run --skip $skip --act-budget $b --act-host-budget 1 --poison-evicted --drop-read-back 1 > "$tmp/k.json" ||
 	fail "disk, dropped read-back"
 [ "$(json "$tmp/k.json" 'j["output"]')" != "$want" ] || fail "disk: a skipped read-back went unnoticed"
+# A disk I/O that fails, a write-out's or a read-back's, stops the run
+# with the spill engine's account of it, and no output.
+for n in 1 2 3 4; do
+	run --skip $skip --act-budget $b --act-host-budget 1 --inject-spill-fault $n > "$tmp/o" 2> "$tmp/e" &&
+		fail "disk I/O $n failed unnoticed"
+	grep -q "ortmem-run: \(writing out\|reading back\) value [0-9]* ([0-9]* bytes) \(to\|from\) disk: disk tier: .*Input/output error" "$tmp/e" ||
+		fail "disk I/O $n: $(cat "$tmp/e")"
+	[ -s "$tmp/o" ] && fail "disk I/O $n: a report after the failure"
+done
 # The plain chain keeps its output with a budget too.
 "$tool" --mode ram --batch 3 "$m" > "$tmp/ram" || fail "ram, chain"
 run --act-budget $((2304 + 2 * 768)) > "$tmp/c.json" || fail "chain at its footprint"

@@ -77,6 +77,7 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 		NUM("--act-budget", 1ull << 50, o->act_budget)
 		NUM("--act-host-budget", 1ull << 50, o->act_host_budget)
 		NUM("--drop-read-back", UINT32_MAX, o->drop_read_back)
+		NUM("--inject-spill-fault", UINT32_MAX, o->inject_spill_nth)
 		if (!strcmp(a, "--poison-evicted")) { o->poison_evicted = 1; continue; }
 		if (!strcmp(a, "--device")) {
 			char *end = NULL;
@@ -130,13 +131,15 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 		return -1;
 	}
 	if (strcmp(o->mode, "ortmem") &&
-	    (o->act_budget || o->poison_evicted || o->drop_read_back)) {
-		fprintf(stderr, "ortmem-run: --act-budget, --poison-evicted and --drop-read-back apply to the ortmem mode only (the %s mode keeps every activation in RAM); drop them or use --mode ortmem\n",
+	    (o->act_budget || o->poison_evicted || o->drop_read_back || o->act_host_budget ||
+	     o->inject_spill_nth)) {
+		fprintf(stderr, "ortmem-run: --act-budget and its options apply to the ortmem mode only (the %s mode keeps every activation in RAM); drop them or use --mode ortmem\n",
 			o->mode);
 		return -1;
 	}
-	if ((o->poison_evicted || o->drop_read_back || o->act_host_budget) && !o->act_budget) {
-		fprintf(stderr, "ortmem-run: --act-host-budget, --poison-evicted and --drop-read-back go with --act-budget (without it no activation leaves the arena)\n");
+	if ((o->poison_evicted || o->drop_read_back || o->act_host_budget ||
+	     o->inject_spill_nth) && !o->act_budget) {
+		fprintf(stderr, "ortmem-run: --act-host-budget, --poison-evicted, --drop-read-back and --inject-spill-fault go with --act-budget (without it no activation leaves the arena)\n");
 		return -1;
 	}
 	return 0;

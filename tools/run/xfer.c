@@ -71,6 +71,22 @@ static int copy(struct xfer *x, const struct xfer_item *it)
 	return x->ops.out(x->ops.ctx, it->home, it->off, it->len);
 }
 
+static void copy_failed(struct xfer *x, const struct xfer_item *it, int ret)
+{
+	const struct ortmem_error *e = ortmem_last_error();
+
+	snprintf(x->errmsg, sizeof(x->errmsg), "%s value %u (%" PRIu64 " bytes) %s %s: %s",
+		 it->dir == ORTMEM_PLAN_XFER_IN ? "reading back" : "writing out",
+		 it->value, it->len, it->dir == ORTMEM_PLAN_XFER_IN ? "from" : "to",
+		 it->tier == ORTMEM_TIER_DISK ? "disk" : "host memory",
+		 e && e->code == ret ? ortmem_last_error_message() : strerror(-ret));
+}
+
+const char *xfer_error(const struct xfer *x)
+{
+	return x->errmsg[0] ? x->errmsg : NULL;
+}
+
 static void *copier(void *arg)
 {
 	struct xfer *x = arg;
@@ -88,6 +104,8 @@ static void *copier(void *arg)
 		pthread_mutex_unlock(&x->mu);
 		/* After a failure nothing more is copied: the run stops. */
 		ret = x->err ? 0 : copy(x, it);
+		if (ret && !x->err)	/* this thread's error, for the report */
+			copy_failed(x, it, ret);
 		pthread_mutex_lock(&x->mu);
 		if (ret && !x->err)
 			x->err = ret;

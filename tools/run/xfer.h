@@ -90,6 +90,7 @@ struct xfer {
 	uint32_t *pend_out;	/* write-outs issued this pass */
 	uint32_t n_pend_out;
 	int err, stop, started;
+	char errmsg[512];	/* the copy thread's detailed error */
 };
 
 /* Read the schedule of @a's plan and start the copy thread, with the
@@ -101,6 +102,9 @@ int xfer_open(struct xfer *x, const struct acts *a,
 /* Around step @step: 0 or the first copy error. */
 int xfer_before(struct xfer *x, uint32_t step);
 int xfer_after(struct xfer *x, uint32_t step);
+/* What the first failed copy said (its detailed error, from the copy
+ * thread), or NULL when none failed. */
+const char *xfer_error(const struct xfer *x);
 /* Wait for every transfer issued (the end of a pass). */
 int xfer_drain(struct xfer *x);
 void xfer_close(struct xfer *x);
