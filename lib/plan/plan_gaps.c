@@ -569,16 +569,6 @@ static int gp_alt(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	return ret;
 }
 
-/*
- * The candidates, cheapest kept:
- *  - the sweep's plan (c->bud = budget), packed in half the time left: it
- *    stands as it is when the packing fits;
- *  - the allocator following the sweep's plan, taking the packer's offsets
- *    where they still fit and sending off more where the packing overran;
- *  - the allocator on its own (furthest next use, then per byte moved);
- *  - the allocator following sweeps asked for a little less than the
- *    budget (room for fragmentation), while time is left.
- */
 /* Allocator passes following sweeps asked for a little less than the
  * budget (room for fragmentation), under each of the sweep's rules (which
  * rule leaves the most packable plan is not the one that moves least
@@ -770,6 +760,27 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	free(c.best);
 	gp_free(&c);
 	return ret;
+}
+
+/* The offset-free plan the allocator's first passes follow (the cheapest
+ * sweep under the device budget; a solved plan), for tests: its off gaps
+ * into @off, one flag per touch; its bytes, or UINT64_MAX (error set). */
+uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off)
+{
+	struct gap_ctx c = { .plan = plan, .budget = ortmem__plan_dev_budget(plan) };
+	uint64_t foot, cost = UINT64_MAX;
+	uint32_t s;
+
+	if (!gp_alloc(&c) && !gp_footprint(&c, &foot)) {
+		for (s = 0; s < plan->n_nodes; s++)
+			c.bud[s] = c.budget;
+		gp_place(&c);
+		memcpy(off, c.best, plan->touch_idx[plan->n_bufs]);
+		cost = ortmem__plan_gap_cost(plan, off);
+	}
+	free(c.best);
+	gp_free(&c);
+	return cost;
 }
 
 /* Bytes moved per step: the write-out after the touch that opens a

@@ -139,6 +139,7 @@ int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		      struct pk_result *res);
 uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off);
+uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off);
 void ortmem__plan_gap_moves(struct ortmem_plan *plan);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
 int ortmem__plan_place(struct ortmem_plan *plan);
