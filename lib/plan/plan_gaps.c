@@ -569,6 +569,16 @@ static int gp_alt(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	return ret;
 }
 
+/*
+ * The candidates, cheapest kept:
+ *  - the sweep's plan (c->bud = budget), packed in half the time left: it
+ *    stands as it is when the packing fits;
+ *  - the allocator following the sweep's plan, taking the packer's offsets
+ *    where they still fit and sending off more where the packing overran;
+ *  - the allocator on its own (furthest next use, then per byte moved);
+ *  - the allocator following sweeps asked for a little less than the
+ *    budget (room for fragmentation), while time is left.
+ */
 /* Allocator passes following sweeps asked for a little less than the
  * budget (room for fragmentation), under each of the sweep's rules (which
  * rule leaves the most packable plan is not the one that moves least
@@ -781,31 +791,4 @@ uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off)
 	free(c.best);
 	gp_free(&c);
 	return cost;
-}
-
-/* Bytes moved per step: the write-out after the touch that opens a
- * buffer's first off gap, a read-back before each touch that ends one. */
-void ortmem__plan_gap_moves(struct ortmem_plan *plan)
-{
-	uint32_t b, k;
-
-	for (b = 0; b < plan->n_bufs; b++) {
-		const struct pl_buf *pb = &plan->bufs[b];
-		bool written = false;
-		int t = pb->tier;
-
-		if (t == ORTMEM_TIER_DEVICE)
-			continue;
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
-			if (!plan->gap_off[k])
-				continue;
-			if (!written)
-				plan->spill[(size_t)plan->touch_step[k] * ORTMEM_TIER_COUNT + t] +=
-					pb->size;
-			written = true;
-			if (k + 1 < plan->touch_idx[b + 1])
-				plan->prefetch[(size_t)plan->touch_step[k + 1] *
-					       ORTMEM_TIER_COUNT + t] += pb->size;
-		}
-	}
 }
