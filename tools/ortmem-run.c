@@ -35,9 +35,11 @@
 
 #include "run/acts.h"
 #include "run/blas.h"
+#include "run/cli.h"
 #include "run/devtier.h"
 #include "run/model.h"
 #include "run/procio.h"
+#include "run/xfer.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -61,23 +63,6 @@ static double now_s(void)
 {
 	return clock_s(CLOCK_MONOTONIC);
 }
-
-struct opts {
-	const char *mode;
-	const char *path;
-	uint64_t budget;
-	const char *budget_arg;
-	uint32_t batch;
-	uint32_t passes;
-	uint32_t prefetch_depth;
-	uint64_t inject_nth;
-	uint32_t threads;
-	int device;		/* GPU ordinal for the hot buffers; -1 none */
-	uint64_t device_budget;	/* 0: the host budget */
-	int json;
-	int progress;
-	struct model_cfg cfg;
-};
 
 /* What a run measured. */
 struct result {
@@ -129,6 +114,11 @@ struct source {
 	struct ortmem_handle arena_h;
 	struct devtier dt;	/* with a GPU: weights and arena live there */
 	int on_device;
+	/* the activations' transfer schedule, their home and its poison */
+	struct xfer xf;
+	uint8_t *home, *poison;
+	int home_registered;
+	struct ortmem_spill *spill;	/* the home of those sent to disk */
 	/* ram, mmap, pread */
 	uint8_t *all;
 	size_t map_len;
@@ -285,6 +275,12 @@ static void source_close(struct source *s)
 				ortmem_gov_release(s->gov, s->h[l], 0);
 		ortmem_gov_close(s->gov);
 	}
+	xfer_close(&s->xf);
+	if (s->home_registered)
+		ortmem_device_unregister(s->dt.dev, s->home);
+	free(s->home);
+	free(s->poison);
+	ortmem_spill_close(s->spill);
 	devtier_close(&s->dt);
 	ortmem_host_close(s->host);
 	free(s->h);
@@ -372,19 +368,47 @@ static int fail(const char *what, int ret)
 	return 1;
 }
 
-/* With a GPU, value @v between the device's arena and its host mirror
- * (where @arena points): where a GPU runtime would compute in place. */
-static int act_move(struct source *s, const struct acts *a, uint32_t v,
-		    uint64_t len, int to_device)
+/* With a GPU, [off, off + len) of the arena between the device and its
+ * host mirror (where the CPU computes): where a GPU runtime would compute
+ * in place. */
+static int act_move(struct source *s, uint64_t off, uint64_t len, int to_device)
 {
-	uint64_t off = 0;
-
 	if (!s->on_device)
 		return 0;
-	if (ortmem_plan_offset(a->plan, v, &off) != ORTMEM_TIER_DEVICE)
-		abort();	/* the plan was asked for one tier only */
 	return to_device ? devtier_push(&s->dt, off, len) :
 			   devtier_pull(&s->dt, off, len);
+}
+
+/* Step @st of the activations' graph (acts.h): 0 makes the input, then
+ * two a layer, with @w the layer's weights.  The transfer schedule runs
+ * around it. */
+static int run_step(struct source *s, const struct acts *a, void *arena,
+		    uint32_t st, const uint8_t *w)
+{
+	const struct opts *o = s->o;
+	const struct act_node *nd = &a->node[st];
+	uint32_t i;
+	int ret;
+
+	ret = xfer_before(&s->xf, st);
+	for (i = 0; !ret && i < nd->n_in; i++)
+		ret = act_move(s, nd->in_off[i], nd->in_len[i], 0);
+	if (ret)
+		return ret;
+	if (!st) {
+		model_input(&o->cfg, o->batch, act_out(a, arena, st));
+	} else if (st % 2) {
+		model_fc1(&o->cfg, o->batch, w, act_in(a, arena, st, 0),
+			  act_out(a, arena, st));
+	} else {
+		model_fc2(&o->cfg, o->batch, w, act_in(a, arena, st, 1),
+			  act_in(a, arena, st, 0), act_out(a, arena, st));
+		if (nd->n_in > 2)
+			model_skip_add(&o->cfg, o->batch, act_in(a, arena, st, 2),
+				       act_out(a, arena, st));
+	}
+	ret = act_move(s, nd->out_off, nd->out_len, 1);
+	return ret ? ret : xfer_after(&s->xf, st);
 }
 
 /* One forward pass over every layer; x_0 from the seed. */
@@ -403,8 +427,7 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 	}
 	if (!strcmp(o->mode, "mmap"))
 		r->disk_bytes += model_file_bytes(&o->cfg);
-	model_input(&o->cfg, o->batch, act_ptr(a, arena, a->x[0]));
-	ret = act_move(s, a, a->x[0], a->xb, 1);
+	ret = run_step(s, a, arena, 0, NULL);
 	for (l = 0; !ret && l < o->cfg.layers; l++) {
 		if (interrupted)
 			return -EINTR;
@@ -412,24 +435,88 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 		ret = layer_get(s, l, pass, &w, r);
 		if (ret)
 			return fail("reading the weights", ret);
-		ret = act_move(s, a, a->x[l], a->xb, 0);
-		if (ret)
-			break;
-		model_layer(&o->cfg, o->batch, w, act_ptr(a, arena, a->x[l]),
-			    act_ptr(a, arena, a->h[l]), act_ptr(a, arena, a->x[l + 1]));
-		ret = act_move(s, a, a->h[l], a->hb, 1);
+		ret = run_step(s, a, arena, 1 + 2 * l, w);
 		if (!ret)
-			ret = act_move(s, a, a->x[l + 1], a->xb, 1);
+			ret = run_step(s, a, arena, 2 + 2 * l, w);
 		layer_put(s, l, pass);
 	}
+	if (!ret)
+		ret = xfer_drain(&s->xf);
+	if (ret && xfer_error(&s->xf)) {
+		fprintf(stderr, "ortmem-run: %s\n", xfer_error(&s->xf));
+		return 1;
+	}
 	if (ret)
-		return fail("moving the activations to or from the GPU", ret);
+		return fail(s->on_device ? "moving the activations to or from the GPU" :
+			    "moving the activations to or from their home", ret);
 	progress(o, pass, l);
 	return 0;
 }
 
+/* The transfer schedule's copies to and from the GPU's arena (from memory
+ * registered with it). */
+static int gpu_in(void *ctx, uint64_t off, const void *src, uint64_t len)
+{
+	struct source *s = ctx;
+
+	return ortmem_device_copy_to(s->dt.dev, s->dt.arena + off, src, len, NULL);
+}
+
+static int gpu_out(void *ctx, void *dst, uint64_t off, uint64_t len)
+{
+	struct source *s = ctx;
+
+	return ortmem_device_copy_from(s->dt.dev, dst, s->dt.arena + off, len, NULL);
+}
+
+static int gpu_poison(void *ctx, uint64_t off, uint64_t len)
+{
+	struct source *s = ctx;
+
+	return ortmem_device_copy_to(s->dt.dev, s->dt.arena + off, s->poison, len, NULL);
+}
+
+/* The values' home (the planner's host tier) and the schedule. */
+static int xfer_setup(struct source *s, const struct acts *a, void *arena)
+{
+	struct xfer_ops host = xfer_host_ops(arena);
+	struct xfer_ops gpu = { gpu_in, gpu_out, gpu_poison, s };
+	uint64_t big = a->xb > a->hb ? a->xb : a->hb, len = (a->home + 4095) / 4096 * 4096;
+	int ret;
+
+	if (a->home) {
+		s->home = aligned_alloc(4096, len);
+		if (!s->home)
+			return -ENOMEM;
+		if (s->on_device) {
+			ret = ortmem_device_register(s->dt.dev, s->home, len);
+			if (ret)
+				return ret;
+			s->home_registered = 1;
+		}
+	}
+	if (s->on_device && s->o->poison_evicted) {
+		s->poison = malloc(big);
+		if (!s->poison)
+			return -ENOMEM;
+		memset(s->poison, 0xff, big);
+	}
+	if (a->disk) {
+		/* In $ORTMEM_SPILL_DIR, else /var/tmp; gone at close. */
+		ret = ortmem_spill_open(NULL, &s->spill);
+		if (!ret && s->o->inject_spill_nth)
+			ret = ortmem_spill_inject_fault(s->spill, s->o->inject_spill_nth, -EIO);
+		if (ret)
+			return ret;
+	}
+	ret = xfer_open(&s->xf, a, s->on_device ? &gpu : &host, s->home, s->spill);
+	s->xf.do_poison = s->o->poison_evicted;
+	s->xf.drop_nth = s->o->drop_read_back;
+	return ret;
+}
+
 static void report(const struct opts *o, const struct result *r,
-		   struct source *s)
+		   struct source *s, const struct acts *a)
 {
 	ORTMEM_OPTS(ortmem_wfile_stats, ws);
 	uint64_t wbytes = model_file_bytes(&o->cfg);
@@ -460,6 +547,18 @@ static void report(const struct opts *o, const struct result *r,
 			       ",\"h2d_bytes\":%" PRIu64 ",\"d2h_bytes\":%" PRIu64 "},",
 			       s->dt.ordinal, s->dt.name, s->dt.budget, r->dev_peak,
 			       r->dev_promoted, r->dev_h2d, r->dev_d2h);
+		if (a->skip || o->act_budget)
+			printf("\"activations\":{\"skip\":%u,\"budget_bytes\":%" PRIu64 ",\"arena_bytes\":%" PRIu64
+			       ",\"home_bytes\":%" PRIu64 ",\"host_budget_bytes\":%" PRIu64 ",\"disk_bytes\":%" PRIu64
+			       ",\"disk_in_bytes\":%" PRIu64 ",\"disk_out_bytes\":%" PRIu64 ",\"plan_disk_prefetch_bytes\":%" PRIu64
+			       ",\"plan_disk_spill_bytes\":%" PRIu64 ",\"transfers\":%u,\"read_backs\":%u,\"read_backs_ahead\":%u,\"issued_ahead\":%" PRIu64 ",\"in_bytes\":%" PRIu64 ",\"out_bytes\":%" PRIu64
+			       ",\"plan_prefetch_bytes\":%" PRIu64 ",\"plan_spill_bytes\":%" PRIu64
+			       ",\"schedule_in_bytes\":%" PRIu64 ",\"schedule_out_bytes\":%" PRIu64 ",\"stall_bytes\":%" PRIu64 "},",
+			       o->skip, o->act_budget, a->arena, a->home, o->act_host_budget, a->disk,
+			       s->xf.disk_in, s->xf.disk_out, s->xf.plan_disk_in, s->xf.plan_disk_out, s->xf.n_items, s->xf.n_reads,
+			       s->xf.n_ahead, s->xf.issued_ahead, s->xf.moved_in,
+			       s->xf.moved_out, a->stats.prefetch_bytes, a->stats.spill_bytes,
+			       s->xf.plan_in, s->xf.plan_out, s->xf.plan_stall);
 		printf("\"disk_measured\":%s,", r->disk_measured ? "true" : "false");
 		printf("\"blas\":{\"core\":\"%s\",\"threads\":%u},", blas_core(), o->threads);
 		printf("\"output\":\"%016" PRIx64 "\"}\n", r->out_hash);
@@ -490,6 +589,13 @@ static void report(const struct opts *o, const struct result *r,
 	if (r->have_gov)
 		printf("prefetch    %" PRIu64 " issued, %" PRIu64 " hits, %" PRIu64 " waits (%.3f s), %" PRIu64 " misses\n",
 		       r->pf.issued, r->pf.hits, r->pf.waits, r->pf.wait_ns / 1e9, r->pf.misses);
+	if (o->act_budget)
+		printf("activations budget %.2f MiB: arena %.2f MiB, home %.2f MiB in RAM and %.2f MiB on disk;"
+		       " moved %" PRIu64 " bytes in and %" PRIu64 " out over %u pass%s (disk %" PRIu64 " in, %" PRIu64
+		       " out), the plan %" PRIu64 " in and %" PRIu64 " out a pass (%u transfers, %" PRIu64 " bytes stall)\n",
+		       o->act_budget / MIB, a->arena / MIB, a->home / MIB, a->disk / MIB, s->xf.moved_in,
+		       s->xf.moved_out, o->passes, o->passes == 1 ? "" : "es", s->xf.disk_in, s->xf.disk_out,
+		       a->stats.prefetch_bytes, a->stats.spill_bytes, s->xf.n_items, s->xf.plan_stall);
 	printf("output      %016" PRIx64 "\n", r->out_hash);
 }
 
@@ -544,9 +650,15 @@ static int do_run(struct opts *o)
 		goto out;
 	if (!o->budget)
 		o->budget = model_file_bytes(&o->cfg) / 8;
-	ret = acts_plan(&o->cfg, o->batch, &a);
+	if (o->skip >= o->cfg.layers) {
+		fprintf(stderr, "ortmem-run: --skip %u needs a model of more than %u layers; %s has %u\n",
+			o->skip, o->skip, o->path, o->cfg.layers);
+		goto out;
+	}
+	ret = acts_plan(&o->cfg, o->batch, o->skip, o->act_budget, o->act_host_budget, &a);
 	if (ret) {
-		fail("planning the activations", ret);
+		if (ret != -EPROTO)	/* which acts_plan has explained */
+			fail("planning the activations", ret);
 		goto out;
 	}
 	r.arena = a.arena;
@@ -558,7 +670,7 @@ static int do_run(struct opts *o)
 	ret = r.pass_s ? source_open(&s, a.arena, &r) : -ENOMEM;
 	if (ret) {
 		fail("setting up", ret);
-		goto out;
+		goto out_src;
 	}
 	if (s.gov) {
 		r.have_gov = 1;
@@ -578,6 +690,12 @@ static int do_run(struct opts *o)
 		fail("placing the activations", ret);
 		goto out_src;
 	}
+	ret = xfer_setup(&s, &a, arena);
+	if (ret) {
+		if (ret != -EPROTO)	/* which xfer_open has explained */
+			fail("setting up the activations' transfers", ret);
+		goto out_arena;
+	}
 	/* The peers' disk bytes as the kernel counts them, where it does. */
 	peer_io = s.fd >= 0 && !procio_read_bytes(&io0);
 	for (p = 0; p < o->passes; p++) {
@@ -596,12 +714,11 @@ static int do_run(struct opts *o)
 		r.disk_bytes = io1 - io0;
 		r.disk_measured = 1;
 	}
-	if (act_move(&s, &a, a.x[o->cfg.layers], a.xb, 0)) {
+	if (act_move(&s, a.node[a.n_nodes - 1].out_off, a.xb, 0)) {
 		fail("reading the output back from the GPU", -EIO);
 		goto out_arena;
 	}
-	r.out_hash = model_hash(act_ptr(&a, arena, a.x[o->cfg.layers]),
-				(uint64_t)o->batch * o->cfg.hidden * 4);
+	r.out_hash = model_hash(act_out(&a, arena, a.n_nodes - 1), a.xb);
 	if (s.gov) {
 		struct ortmem_gov_stats st = { .sz = sizeof(st) };
 		ORTMEM_OPTS(ortmem_wfile_stats, ws);
@@ -624,9 +741,10 @@ static int do_run(struct opts *o)
 			r.dev_d2h = ds.d2h_bytes;
 		}
 	}
-	report(o, &r, &s);
+	report(o, &r, &s, &a);
 	rc = 0;
 out_arena:
+	xfer_close(&s.xf);	/* no copy still in flight into the arena */
 	if (s.gov)
 		ortmem_gov_unpin(s.gov, s.arena_h);
 	else
@@ -642,121 +760,6 @@ out:
 	return interrupted ? 130 : rc;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ortmem-run create [--layers N] [--hidden H] [--ffn F] [--seed S] FILE\n"
-		"       ortmem-run [run] [--mode ortmem|ram|mmap|pread] [--budget SIZE]\n"
-		"                  [--batch B] [--passes N] [--prefetch N] [--threads N]\n"
-		"                  [--device N|--no-device] [--device-budget SIZE] [--json]"
-		" [--progress|--no-progress] FILE\n"
-		"SIZE takes K, M, G suffixes (powers of 1024).  See ortmem-run(1).\n");
-}
-
-/* A positive count or size; refuses what is not one, naming it. */
-static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*end == 'K' || *end == 'k')
-		mul = 1ull << 10;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1ull << 20;
-	else if (*end == 'G' || *end == 'g')
-		mul = 1ull << 30;
-	if (mul > 1)
-		end++;
-	if (errno || end == s || *end || *s == '-' || !v || v > max / mul) {
-		fprintf(stderr, "ortmem-run: %s '%s' is not a number from 1 to %" PRIu64 "\n",
-			opt, s, max);
-		return -1;
-	}
-	*out = v * mul;
-	return 0;
-}
-
-static int parse(int argc, char **argv, struct opts *o, int *create)
-{
-	uint64_t v;
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-
-#define NUM(name, max, field) \
-		if (!strcmp(a, name)) { \
-			if (!val || parse_u64(name, val, max, &v)) \
-				return val ? -1 : (fprintf(stderr, "ortmem-run: %s needs a value\n", name), -1); \
-			field = v; i++; continue; }
-		if (!strcmp(a, "create") && i == 1) { *create = 1; continue; }
-		if (!strcmp(a, "run") && i == 1)
-			continue;
-		NUM("--layers", MODEL_MAX_LAYERS, o->cfg.layers)
-		NUM("--hidden", MODEL_MAX_DIM, o->cfg.hidden)
-		NUM("--ffn", MODEL_MAX_DIM, o->cfg.ffn)
-		NUM("--seed", UINT32_MAX, o->cfg.seed)
-		NUM("--batch", 4096, o->batch)
-		NUM("--passes", 1000, o->passes)
-		NUM("--prefetch", 64, o->prefetch_depth)
-		NUM("--threads", 256, o->threads)
-		NUM("--inject-read-fault", UINT32_MAX, o->inject_nth)
-		if (!strcmp(a, "--device")) {
-			char *end = NULL;
-			unsigned long d = val ? strtoul(val, &end, 10) : 0;
-
-			if (!val || end == val || *end || *val == '-' || d > 1023) {
-				fprintf(stderr, "ortmem-run: --device '%s' is not a GPU ordinal from 0 to 1023\n",
-					val ? val : "");
-				return -1;
-			}
-			o->device = (int)d;
-			i++;
-			continue;
-		}
-		if (!strcmp(a, "--device-budget")) {
-			if (!val || parse_u64(a, val, 1ull << 50, &o->device_budget))
-				return -1;
-			i++;
-			continue;
-		}
-		if (!strcmp(a, "--no-device")) { o->device = -1; continue; }
-		if (!strcmp(a, "--budget")) {
-			if (!val || parse_u64(a, val, 1ull << 50, &o->budget))
-				return -1;
-			i++;
-			continue;
-		}
-#undef NUM
-		if (!strcmp(a, "--mode") && val) {
-			o->mode = argv[++i];
-			continue;
-		}
-		if (!strcmp(a, "--json")) { o->json = 1; continue; }
-		if (!strcmp(a, "--progress")) { o->progress = 1; continue; }
-		if (!strcmp(a, "--no-progress")) { o->progress = 0; continue; }
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); exit(0); }
-		if (a[0] == '-' || o->path) {
-			fprintf(stderr, "ortmem-run: unknown argument '%s'\n", a);
-			usage(stderr);
-			return -1;
-		}
-		o->path = a;
-	}
-	if (!o->path) {
-		usage(stderr);
-		return -1;
-	}
-	if (strcmp(o->mode, "ortmem") && strcmp(o->mode, "ram") &&
-	    strcmp(o->mode, "mmap") && strcmp(o->mode, "pread")) {
-		fprintf(stderr, "ortmem-run: --mode '%s' is not one of ortmem, ram, mmap, pread\n", o->mode);
-		return -1;
-	}
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -769,7 +772,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	int create = 0;
 
-	if (parse(argc, argv, &o, &create))
+	if (cli_parse(argc, argv, &o, &create))
 		return 2;
 	if (!create)
 		blas_pick(argv);

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 #
 # make bench-plan [MINIMALLOC_DIR=folder of id,lower,upper,size CSVs]
-BENCHES += bench-plan
+BENCHES += bench-plan bench-plan-orders
 MINIMALLOC_DIR ?= $(CURDIR)/plan/data
 PLAN_BUDGET_US ?= 1000000
 
@@ -11,3 +11,15 @@ $(O)/bench/plan/plan_bench: plan/plan_bench.c $(O)/lib/libortmem.so
 
 bench-plan: $(O)/bench/plan/plan_bench
 	$(Q)$< $(PLAN_BUDGET_US) $(sort $(wildcard $(MINIMALLOC_DIR)/*.csv))
+
+# make bench-plan-orders [PLAN_PACKING=packing.csv]: how far a search over
+# placement orders gets (Documentation/lib/planner.rst, "Searching over
+# orders").  Linked with libortmem.a for the packer's internals.
+PLAN_PACKING ?= $(CURDIR)/plan/records/D.1003520.csv
+
+$(O)/bench/plan/plan_orders: plan/plan_orders.c $(O)/lib/libortmem.a
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -I$(TOPDIR)/lib -o $@ $< $(ALL_LDFLAGS) $(O)/lib/libortmem.a $$(cat $(O)/lib/libs.txt)
+
+bench-plan-orders: $(O)/bench/plan/plan_orders
+	$(Q)$< $(PLAN_PACKING) $(PLAN_BUDGET_US)

@@ -772,29 +772,23 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	return ret;
 }
 
-/* Bytes moved per step: the write-out after the touch that opens a
- * buffer's first off gap, a read-back before each touch that ends one. */
-void ortmem__plan_gap_moves(struct ortmem_plan *plan)
+/* The offset-free plan the allocator's first passes follow (the cheapest
+ * sweep under the device budget; a solved plan), for tests: its off gaps
+ * into @off, one flag per touch; its bytes, or UINT64_MAX (error set). */
+uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off)
 {
-	uint32_t b, k;
+	struct gap_ctx c = { .plan = plan, .budget = ortmem__plan_dev_budget(plan) };
+	uint64_t foot, cost = UINT64_MAX;
+	uint32_t s;
 
-	for (b = 0; b < plan->n_bufs; b++) {
-		const struct pl_buf *pb = &plan->bufs[b];
-		bool written = false;
-		int t = pb->tier;
-
-		if (t == ORTMEM_TIER_DEVICE)
-			continue;
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
-			if (!plan->gap_off[k])
-				continue;
-			if (!written)
-				plan->spill[(size_t)plan->touch_step[k] * ORTMEM_TIER_COUNT + t] +=
-					pb->size;
-			written = true;
-			if (k + 1 < plan->touch_idx[b + 1])
-				plan->prefetch[(size_t)plan->touch_step[k + 1] *
-					       ORTMEM_TIER_COUNT + t] += pb->size;
-		}
+	if (!gp_alloc(&c) && !gp_footprint(&c, &foot)) {
+		for (s = 0; s < plan->n_nodes; s++)
+			c.bud[s] = c.budget;
+		gp_place(&c);
+		memcpy(off, c.best, plan->touch_idx[plan->n_bufs]);
+		cost = ortmem__plan_gap_cost(plan, off);
 	}
+	free(c.best);
+	gp_free(&c);
+	return cost;
 }

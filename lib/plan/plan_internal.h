@@ -12,8 +12,8 @@
  *   plan_retro.c     room made by moving resident intervals back in time
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
- *   plan_gaps.c      device residency per gap, its offsets and moves
- *   plan_place.c     tier placement and offsets under the budgets
+ *   plan_gaps.c      device residency per gap and its offsets
+ *   plan_place.c     tier placement and offsets under the budgets, moves per step
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
  *   plan_sched_xfer.c  ortmem_plan_transfers(): the transfer schedule
  */
@@ -149,7 +149,7 @@ int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		      struct pk_result *res);
 uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off);
-void ortmem__plan_gap_moves(struct ortmem_plan *plan);
+uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
 int ortmem__plan_place(struct ortmem_plan *plan);
 

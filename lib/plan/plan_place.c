@@ -239,6 +239,33 @@ static int pl_fit_tier(struct ortmem_plan *plan, int tier, uint64_t *prof,
 	return pl_refuse(plan, tier, res->height, 0, "placement did not converge");
 }
 
+/* Bytes moved per step: the write-out after the touch that opens a
+ * buffer's first off gap, a read-back before each touch that ends one. */
+static void pl_gap_moves(struct ortmem_plan *plan)
+{
+	uint32_t b, k;
+
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+		bool written = false;
+		int t = pb->tier;
+
+		if (t == ORTMEM_TIER_DEVICE)
+			continue;
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			if (!plan->gap_off[k])
+				continue;
+			if (!written)
+				plan->spill[(size_t)plan->touch_step[k] * ORTMEM_TIER_COUNT + t] +=
+					pb->size;
+			written = true;
+			if (k + 1 < plan->touch_idx[b + 1])
+				plan->prefetch[(size_t)plan->touch_step[k + 1] *
+					       ORTMEM_TIER_COUNT + t] += pb->size;
+		}
+	}
+}
+
 int ortmem__plan_place(struct ortmem_plan *plan)
 {
 	uint64_t deadline = ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
@@ -288,7 +315,7 @@ int ortmem__plan_place(struct ortmem_plan *plan)
 		if (!plan->prefetch || !plan->spill)
 			return ortmem__err_plain(-ENOMEM, "planner: cannot record the moves of %u steps",
 						 plan->n_nodes);
-		ortmem__plan_gap_moves(plan);
+		pl_gap_moves(plan);
 	}
 	return ret;
 }

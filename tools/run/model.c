@@ -288,25 +288,47 @@ static float gelu(float v)
 	return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
 }
 
-void model_layer(const struct model_cfg *c, uint32_t batch, const uint8_t *w,
-		 const float *x, float *h, float *y)
+/* The record's tensors: W1 [F x H], b1 [F], W2 [H x F], b2 [H]. */
+#define W1(w) ((const float *)(w))
+#define B1(c, w) (W1(w) + (uint64_t)(c)->ffn * (c)->hidden)
+#define W2(c, w) (B1(c, w) + (c)->ffn)
+#define B2(c, w) (W2(c, w) + (uint64_t)(c)->hidden * (c)->ffn)
+
+void model_fc1(const struct model_cfg *c, uint32_t batch, const uint8_t *w,
+	       const float *x, float *h)
 {
 	int H = (int)c->hidden, F = (int)c->ffn, B = (int)batch, i, j;
-	const float *w1 = (const float *)w, *b1 = w1 + (uint64_t)F * H;
-	const float *w2 = b1 + F, *b2 = w2 + (uint64_t)H * F;
+	const float *b1 = B1(c, w);
 
 	/* h = gelu(x W1^T + b1) */
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, F, H, 1.0f, x, H,
-		    w1, H, 0.0f, h, F);
+		    W1(w), H, 0.0f, h, F);
 	for (i = 0; i < B; i++)
 		for (j = 0; j < F; j++)
 			h[(uint64_t)i * F + j] = gelu(h[(uint64_t)i * F + j] + b1[j]);
+}
+
+void model_fc2(const struct model_cfg *c, uint32_t batch, const uint8_t *w,
+	       const float *x, const float *h, float *y)
+{
+	int H = (int)c->hidden, F = (int)c->ffn, B = (int)batch, i, j;
+	const float *b2 = B2(c, w);
+
 	/* y = x + h W2^T + b2 */
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, H, F, 1.0f, h, F,
-		    w2, F, 0.0f, y, H);
+		    W2(c, w), F, 0.0f, y, H);
 	for (i = 0; i < B; i++)
 		for (j = 0; j < H; j++)
 			y[(uint64_t)i * H + j] += x[(uint64_t)i * H + j] + b2[j];
+}
+
+void model_skip_add(const struct model_cfg *c, uint32_t batch, const float *s,
+		    float *y)
+{
+	uint64_t n = (uint64_t)batch * c->hidden, i;
+
+	for (i = 0; i < n; i++)
+		y[i] += s[i];
 }
 
 uint64_t model_hash(const void *p, uint64_t n)

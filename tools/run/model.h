@@ -41,10 +41,16 @@ int model_read_header(struct ortmem_wfile *wf, struct model_cfg *c);
 
 /* The input x_0 [batch x hidden], from the seed. */
 void model_input(const struct model_cfg *c, uint32_t batch, float *x);
-/* One block: y = x + W2 gelu(W1 x + b1) + b2, with @h [batch x ffn] as
- * scratch; @w is the layer's record. */
-void model_layer(const struct model_cfg *c, uint32_t batch, const uint8_t *w,
-		 const float *x, float *h, float *y);
+/* One block, y = x + W2 gelu(W1 x + b1) + b2, in two steps (the planner's
+ * two nodes): h [batch x ffn] = gelu(W1 x + b1), then y from x and h; @w
+ * is the layer's record. */
+void model_fc1(const struct model_cfg *c, uint32_t batch, const uint8_t *w,
+	       const float *x, float *h);
+void model_fc2(const struct model_cfg *c, uint32_t batch, const uint8_t *w,
+	       const float *x, const float *h, float *y);
+/* A long skip connection: y += s ([batch x hidden] each). */
+void model_skip_add(const struct model_cfg *c, uint32_t batch, const float *s,
+		    float *y);
 /* FNV-1a of @n bytes: the output's identity. */
 uint64_t model_hash(const void *p, uint64_t n);
 

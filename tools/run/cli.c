@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ortmem-run's command line: every value checked, a refusal naming what
+ * was wrong (see cli.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ortmem-run create [--layers N] [--hidden H] [--ffn F] [--seed S] FILE\n"
+		"       ortmem-run [run] [--mode ortmem|ram|mmap|pread] [--budget SIZE]\n"
+		"                  [--batch B] [--passes N] [--prefetch N] [--threads N]\n"
+		"                  [--device N|--no-device] [--device-budget SIZE]\n"
+		"                  [--skip K] [--act-budget SIZE [--act-host-budget SIZE]] [--json]"
+		" [--progress|--no-progress] FILE\n"
+		"SIZE takes K, M, G suffixes (powers of 1024).  See ortmem-run(1).\n");
+}
+
+/* A positive count or size; refuses what is not one, naming it. */
+static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		mul = 1ull << 10;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1ull << 20;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1ull << 30;
+	if (mul > 1)
+		end++;
+	if (errno || end == s || *end || *s == '-' || !v || v > max / mul) {
+		fprintf(stderr, "ortmem-run: %s '%s' is not a number from 1 to %" PRIu64 "\n",
+			opt, s, max);
+		return -1;
+	}
+	*out = v * mul;
+	return 0;
+}
+
+int cli_parse(int argc, char **argv, struct opts *o, int *create)
+{
+	uint64_t v;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+#define NUM(name, max, field) \
+		if (!strcmp(a, name)) { \
+			if (!val || parse_u64(name, val, max, &v)) \
+				return val ? -1 : (fprintf(stderr, "ortmem-run: %s needs a value\n", name), -1); \
+			field = v; i++; continue; }
+		if (!strcmp(a, "create") && i == 1) { *create = 1; continue; }
+		if (!strcmp(a, "run") && i == 1)
+			continue;
+		NUM("--layers", MODEL_MAX_LAYERS, o->cfg.layers)
+		NUM("--hidden", MODEL_MAX_DIM, o->cfg.hidden)
+		NUM("--ffn", MODEL_MAX_DIM, o->cfg.ffn)
+		NUM("--seed", UINT32_MAX, o->cfg.seed)
+		NUM("--batch", 4096, o->batch)
+		NUM("--passes", 1000, o->passes)
+		NUM("--prefetch", 64, o->prefetch_depth)
+		NUM("--threads", 256, o->threads)
+		NUM("--inject-read-fault", UINT32_MAX, o->inject_nth)
+		NUM("--skip", MODEL_MAX_LAYERS, o->skip)
+		NUM("--act-budget", 1ull << 50, o->act_budget)
+		NUM("--act-host-budget", 1ull << 50, o->act_host_budget)
+		NUM("--drop-read-back", UINT32_MAX, o->drop_read_back)
+		NUM("--inject-spill-fault", UINT32_MAX, o->inject_spill_nth)
+		if (!strcmp(a, "--poison-evicted")) { o->poison_evicted = 1; continue; }
+		if (!strcmp(a, "--device")) {
+			char *end = NULL;
+			unsigned long d = val ? strtoul(val, &end, 10) : 0;
+
+			if (!val || end == val || *end || *val == '-' || d > 1023) {
+				fprintf(stderr, "ortmem-run: --device '%s' is not a GPU ordinal from 0 to 1023\n",
+					val ? val : "");
+				return -1;
+			}
+			o->device = (int)d;
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "--device-budget")) {
+			if (!val || parse_u64(a, val, 1ull << 50, &o->device_budget))
+				return -1;
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "--no-device")) { o->device = -1; continue; }
+		if (!strcmp(a, "--budget")) {
+			if (!val || parse_u64(a, val, 1ull << 50, &o->budget))
+				return -1;
+			i++;
+			continue;
+		}
+#undef NUM
+		if (!strcmp(a, "--mode") && val) {
+			o->mode = argv[++i];
+			continue;
+		}
+		if (!strcmp(a, "--json")) { o->json = 1; continue; }
+		if (!strcmp(a, "--progress")) { o->progress = 1; continue; }
+		if (!strcmp(a, "--no-progress")) { o->progress = 0; continue; }
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) { cli_usage(stdout); exit(0); }
+		if (a[0] == '-' || o->path) {
+			fprintf(stderr, "ortmem-run: unknown argument '%s'\n", a);
+			cli_usage(stderr);
+			return -1;
+		}
+		o->path = a;
+	}
+	if (!o->path) {
+		cli_usage(stderr);
+		return -1;
+	}
+	if (strcmp(o->mode, "ortmem") && strcmp(o->mode, "ram") &&
+	    strcmp(o->mode, "mmap") && strcmp(o->mode, "pread")) {
+		fprintf(stderr, "ortmem-run: --mode '%s' is not one of ortmem, ram, mmap, pread\n", o->mode);
+		return -1;
+	}
+	if (strcmp(o->mode, "ortmem") &&
+	    (o->act_budget || o->poison_evicted || o->drop_read_back || o->act_host_budget ||
+	     o->inject_spill_nth)) {
+		fprintf(stderr, "ortmem-run: --act-budget and its options apply to the ortmem mode only (the %s mode keeps every activation in RAM); drop them or use --mode ortmem\n",
+			o->mode);
+		return -1;
+	}
+	if ((o->poison_evicted || o->drop_read_back || o->act_host_budget ||
+	     o->inject_spill_nth) && !o->act_budget) {
+		fprintf(stderr, "ortmem-run: --act-host-budget, --poison-evicted, --drop-read-back and --inject-spill-fault go with --act-budget (without it no activation leaves the arena)\n");
+		return -1;
+	}
+	return 0;
+}
