@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plan_internal.h"
 
@@ -44,6 +45,13 @@ struct cl {
 	uint64_t *prof;		/* bytes resident per step */
 	uint64_t budget;
 	bool anywhere;		/* try any free range, not only the two */
+	bool move;		/* and ranges others make room in (cl_move()) */
+	uint64_t deadline;	/* for cl_move(); 0: none */
+	/* scratch for cl_move() */
+	uint32_t *around;	/* what overlaps the merged span */
+	uint64_t (*cand)[2];	/* an address and the bytes in its way */
+	uint32_t *moved;	/* intervals moved, and */
+	uint64_t *was;		/* the addresses they had */
 };
 
 /* The first interval starting at CL_SHORT steps before @lo or later: no
@@ -204,12 +212,175 @@ static struct cl_iv *cl_build(const struct ortmem_plan *plan, const uint64_t *as
 	return iv;
 }
 
+static int cl_cand_cmp(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	if (a[1] != b[1])
+		return (a[1] > b[1]) - (a[1] < b[1]);
+	return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* Put back the intervals cl_move() took out of the way, and iv[a], iv[b]. */
+static void cl_unmove(struct cl *c, uint32_t a, uint32_t b, uint64_t a_hi, uint64_t a_addr,
+		      uint32_t n_lng, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		c->iv[c->moved[i]].addr = c->was[i];
+		c->iv[c->moved[i]].dead = false;
+	}
+	c->iv[a].hi = a_hi;
+	c->iv[a].addr = a_addr;
+	c->iv[b].dead = false;
+	c->n_lng = n_lng;
+}
+
+/* A new address for iv[q] (taken out), free over its steps; or UINT64_MAX. */
+static uint64_t cl_rehome(struct cl *c, uint32_t q)
+{
+	uint32_t i, d = cl_near(c, q, q, c->iv[q].lo, c->iv[q].hi);
+
+	for (i = 0; i < d; i++) {
+		c->rng[i][0] = c->iv[c->near[i]].addr;
+		c->rng[i][1] = c->iv[c->near[i]].addr + c->iv[c->near[i]].size;
+	}
+	cl_sort_ranges(c->rng, d);
+	return ortmem__plan_best_gap(&c->rng[0][0], 2, d, c->budget, c->iv[q].size);
+}
+
+/* Of @d (key, size) pairs sorted by key, sizes summed along: the bytes of
+ * those with a key below @x. */
+static uint64_t cl_below(const uint64_t (*by)[2], uint32_t d, uint64_t x)
+{
+	uint32_t l = 0, h = d;
+
+	while (l < h) {
+		uint32_t mid = l + (h - l) / 2;
+
+		if (by[mid][0] < x)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	return l ? by[l - 1][1] : 0;
+}
+
+/* Addresses to try for the merged interval (its span's neighbours in
+ * c->around, @d of them), with the bytes in the way at each, fewest
+ * first.  Any placement can slide down until it meets the floor or the
+ * top of a neighbour, so those (and the spot under each neighbour and
+ * under the ceiling) are enough.  Their count.  The bytes in the way of
+ * [x, x + size) are those starting below x + size less those ending at
+ * or below x, each a binary search: O(d log d) in all. */
+static uint32_t cl_cands(struct cl *c, uint32_t d, uint64_t size)
+{
+	uint64_t (*lo)[2] = c->rng, (*hi)[2] = c->rng + d;
+	uint32_t i, n = 0;
+
+	c->cand[n++][0] = 0;
+	c->cand[n++][0] = c->budget - size;
+	for (i = 0; i < d; i++) {
+		const struct cl_iv *q = &c->iv[c->around[i]];
+
+		if (q->addr + q->size + size <= c->budget)
+			c->cand[n++][0] = q->addr + q->size;
+		if (q->addr >= size)
+			c->cand[n++][0] = q->addr - size;
+		lo[i][0] = q->addr;
+		lo[i][1] = q->size;
+		hi[i][0] = q->addr + q->size;
+		hi[i][1] = q->size;
+	}
+	cl_sort_ranges(lo, d);
+	cl_sort_ranges(hi, d);
+	for (i = 1; i < d; i++) {
+		lo[i][1] += lo[i - 1][1];
+		hi[i][1] += hi[i - 1][1];
+	}
+	for (i = 0; i < n; i++)
+		c->cand[i][1] = cl_below(lo, d, c->cand[i][0] + size) -
+				cl_below(hi, d, c->cand[i][0] + 1);
+	qsort(c->cand, n, sizeof(*c->cand), cl_cand_cmp);
+	return n;
+}
+
+/*
+ * Room for the merge of iv[a] and iv[b] made by moving others out of its
+ * way: at an address where every interval overlapping the merged span
+ * there finds a range free over its own steps (the largest first).
+ * Moving a whole resident interval costs nothing (each has its own
+ * offset; its buffer is on the device all along it), so this closes gaps
+ * that no free range holds, by defragmenting around them.  The address,
+ * with iv[a] and iv[b] as they were and the moved intervals (c->moved) at
+ * their new addresses; or UINT64_MAX, nothing changed.
+ */
+static uint64_t cl_move(struct cl *c, uint32_t a, uint32_t b, uint32_t *n_moved)
+{
+	struct cl_iv *iv = c->iv;
+	uint64_t size = iv[a].size, lo = iv[a].lo, hi = iv[b].hi;
+	uint64_t a_hi = iv[a].hi, a_addr = iv[a].addr, s, addr, to;
+	uint32_t d, i, j, n, nc, n_lng = c->n_lng;
+
+	if (c->deadline && ortmem__now_ns() > c->deadline)
+		return UINT64_MAX;
+	for (s = iv[a].hi; s < iv[b].lo; s++)
+		if (c->prof[s] + size > c->budget)
+			return UINT64_MAX;
+	d = cl_near(c, a, b, lo, hi);
+	memcpy(c->around, c->near, sizeof(*c->around) * d);
+	nc = cl_cands(c, d, size);
+	for (j = 0; j < nc; j++) {
+		if (c->deadline && ortmem__now_ns() > c->deadline)
+			return UINT64_MAX;
+		addr = c->cand[j][0];
+		if (j && addr == c->cand[j - 1][0])
+			continue;
+		/* the merged interval in place, what is in its way out */
+		iv[b].dead = true;
+		iv[a].hi = hi;
+		iv[a].addr = addr;
+		if (hi - lo > CL_SHORT && a_hi - lo <= CL_SHORT)
+			c->lng[c->n_lng++] = a;
+		for (i = 0, n = 0; i < d; i++)
+			if (cl_hits(&iv[c->around[i]], addr, size)) {
+				uint32_t q = c->around[i], m;
+
+				/* largest first: the small ones fit in what is left */
+				for (m = n; m && iv[c->moved[m - 1]].size < iv[q].size; m--) {
+					c->moved[m] = c->moved[m - 1];
+					c->was[m] = c->was[m - 1];
+				}
+				c->moved[m] = q;
+				c->was[m] = iv[q].addr;
+				iv[q].dead = true;
+				n++;
+			}
+		for (i = 0; i < n; i++) {
+			to = cl_rehome(c, c->moved[i]);
+			if (to == UINT64_MAX)
+				break;
+			iv[c->moved[i]].addr = to;
+			iv[c->moved[i]].dead = false;
+		}
+		if (i == n) {
+			cl_unmove(c, a, b, a_hi, a_addr, n_lng, 0);
+			*n_moved = n;
+			return addr;
+		}
+		cl_unmove(c, a, b, a_hi, a_addr, n_lng, n);
+	}
+	return UINT64_MAX;
+}
+
 /* Merge iv[a] with the buffer's next interval iv[b] when an address is free. */
 static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 {
 	struct cl_iv *iv = c->iv;
 	uint32_t b = iv[a].next, k;
 	uint64_t addr, s;
+	uint32_t n_moved = 0, i;
 
 	/* the next interval must be the same buffer's (k1 + 1 is its touch) */
 	if (b == UINT32_MAX || iv[b].dead || iv[b].buf != iv[a].buf ||
@@ -219,8 +390,14 @@ static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 		addr = iv[a].addr;
 	else if (cl_free(c, a, b, iv[a].lo, iv[b].lo, iv[b].addr, iv[b].size))
 		addr = iv[b].addr;
-	else if (!c->anywhere || (addr = cl_hole(c, a, b)) == UINT64_MAX)
-		return false;
+	else if (!c->anywhere || (addr = cl_hole(c, a, b)) == UINT64_MAX) {
+		if (!c->move || (addr = cl_move(c, a, b, &n_moved)) == UINT64_MAX)
+			return false;
+		/* the intervals moved out of its way take their new address */
+		for (i = 0; i < n_moved; i++)
+			for (k = iv[c->moved[i]].k0; k <= iv[c->moved[i]].k1; k++)
+				toff[k] = iv[c->moved[i]].addr;
+	}
 	off[iv[a].k1] = 0;
 	for (k = iv[a].k0; k <= iv[b].k1; k++)
 		toff[k] = addr;
@@ -237,26 +414,64 @@ static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 	return true;
 }
 
-/*
- * Keep on the device every off gap, a touch ends, whose buffer's range is
- * free over it (at its address before or after the gap); @off and @toff
- * are updated.  Stops at @deadline (0: no limit).  0 or -ENOMEM.
- */
-int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
-			    uint8_t *off, uint64_t *toff, bool anywhere, uint64_t deadline)
+/* Two passes of merges over the intervals (the second finds those the
+ * first made room for); false when @deadline (0: none) passed. */
+static bool cl_passes(struct cl *c, uint8_t *off, uint64_t *toff, uint64_t deadline)
 {
-	struct cl c = { .budget = ortmem__plan_dev_budget(plan), .anywhere = anywhere };
 	uint32_t i, pass;
 	bool merged = true;
+
+	for (pass = 0; pass < 2 && merged; pass++) {
+		merged = false;
+		for (i = 0; i < c->n; i++) {
+			if (c->iv[i].dead)
+				continue;
+			while (cl_merge(c, i, off, toff))
+				merged = true;
+			if (deadline && (i & 63) == 0 && ortmem__now_ns() > deadline)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Keep on the device every off gap, a touch ends, whose buffer's range is
+ * free over it (at its address before or after the gap; with
+ * ORTMEM__PLAN_CLOSE_ANY, any range free over the merged span; with
+ * ORTMEM__PLAN_CLOSE_MOVE, one that others move out of, until @deadline or
+ * for half a time budget); @off and @toff are updated.  Stops at @deadline
+ * (0: no limit).  0 or -ENOMEM.
+ */
+int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
+			    uint8_t *off, uint64_t *toff, unsigned int how, uint64_t deadline)
+{
+	struct cl c = { .budget = ortmem__plan_dev_budget(plan),
+			.anywhere = how & (ORTMEM__PLAN_CLOSE_ANY | ORTMEM__PLAN_CLOSE_MOVE),
+		};
+	bool move = how & ORTMEM__PLAN_CLOSE_MOVE;
+	uint32_t i;
 	int ret = -ENOMEM;
 
+	/* moves search the most: within @deadline, or half a time budget */
+	if (move)
+		c.deadline = deadline ? deadline :
+			     ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2;
 	c.iv = cl_build(plan, asz, off, toff, &c.n);
 	if (!c.iv)
 		return -ENOMEM;
 	c.lng = malloc(sizeof(*c.lng) * (c.n + 1));
 	c.near = malloc(sizeof(*c.near) * (2 * c.n + 1));
-	c.rng = malloc(sizeof(*c.rng) * (2 * c.n + 1));
+	c.rng = malloc(sizeof(*c.rng) * (4 * c.n + 2));
 	c.prof = calloc(plan->n_nodes + 1ull, sizeof(*c.prof));
+	if (move) {
+		c.around = malloc(sizeof(*c.around) * (2 * c.n + 1));
+		c.cand = malloc(sizeof(*c.cand) * (4 * c.n + 4));
+		c.moved = malloc(sizeof(*c.moved) * (2 * c.n + 1));
+		c.was = malloc(sizeof(*c.was) * (2 * c.n + 1));
+		if (!c.around || !c.cand || !c.moved || !c.was)
+			goto out;
+	}
 	if (!c.lng || !c.near || !c.rng || !c.prof)
 		goto out;
 	for (i = 0; i < c.n; i++) {
@@ -268,16 +483,10 @@ int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
 			c.prof[s] += c.iv[i].size;
 	}
 	ret = 0;
-	for (pass = 0; pass < 2 && merged; pass++) {
-		merged = false;
-		for (i = 0; i < c.n; i++) {
-			if (c.iv[i].dead)
-				continue;
-			while (cl_merge(&c, i, off, toff))
-				merged = true;
-			if (deadline && (i & 63) == 0 && ortmem__now_ns() > deadline)
-				goto out;
-		}
+	/* the free ranges first (cheap), then the moves, which search */
+	if (cl_passes(&c, off, toff, deadline) && move) {
+		c.move = true;
+		cl_passes(&c, off, toff, deadline);
 	}
 out:
 	free(c.iv);
@@ -285,5 +494,9 @@ out:
 	free(c.near);
 	free(c.rng);
 	free(c.prof);
+	free(c.around);
+	free(c.cand);
+	free(c.moved);
+	free(c.was);
 	return ret;
 }

@@ -501,7 +501,7 @@ struct gp_win {
 	uint64_t *try_toff;
 	uint8_t *guide;
 	uint64_t *hint;
-	uint64_t deadline;	/* for closing gaps; 0: none */
+	uint64_t deadline, retro_by;	/* for closing gaps, moving back; 0: none */
 	/* what gp_alt() varies, the cheapest pass without hinted offsets:
 	 * its guide, rule (-1: none), second choices, windows cleared */
 	uint8_t *win_guide;
@@ -520,9 +520,9 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 	uint64_t h, cost;
 
 	h = ortmem__plan_online_alt(plan, c->asz, c->budget, rule, alt, guide, hint,
-				    w->try_off, w->try_toff, &n_win);
+				    w->try_off, w->try_toff, &n_win, w->retro_by);
 	if (h == UINT64_MAX ||
-	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, false, w->deadline))
+	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, 0, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	cost = ortmem__plan_gap_cost(plan, w->try_off);
 	if (cost < w->cost) {
@@ -569,16 +569,6 @@ static int gp_alt(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	return ret;
 }
 
-/*
- * The candidates, cheapest kept:
- *  - the sweep's plan (c->bud = budget), packed in half the time left: it
- *    stands as it is when the packing fits;
- *  - the allocator following the sweep's plan, taking the packer's offsets
- *    where they still fit and sending off more where the packing overran;
- *  - the allocator on its own (furthest next use, then per byte moved);
- *  - the allocator following sweeps asked for a little less than the
- *    budget (room for fragmentation), while time is left.
- */
 /* Allocator passes following sweeps asked for a little less than the
  * budget (room for fragmentation), under each of the sweep's rules (which
  * rule leaves the most packable plan is not the one that moves least
@@ -657,6 +647,10 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 	return ret;
 }
 
+/* The candidates, cheapest kept: the sweep's plan, packed (it stands when
+ * the packing fits); the allocator following it at the packer's offsets;
+ * the allocator on its own; the slack sweeps; second choices; the cheapest
+ * pass again, moving residents back in time. */
 static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 {
 	struct ortmem_plan *plan = c->plan;
@@ -704,6 +698,12 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		ret = gp_slack(c, w, deadline);
 	if (!ret)
 		ret = gp_alt(c, w, deadline + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC * 3 / 2);
+	/* the cheapest pass again, moving residents back in time first (on a
+	 * big graph, like second choices, for half a time budget past theirs) */
+	w->retro_by = small ? 0 : deadline + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC * 2;
+	if (!ret && w->win_rule >= 0 && (small || ortmem__now_ns() < w->retro_by))
+		ret = gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
+				    w->win_guided ? w->win_guide : NULL, NULL);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;
@@ -733,11 +733,11 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		ret = gp_footprint(&c, &foot);
 	if (!ret)
 		ret = gp_candidates(&c, &w, deadline);
-	/* The winner's off gaps that some free range holds across are kept
-	 * on the device (once: too dear for every candidate); on a big graph
-	 * for half the time budget at most. */
-	if (!ret && ortmem__plan_close_gaps(plan, c.asz, w.off, w.toff, true, !w.deadline ? 0 :
-			ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2))
+	/* The winner's off gaps that some free range holds across, or one the
+	 * intervals in the way move out of, are kept on the device (once: too
+	 * dear for every candidate); on a big graph for half the time budget. */
+	if (!ret && ortmem__plan_close_gaps(plan, c.asz, w.off, w.toff, getenv("NOMV") ? ORTMEM__PLAN_CLOSE_ANY : ORTMEM__PLAN_CLOSE_MOVE,
+			!w.deadline ? 0 : ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2))
 		ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret && ortmem__plan_height(plan, c.asz, w.toff) != w.res.height) {
 		w.res.height = ortmem__plan_height(plan, c.asz, w.toff);

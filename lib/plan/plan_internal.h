@@ -9,6 +9,7 @@
  *   plan_graph.c     the graph: values, nodes, views, hints, options
  *   plan_live.c      sizes, liveness, views folded, in-place hints
  *   plan_validate.c  the independent validator
+ *   plan_retro.c     room made by moving resident intervals back in time
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
  *   plan_gaps.c      device residency per gap and its offsets
@@ -120,20 +121,29 @@ static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)
 /* @rule flag: a buffer without a hinted offset seats by its neighbours'
  * ends (ol_fit_end()), not in the tightest hole */
 #define ORTMEM__PLAN_ENDFIT 0x100
+/* @rule flag: where no hole holds a buffer, first try moving the residents
+ * in a window's way to ranges free since their intervals began
+ * (plan_retro.c), until @retro_by in ortmem__plan_online_alt() (0: no limit) */
+#define ORTMEM__PLAN_RETRO 0x200
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff);
 uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t *asz,
 				 uint64_t budget, int rule, uint32_t alt,
 				 const uint8_t *guide, const uint64_t *hint,
-				 uint8_t *off, uint64_t *toff, uint32_t *n_win);
+				 uint8_t *off, uint64_t *toff, uint32_t *n_win,
+				 uint64_t retro_by);
 /* plan_online.c: the top of the highest interval with offsets @toff. */
 uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz,
 			     const uint64_t *toff);
 /* plan_close.c: keep on the device the off gaps whose range stayed free
- * (@anywhere: or any range of [0, budget) free over the merged span). */
+ * (@how: ORTMEM__PLAN_CLOSE_ANY, or any range of [0, budget) free over the
+ * merged span; ORTMEM__PLAN_CLOSE_MOVE, or one the intervals in its way
+ * can move out of, each to a range free over its own steps). */
+#define ORTMEM__PLAN_CLOSE_ANY 1u
+#define ORTMEM__PLAN_CLOSE_MOVE 2u
 int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
-			    uint8_t *off, uint64_t *toff, bool anywhere, uint64_t deadline);
+			    uint8_t *off, uint64_t *toff, unsigned int how, uint64_t deadline);
 /* plan_gaps.c: which gaps of each buffer leave the device (under its
  * budget, buffers sent off going to @home) and the device offsets. */
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,

@@ -16,6 +16,10 @@
  * free ranges, the one that stays clear of the packing's later intervals
  * longest, so it does not take the room a packed buffer will need.
  *
+ * With ORTMEM__PLAN_RETRO, before sending residents off it tries to make
+ * the room by moving them, back in time, to ranges free since their
+ * intervals began (plan_retro.c): no bytes move for that.
+ *
  * Unlike the profile sweep and the packer (plan_gaps.c) this cannot lose to
  * fragmentation: what it places fits by construction, so it is both the
  * fallback that makes every budget at or above the largest step's
@@ -24,45 +28,13 @@
  */
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan_online.h"
 
 /* Hinted intervals ol_free_until() looks at, at most, per offset. */
 #define OL_AHEAD_MAX 256
 
-struct ol;
 static void ol_send_off(struct ol *o, uint32_t at);
 static uint32_t ol_planned_end(const struct ol *o, uint32_t b, uint32_t k);
-
-struct ol {
-	const struct ortmem_plan *plan;
-	uint64_t budget;
-	const uint64_t *asz;
-	const uint8_t *guide;	/* per touch: a gap the sweep sent off, or NULL */
-	const uint64_t *hint;	/* per touch: an offset to take when free, or NULL */
-	uint8_t *off;		/* per touch: the gap it opens is off */
-	uint64_t *toff;		/* per touch: device offset */
-	uint32_t *cur;		/* per buffer: its latest touch, or UINT32_MAX */
-	uint64_t *addr;		/* per buffer, while resident */
-	bool *res, *pin, *written;
-	bool *gw;		/* per buffer: the guide writes it out anyway */
-	uint32_t *live;		/* resident buffers */
-	uint32_t n_live;
-	uint64_t (*hole)[3];	/* scratch: occupied ranges, buffer */
-	uint32_t *st_idx, *st_k;	/* touches per step, CSR */
-	struct ol_iv *fut;	/* hinted intervals by first step (hint && guide) */
-	uint32_t n_fut;
-	uint32_t *end;		/* per resident buffer: its planned end */
-	bool endfit;
-	uint32_t n_win;		/* windows cleared so far */
-	uint32_t alt;		/* bit i: the i-th clearing takes the second cheapest */
-};
-
-/* A resident interval of the hinted layout: steps [lo, hi) at @addr. */
-struct ol_iv {
-	uint32_t lo, hi;
-	uint32_t buf;
-	uint64_t addr, size;
-};
 
 /* Best fit for @size in [0, budget), or UINT64_MAX; the occupied
  * ranges left sorted in o->hole, their count in *nd. */
@@ -284,9 +256,15 @@ static void ol_clear(struct ol *o, uint64_t a, uint64_t size)
 	}
 }
 
-/* o->live stays sorted by offset: holes are read off it in order. */
-static void ol_drop(struct ol *o, uint32_t at)
+/* o->live stays sorted by offset: holes are read off it in order.  The
+ * resident interval of live[at] ends at step @end (recorded for moves). */
+static void ol_drop(struct ol *o, uint32_t at, uint32_t end)
 {
+	uint32_t b = o->live[at];
+
+	if (o->retro && end > o->istart[b] && o->asz[b])
+		o->past[o->n_past++] = (struct ol_past){ o->istart[b], end, o->s,
+							 o->addr[b], o->asz[b] };
 	o->res[o->live[at]] = false;
 	memmove(&o->live[at], &o->live[at + 1], sizeof(*o->live) * (--o->n_live - at));
 }
@@ -298,7 +276,7 @@ static void ol_send_off(struct ol *o, uint32_t at)
 
 	o->off[o->cur[b]] = 1;
 	o->written[b] = true;
-	ol_drop(o, at);
+	ol_drop(o, at, o->plan->touch_step[o->cur[b]] + 1);
 }
 
 static void ol_seat(struct ol *o, uint32_t b, uint32_t k, uint64_t addr)
@@ -316,6 +294,10 @@ static void ol_seat(struct ol *o, uint32_t b, uint32_t k, uint64_t addr)
 	memmove(&o->live[lo + 1], &o->live[lo], sizeof(*o->live) * (o->n_live - lo));
 	o->addr[b] = addr;
 	o->res[b] = true;
+	if (o->retro) {
+		o->istart[b] = o->plan->touch_step[k];
+		o->ik[b] = k;
+	}
 	o->live[lo] = b;
 	o->n_live++;
 	o->toff[k] = addr;
@@ -358,7 +340,7 @@ static void ol_reseat(struct ol *o, uint32_t s)
 			o->off[k] = 1;
 			o->written[b] = true;
 		}
-		ol_drop(o, i);
+		ol_drop(o, i, k != UINT32_MAX ? plan->touch_step[k] + 1 : s);
 	}
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++) {
 		uint32_t k = o->st_k[j], b = ol_buf_of(plan, k);
@@ -388,11 +370,12 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 	const struct ortmem_plan *plan = o->plan;
 	uint32_t i, j, d;
 
+	o->s = s;
 	for (i = 0; i < o->n_live;) {
 		uint32_t b = o->live[i];
 
 		if (plan->bufs[b].hi <= s)
-			ol_drop(o, i);
+			ol_drop(o, i, plan->bufs[b].hi);
 		else if (o->guide && o->guide[o->cur[b]])
 			ol_send_off(o, i);	/* the sweep sent this gap off */
 		else
@@ -419,6 +402,9 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 		} else {
 			d = 0;
 		}
+		if (addr == UINT64_MAX && o->retro &&
+		    (!o->retro_by || ortmem__now_ns() < o->retro_by))
+			addr = ortmem__plan_retro(o, d, o->asz[b]);
 		if (addr == UINT64_MAX) {
 			addr = ol_window(o, d, o->asz[b], s, rule);
 			if (addr != UINT64_MAX)
@@ -536,22 +522,26 @@ uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff)
 {
-	return ortmem__plan_online_alt(plan, asz, budget, rule, 0, guide, hint, off, toff, NULL);
+	return ortmem__plan_online_alt(plan, asz, budget, rule, 0, guide, hint, off, toff,
+				       NULL, 0);
 }
 
 /*
  * ortmem__plan_online(), where the i-th window cleared (i < 32) takes the
  * second cheapest window when bit i of @alt is set; the windows it
- * cleared in *@n_win (when not NULL).
+ * cleared in *@n_win (when not NULL).  Moves back in time stop at
+ * @retro_by (0: none): the pass then goes on as a plain one.
  */
 uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t *asz,
 				 uint64_t budget, int rule, uint32_t alt,
 				 const uint8_t *guide, const uint64_t *hint,
-				 uint8_t *off, uint64_t *toff, uint32_t *n_win)
+				 uint8_t *off, uint64_t *toff, uint32_t *n_win,
+				 uint64_t retro_by)
 {
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s;
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
-			.hint = hint, .off = off, .toff = toff, .alt = alt };
+			.hint = hint, .off = off, .toff = toff, .alt = alt,
+			.retro_by = retro_by };
 	uint64_t h = UINT64_MAX;
 
 	o.cur = malloc(sizeof(*o.cur) * (nb + 1));
@@ -565,7 +555,19 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
 	o.st_k = malloc(sizeof(*o.st_k) * (nt + 1));
 	o.end = calloc(nb + 1, sizeof(*o.end));
 	o.endfit = !!(rule & ORTMEM__PLAN_ENDFIT);
-	rule &= ~ORTMEM__PLAN_ENDFIT;
+	o.retro = !!(rule & ORTMEM__PLAN_RETRO);
+	rule &= ~(ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_RETRO);
+	if (o.retro) {
+		o.istart = malloc(sizeof(*o.istart) * (nb + 1));
+		o.ik = malloc(sizeof(*o.ik) * (nb + 1));
+		o.past = malloc(sizeof(*o.past) * (nt + 1));
+		o.out = calloc(nb + 1, 1);
+		o.rr = malloc(sizeof(*o.rr) * (nt + 3 * nb + 4));
+		o.mv = malloc(sizeof(*o.mv) * (nb + 1));
+		o.mv_was = malloc(sizeof(*o.mv_was) * (nb + 1));
+		if (!o.istart || !o.ik || !o.past || !o.out || !o.rr || !o.mv || !o.mv_was)
+			goto out;
+	}
 	if (!o.end || !o.cur || !o.addr || !o.res || !o.pin || !o.written || !o.live ||
 	    !o.hole || !o.st_idx || !o.st_k)
 		goto out;
@@ -590,5 +592,12 @@ out:
 	free(o.fut);
 	free(o.end);
 	free(o.gw);
+	free(o.istart);
+	free(o.ik);
+	free(o.past);
+	free(o.out);
+	free(o.rr);
+	free(o.mv);
+	free(o.mv_was);
 	return h;
 }

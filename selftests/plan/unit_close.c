@@ -108,11 +108,11 @@ TEST(off_gap_closes_at_a_third_range)
 	toff[kd] = 2048;
 	ASSERT_EQ(0, intervals_fit(p, asz, off, toff, 4096));
 	/* at either address of A only: nothing to do */
-	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, false, 0));
+	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, 0, 0));
 	EXPECT_EQ(1, off[ka]);
 	EXPECT_EQ(2048, ortmem__plan_gap_cost(p, off));
 	/* anywhere: the tightest free range over steps 0-3 */
-	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, true, 0));
+	ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, ORTMEM__PLAN_CLOSE_ANY, 0));
 	EXPECT_EQ(0, off[ka]);
 	EXPECT_EQ(2304, toff[ka]);
 	EXPECT_EQ(2304, toff[ka + 1]);
@@ -204,17 +204,17 @@ static void alt_checks(struct __test_metadata *_metadata, const struct ortmem_pl
 	ASSERT_TRUE(o1 && o2 && t1 && t2);
 	ASSERT_NE(UINT64_MAX, ortmem__plan_online(p, asz, budget, 1, guide, NULL, o1, t1));
 	ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, 0, guide, NULL,
-						      o2, t2, &n_win));
+						      o2, t2, &n_win, 0));
 	EXPECT_EQ(0, memcmp(o1, o2, nt));
 	EXPECT_EQ(0, memcmp(t1, t2, sizeof(*t1) * nt));
 	for (i = 0; i < 2; i++) {
 		ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, alts[i], guide,
-							      NULL, o2, t2, &n_alt));
+							      NULL, o2, t2, &n_alt, 0));
 		EXPECT_EQ(0, intervals_fit(p, asz, o2, t2, budget));
 	}
 	if (n_win) {
 		ASSERT_NE(UINT64_MAX, ortmem__plan_online_alt(p, asz, budget, 1, 1, guide, NULL,
-							      o2, t2, &n_alt));
+							      o2, t2, &n_alt, 0));
 		EXPECT_EQ(0, intervals_fit(p, asz, o2, t2, budget));
 		if (memcmp(o1, o2, nt) || memcmp(t1, t2, sizeof(*t1) * nt))
 			(*differed)++;
@@ -282,7 +282,7 @@ TEST_TIMEOUT(closing_and_following_random_plans, 120)
 		alt_checks(_metadata, p, asz, budget, off, &seed, &differed);
 		/* closing anywhere */
 		before = ortmem__plan_gap_cost(p, off);
-		ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, true, 0));
+		ASSERT_EQ(0, ortmem__plan_close_gaps(p, asz, off, toff, ORTMEM__PLAN_CLOSE_ANY, 0));
 		EXPECT_LE(ortmem__plan_gap_cost(p, off), before);
 		tried++;
 		EXPECT_EQ(0, intervals_fit(p, asz, off, toff, budget));

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/plan/plan_online.h - the allocator's pass (plan_online.c) as the
+ * files that extend it see it: its state, and moving resident intervals
+ * back in time (plan_retro.c).  Private to lib/plan/.
+ */
+#ifndef ORTMEM_LIB_PLAN_ONLINE_H
+#define ORTMEM_LIB_PLAN_ONLINE_H
+
+#include "plan_internal.h"
+
+struct ol {
+	const struct ortmem_plan *plan;
+	uint64_t budget;
+	const uint64_t *asz;
+	const uint8_t *guide;	/* per touch: a gap the sweep sent off, or NULL */
+	const uint64_t *hint;	/* per touch: an offset to take when free, or NULL */
+	uint8_t *off;		/* per touch: the gap it opens is off */
+	uint64_t *toff;		/* per touch: device offset */
+	uint32_t *cur;		/* per buffer: its latest touch, or UINT32_MAX */
+	uint64_t *addr;		/* per buffer, while resident */
+	bool *res, *pin, *written;
+	bool *gw;		/* per buffer: the guide writes it out anyway */
+	uint32_t *live;		/* resident buffers */
+	uint32_t n_live;
+	uint64_t (*hole)[3];	/* scratch: occupied ranges, buffer */
+	uint32_t *st_idx, *st_k;	/* touches per step, CSR */
+	struct ol_iv *fut;	/* hinted intervals by first step (hint && guide) */
+	uint32_t n_fut;
+	uint32_t *end;		/* per resident buffer: its planned end */
+	bool endfit;
+	uint32_t n_win;		/* windows cleared so far */
+	uint32_t alt;		/* bit i: the i-th clearing takes the second cheapest */
+	uint32_t s;		/* the step being placed */
+	/* moving resident intervals back in time (plan_retro.c) */
+	bool retro;
+	uint64_t retro_by;	/* the clock it stops at; 0: none */
+	uint32_t *istart, *ik;	/* per resident buffer: its interval's first step, touch */
+	struct ol_past *past;	/* closed intervals, in the order they closed */
+	uint32_t n_past;
+	bool *out;		/* per buffer: taken out of the way for a move */
+	uint64_t (*rr)[2];	/* scratch: occupied ranges */
+	uint32_t *mv;		/* scratch: the residents a move displaces */
+	uint64_t *mv_was;
+};
+
+/* A closed resident interval: steps [lo, hi) at @addr, closed at step @drop. */
+struct ol_past {
+	uint32_t lo, hi, drop;
+	uint64_t addr, size;
+};
+
+/* A resident interval of the hinted layout: steps [lo, hi) at @addr. */
+struct ol_iv {
+	uint32_t lo, hi;
+	uint32_t buf;
+	uint64_t addr, size;
+};
+
+/* plan_retro.c: where no hole holds @size, the start of a window made by
+ * moving the residents in its way to ranges free since their intervals
+ * began (no bytes move), or UINT64_MAX.  o->hole holds the @d residents'
+ * ranges (ol_fit()). */
+uint64_t ortmem__plan_retro(struct ol *o, uint32_t d, uint64_t size);
+
+#endif /* ORTMEM_LIB_PLAN_ONLINE_H */
