@@ -18,7 +18,8 @@
 
 struct pm_event {
 	uint64_t t;
-	int64_t bytes;		/* + at a start, - at an end */
+	uint64_t size;
+	bool start;
 };
 
 static int pm_cmp(const void *a, const void *b)
@@ -28,7 +29,7 @@ static int pm_cmp(const void *a, const void *b)
 	/* ends first at equal times: lifetimes are half-open */
 	if (x->t != y->t)
 		return x->t < y->t ? -1 : 1;
-	return (x->bytes > 0) - (y->bytes > 0);
+	return (int)x->start - (int)y->start;
 }
 
 /*
@@ -38,8 +39,7 @@ static int pm_cmp(const void *a, const void *b)
 static bool pm_peak_late(const struct packer *pk)
 {
 	struct pm_event *ev = malloc(sizeof(*ev) * 2 * (pk->n ? pk->n : 1));
-	uint64_t lo = UINT64_MAX, hi = 0, peak_t = 0;
-	int64_t live = 0, most = -1;
+	uint64_t lo = UINT64_MAX, hi = 0, peak_t = 0, live = 0, most = 0;
 	uint32_t i, ne = 0;
 
 	if (!ev)
@@ -49,14 +49,16 @@ static bool pm_peak_late(const struct packer *pk)
 
 		if (!ortmem__pk_live(x))
 			continue;
-		ev[ne++] = (struct pm_event){ x->lo, (int64_t)x->size };
-		ev[ne++] = (struct pm_event){ x->hi, -(int64_t)x->size };
+		ev[ne++] = (struct pm_event){ x->lo, x->size, true };
+		ev[ne++] = (struct pm_event){ x->hi, x->size, false };
 		lo = x->lo < lo ? x->lo : lo;
 		hi = x->hi > hi ? x->hi : hi;
 	}
 	qsort(ev, ne, sizeof(*ev), pm_cmp);
+	/* Sizes are counted modulo 2^64, as the lower bound's sweep does: a
+	 * total past that is no instance the race takes. */
 	for (i = 0; i < ne; i++) {
-		live += ev[i].bytes;
+		live = ev[i].start ? live + ev[i].size : live - ev[i].size;
 		if (live > most) {
 			most = live;
 			peak_t = ev[i].t;
