@@ -15,6 +15,7 @@
  *   pack_diver.c    the driver of resumable dives over the skyline
  *   pack_dive.c     heuristic dives: a packing under a height H?
  *   pack_compact.c  the complete compact search under a height H
+ *   pack_mirror.c   the items with time turned around, for a helper
  *   pack_race.c     probes of the height raced in turns
  *   pack.c          the driver: lower bound, portfolio, the searches
  */
@@ -294,6 +295,12 @@ void ortmem__pk_compact_free(struct pk_compact *d);
  * pk_probe, or -ENOMEM. */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes);
+/*
+ * pack_mirror.c: the items with time turned around (t -> end - t), for a
+ * helper racer, when the step where the most bytes are live lies in the
+ * later half of time; else (or out of memory) NULL.  Free with free().
+ */
+struct pk_item *ortmem__pk_mirror(const struct packer *pk);
 /* pack_bnb.c: exact search; true when it finished (best is optimal). */
 bool ortmem__pk_bnb(struct packer *pk);
 

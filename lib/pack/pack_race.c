@@ -33,7 +33,10 @@
  * (a spread of policies is steadier than one).  The racers share the best
  * height and the proven bound, so that each probes below the best any of
  * them found, and all stop when one proves it.  The best packing of all
- * is kept.
+ * is kept.  When the step where the most bytes are live lies in the later
+ * half of time, every other helper races on the items with time turned
+ * around (pack_mirror.c): the dives fill from the left, so that racer
+ * packs the tightest step first.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -256,11 +259,14 @@ static void ps_run(struct ps *s, uint32_t threads)
 {
 	struct packer *pk = s->pk;
 	struct ps_helper *hp = NULL;
+	struct pk_item *mirror = NULL;
 	uint32_t t, nh = threads > 1 ? threads - 1 : 0;
 	sigset_t all, old;
 
 	if (nh)
 		hp = calloc(nh, sizeof(*hp));
+	if (hp)
+		mirror = ortmem__pk_mirror(pk);
 	/* Helpers take no signal: the caller's handlers run where it expects. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -270,6 +276,9 @@ static void ps_run(struct ps *s, uint32_t threads)
 
 		if (ortmem__pk_clone(&hp[t].pk, pk, seed))
 			break;
+		/* Every other helper races on the mirror, when there is one. */
+		if (mirror && !(t & 1))
+			hp[t].pk.it = mirror;
 		hp[t].started = ps_init(&hp[t].s, &hp[t].pk, s, false);
 		/* Another first step, and a step that grows more slowly: the
 		 * racers spread over the heights. */
@@ -293,6 +302,7 @@ static void ps_run(struct ps *s, uint32_t threads)
 		ortmem__pk_clone_free(&hp[t].pk);
 	}
 	free(hp);
+	free(mirror);
 	ps_sync(s);
 }
 
