@@ -117,10 +117,22 @@ struct ortmem_backend_ops {
 	 */
 	void *(*staging_alloc)(void *ctx, uint64_t size);
 	void (*staging_free)(void *ctx, void *p, uint64_t size);
+	/* ORTMEM_BACKEND_* below; 0 (or a struct without the field): the
+	 * governor calls this backend's hooks one at a time.  64 bits, so
+	 * the struct ends with no padding that a copy could leave dirty. */
+	uint64_t flags;
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_backend_ops__last_field staging_free
+#define ortmem_backend_ops__last_field flags
+
+/*
+ * The backend's hooks (alloc, free, store, read, write, busy, demote,
+ * promote) may run on several threads at once, on different allocations.
+ * Without it the governor holds a lock of the tier around each hook.
+ */
+#define ORTMEM_BACKEND_CONCURRENT ((uint64_t)1 << 0)
+#define ORTMEM_BACKEND_FLAGS_ALL ORTMEM_BACKEND_CONCURRENT
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.
