@@ -8,10 +8,11 @@
  * ortmem_gov_set_backend(), which the caller must not race with any other
  * call on that governor.  Reserve, release, pin and unpin of resident
  * allocations take no lock (per-thread budget credit and slot cache);
- * the slow paths (backend calls, reclaim, demotion, promotion, deferred
- * release, quarantine) serialise on one mutex per governor.  Backend hooks
- * are called with that mutex held, one at a time, and must not call back
- * into the governor.  Reclaim callbacks are called with no governor lock
+ * the slow paths (reclaim, demotion, promotion, deferred release,
+ * quarantine) serialise on one mutex per governor, which is released while
+ * a backend allocates or a demotion or promotion copies bytes.  Backend
+ * hooks run with or without it, one at a time per tier unless the backend
+ * says ORTMEM_BACKEND_CONCURRENT, and must not call back into the governor.  Reclaim callbacks are called with no governor lock
  * held and may call any function here except ortmem_gov_close().
  */
 #ifndef ORTMEM_GOVERNOR_H

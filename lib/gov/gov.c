@@ -357,14 +357,13 @@ ORTMEM_API int ortmem_gov_alloc(struct ortmem_gov *gov, int tier,
 	ret = ortmem__gov_charge(gov, tier, role, size);
 	if (ret)
 		goto err_slot;
-	pthread_mutex_lock(&gov->lock);
+	/* The slot is not published yet: only the backend's own lock. */
 	ortmem_error_clear();
 	locked = ortmem__hook_lock(t);
 	ret = t->ops.alloc(t->ctx, size, &bh);
 	ortmem__hook_unlock(t, locked);
 	if (ret)
 		ret = ortmem__backend_hook_failed(t, tier, ret, size, "alloc");
-	pthread_mutex_unlock(&gov->lock);
 	if (ret)
 		goto err_charge;
 	gov_slot_publish(gov, idx, tier, role, size, SLOT_KIND_ALLOC, flags, bh,
