@@ -8,10 +8,11 @@
  * ortmem_gov_set_backend(), which the caller must not race with any other
  * call on that governor.  Reserve, release, pin and unpin of resident
  * allocations take no lock (per-thread budget credit and slot cache);
- * the slow paths (backend calls, reclaim, demotion, promotion, deferred
- * release, quarantine) serialise on one mutex per governor.  Backend hooks
- * are called with that mutex held, one at a time, and must not call back
- * into the governor.  Reclaim callbacks are called with no governor lock
+ * the slow paths (reclaim, demotion, promotion, deferred release,
+ * quarantine) serialise on one mutex per governor, which is released while
+ * a backend allocates or a demotion or promotion copies bytes.  Backend
+ * hooks run with or without it, one at a time per tier unless the backend
+ * says ORTMEM_BACKEND_CONCURRENT, and must not call back into the governor.  Reclaim callbacks are called with no governor lock
  * held and may call any function here except ortmem_gov_close().
  */
 #ifndef ORTMEM_GOVERNOR_H
@@ -117,10 +118,22 @@ struct ortmem_backend_ops {
 	 */
 	void *(*staging_alloc)(void *ctx, uint64_t size);
 	void (*staging_free)(void *ctx, void *p, uint64_t size);
+	/* ORTMEM_BACKEND_* below; 0 (or a struct without the field): the
+	 * governor calls this backend's hooks one at a time.  64 bits, so
+	 * the struct ends with no padding that a copy could leave dirty. */
+	uint64_t flags;
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_backend_ops__last_field staging_free
+#define ortmem_backend_ops__last_field flags
+
+/*
+ * The backend's hooks (alloc, free, store, read, write, busy, demote,
+ * promote) may run on several threads at once, on different allocations.
+ * Without it the governor holds a lock of the tier around each hook.
+ */
+#define ORTMEM_BACKEND_CONCURRENT ((uint64_t)1 << 0)
+#define ORTMEM_BACKEND_FLAGS_ALL ORTMEM_BACKEND_CONCURRENT
 
 /**
  * ortmem_backend_heap() - The "heap" backend: plain process memory.

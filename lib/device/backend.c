@@ -98,6 +98,8 @@ static void device_staging_free(void *ctx, void *p, uint64_t size)
 static const struct ortmem_backend_ops device_ops = {
 	.sz = sizeof(struct ortmem_backend_ops),
 	.name = "device",
+	/* ortmem_device_open(3): any call from any thread. */
+	.flags = ORTMEM_BACKEND_CONCURRENT,
 	.caps = device_caps,
 	.alloc = device_alloc,
 	.free = device_free,

@@ -61,6 +61,8 @@ static void *heap_ptr(void *ctx, uint64_t bh)
 static const struct ortmem_backend_ops heap_ops = {
 	.sz = sizeof(struct ortmem_backend_ops),
 	.name = "heap",
+	/* malloc and mmap are thread-safe. */
+	.flags = ORTMEM_BACKEND_CONCURRENT,
 	.caps = heap_caps,
 	.alloc = heap_alloc,
 	.free = heap_free,

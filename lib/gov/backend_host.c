@@ -71,6 +71,8 @@ static void *host_ptr(void *ctx, uint64_t bh)
 static const struct ortmem_backend_ops host_ops = {
 	.sz = sizeof(struct ortmem_backend_ops),
 	.name = "host",
+	/* ortmem_host_open(3): any number of threads at once. */
+	.flags = ORTMEM_BACKEND_CONCURRENT,
 	.caps = host_caps,
 	.alloc = host_alloc,
 	.free = host_free,

@@ -33,6 +33,8 @@ static int spill_free(void *ctx, uint64_t bh, uint64_t size, uint64_t *freedp)
 static const struct ortmem_backend_ops spill_ops = {
 	.sz = sizeof(struct ortmem_backend_ops),
 	.name = "spill",
+	/* ortmem_spill_open(3): its calls are thread-safe. */
+	.flags = ORTMEM_BACKEND_CONCURRENT,
 	.free = spill_free,
 	.store = spill_store,
 	.read = spill_read,

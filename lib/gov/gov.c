@@ -48,18 +48,38 @@ static int gov_check_opts(const struct ortmem_gov_opts *opts)
 
 static int gov_init_locks(struct ortmem_gov *gov)
 {
+	int t;
+
 	if (pthread_mutex_init(&gov->lock, NULL))
 		return -ENOMEM;
 	if (pthread_mutex_init(&gov->thr_lock, NULL))
 		goto err_lock;
 	if (pthread_mutex_init(&gov->slot_lock, NULL))
 		goto err_thr;
+	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
+		if (pthread_mutex_init(&gov->tiers[t].hook_lock, NULL))
+			goto err_hooks;
 	return 0;
+err_hooks:
+	while (t--)
+		pthread_mutex_destroy(&gov->tiers[t].hook_lock);
+	pthread_mutex_destroy(&gov->slot_lock);
 err_thr:
 	pthread_mutex_destroy(&gov->thr_lock);
 err_lock:
 	pthread_mutex_destroy(&gov->lock);
 	return -ENOMEM;
+}
+
+static void gov_destroy_locks(struct ortmem_gov *gov)
+{
+	int t;
+
+	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
+		pthread_mutex_destroy(&gov->tiers[t].hook_lock);
+	pthread_mutex_destroy(&gov->slot_lock);
+	pthread_mutex_destroy(&gov->thr_lock);
+	pthread_mutex_destroy(&gov->lock);
 }
 
 ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
@@ -108,15 +128,11 @@ ORTMEM_API int ortmem_gov_open(const struct ortmem_gov_opts *opts,
 	*govp = gov;
 	return 0;
 err_tag:
-	pthread_mutex_destroy(&gov->slot_lock);
-	pthread_mutex_destroy(&gov->thr_lock);
-	pthread_mutex_destroy(&gov->lock);
+	gov_destroy_locks(gov);
 	free(gov);
 	return ret;
 err_locks:
-	pthread_mutex_destroy(&gov->slot_lock);
-	pthread_mutex_destroy(&gov->thr_lock);
-	pthread_mutex_destroy(&gov->lock);
+	gov_destroy_locks(gov);
 err_free:
 	free(gov);
 	return ortmem__err_plain(-ENOMEM, "cannot allocate the governor's tables");
@@ -174,9 +190,7 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 	ortmem__tag_give(gov);
 	ortmem__binding_fini(gov);
 	ortmem__staging_fini(gov);
-	pthread_mutex_destroy(&gov->slot_lock);
-	pthread_mutex_destroy(&gov->thr_lock);
-	pthread_mutex_destroy(&gov->lock);
+	gov_destroy_locks(gov);
 	free(gov);
 }
 
@@ -320,6 +334,7 @@ ORTMEM_API int ortmem_gov_alloc(struct ortmem_gov *gov, int tier,
 	struct gov_tier *t;
 	uint64_t bh = 0;
 	uint32_t idx;
+	bool locked;
 	int ret;
 
 	ret = gov_check_args(gov, tier, role, size, hp);
@@ -342,12 +357,13 @@ ORTMEM_API int ortmem_gov_alloc(struct ortmem_gov *gov, int tier,
 	ret = ortmem__gov_charge(gov, tier, role, size);
 	if (ret)
 		goto err_slot;
-	pthread_mutex_lock(&gov->lock);
+	/* The slot is not published yet: only the backend's own lock. */
 	ortmem_error_clear();
+	locked = ortmem__hook_lock(t);
 	ret = t->ops.alloc(t->ctx, size, &bh);
+	ortmem__hook_unlock(t, locked);
 	if (ret)
 		ret = ortmem__backend_hook_failed(t, tier, ret, size, "alloc");
-	pthread_mutex_unlock(&gov->lock);
 	if (ret)
 		goto err_charge;
 	gov_slot_publish(gov, idx, tier, role, size, SLOT_KIND_ALLOC, flags, bh,

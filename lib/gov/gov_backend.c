@@ -40,6 +40,12 @@ static int backend_check(int tier, const struct ortmem_backend_ops *ops)
 		return ortmem__err_invalid(tier, 0,
 			"backend '%s' has neither an alloc nor a store hook, so it can hold nothing",
 			ORTMEM_OPTS_GET(ops, name, NULL) ?: "?");
+	if (ORTMEM_OPTS_GET(ops, flags, 0) & ~ORTMEM_BACKEND_FLAGS_ALL)
+		return ortmem__err_invalid(tier, 0,
+			"backend '%s' has unknown flags %#" PRIx64 "; the library knows ORTMEM_BACKEND_CONCURRENT (%#" PRIx64 ")",
+			ORTMEM_OPTS_GET(ops, name, NULL) ?: "?",
+			ORTMEM_OPTS_GET(ops, flags, 0) & ~ORTMEM_BACKEND_FLAGS_ALL,
+			ORTMEM_BACKEND_FLAGS_ALL);
 	if (!ORTMEM_OPTS_GET(ops, staging_alloc, NULL) !=
 	    !ORTMEM_OPTS_GET(ops, staging_free, NULL))
 		return ortmem__err_invalid(tier, 0,
@@ -82,7 +88,7 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 	}
 	t = &gov->tiers[tier];
 	pthread_mutex_lock(&gov->lock);
-	if (gov_tier_in_use(gov, tier)) {
+	if (gov_tier_in_use(gov, tier) || atomic_load(&t->moving)) {
 		pthread_mutex_unlock(&gov->lock);
 		return ortmem__err_plain(-EBUSY,
 			"the %s tier still holds allocations of backend '%s'; release them before changing its backend",
@@ -93,6 +99,8 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 	ortmem__staging_fini(gov);
 	memset(&t->ops, 0, sizeof(t->ops));
 	t->has_backend = ops != NULL;
+	t->concurrent = ops && (ORTMEM_OPTS_GET(ops, flags, 0) &
+				ORTMEM_BACKEND_CONCURRENT);
 	t->ctx = ctx;
 	t->name[0] = '\0';
 	if (ops) {
@@ -169,11 +177,14 @@ int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
 			 uint64_t size, uint64_t *freedp)
 {
 	struct gov_tier *t = &gov->tiers[tier];
+	bool locked;
 	int ret;
 
 	*freedp = 0;
 	ortmem_error_clear();
+	locked = ortmem__hook_lock(t);
 	ret = t->ops.free(t->ctx, bh, size, freedp);
+	ortmem__hook_unlock(t, locked);
 	if (!ret) {
 		*freedp = size;
 		return 0;
@@ -183,10 +194,20 @@ int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
 	return ortmem__backend_hook_failed(t, tier, ret, size, "free");
 }
 
+int ortmem__backend_busy(struct gov_tier *t, uint64_t bh)
+{
+	bool locked = ortmem__hook_lock(t);
+	int ret = t->ops.busy(t->ctx, bh);
+
+	ortmem__hook_unlock(t, locked);
+	return ret;
+}
+
 /* The source bytes as a CPU address: direct, or read into *@bouncep. */
 static int move_source(struct gov_tier *src, int from, uint64_t bh,
 		       uint64_t size, const void **datap, void **bouncep)
 {
+	bool locked;
 	int ret;
 
 	*bouncep = NULL;
@@ -199,7 +220,9 @@ static int move_source(struct gov_tier *src, int from, uint64_t bh,
 			"cannot allocate a %" PRIu64 "-byte bounce buffer to move data out of the %s tier",
 			size, ortmem_tier_name(from));
 	ortmem_error_clear();
+	locked = ortmem__hook_lock(src);
 	ret = src->ops.read(src->ctx, bh, *bouncep, size);
+	ortmem__hook_unlock(src, locked);
 	if (ret) {
 		ret = ortmem__backend_hook_failed(src, from, ret, size, "read");
 		free(*bouncep);
@@ -214,32 +237,45 @@ static int move_sink(struct gov_tier *dst, int to, const void *data,
 		     uint64_t size, uint64_t *bhp)
 {
 	uint64_t freed;
+	bool locked;
 	int ret;
 
 	ortmem_error_clear();
 	if (dst->ops.store) {
+		locked = ortmem__hook_lock(dst);
 		ret = dst->ops.store(dst->ctx, data, size, bhp);
+		ortmem__hook_unlock(dst, locked);
 		return ret ? ortmem__backend_hook_failed(dst, to, ret, size,
 							 "store") : 0;
 	}
+	locked = ortmem__hook_lock(dst);
 	ret = dst->ops.alloc(dst->ctx, size, bhp);
+	ortmem__hook_unlock(dst, locked);
 	if (ret)
 		return ortmem__backend_hook_failed(dst, to, ret, size, "alloc");
 	if (ortmem__backend_caps(dst) & ORTMEM_BACKEND_CAP_HOST_POINTER) {
 		memcpy(dst->ops.ptr(dst->ctx, *bhp), data, size);
 		return 0;
 	}
+	locked = ortmem__hook_lock(dst);
 	ret = dst->ops.write(dst->ctx, *bhp, data, size);
+	ortmem__hook_unlock(dst, locked);
 	if (!ret)
 		return 0;
 	ret = ortmem__backend_hook_failed(dst, to, ret, size, "write");
+	locked = ortmem__hook_lock(dst);
 	if (dst->ops.free(dst->ctx, *bhp, size, &freed))
 		pr_err("backend '%s' leaked %" PRIu64 " bytes: free after a failed write failed too",
 		       dst->name, size - freed);
+	ortmem__hook_unlock(dst, locked);
 	return ret;
 }
 
-/* Copy @size bytes of @bh on tier @from into a new allocation on @to. */
+/*
+ * Copy @size bytes of @bh on tier @from into a new allocation on @to.
+ * Runs without gov->lock: the caller owns the slot (MOVING) and counts the
+ * move in both tiers' moving, so neither backend changes meanwhile.
+ */
 int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
 			 int to, uint64_t size, uint64_t *newbhp)
 {

@@ -149,7 +149,7 @@ int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
 
 	if (t->ops.busy && !ortmem__file_absent(s)) {
 		ortmem_error_clear();
-		busy = t->ops.busy(t->ctx, atomic_load(&s->bh));
+		busy = ortmem__backend_busy(t, atomic_load(&s->bh));
 		if (busy > 0)
 			return ortmem__deferred_queue(gov, idx, id, NULL, NULL);
 		if (busy < 0) {
@@ -177,7 +177,7 @@ static int deferred_ready(struct ortmem_gov *gov, struct gov_deferred *d)
 		return d->ready(d->arg);
 	if (atomic_load(&s->kind) != SLOT_KIND_ALLOC || !t->ops.busy)
 		return 1;
-	ret = t->ops.busy(t->ctx, atomic_load(&s->bh));
+	ret = ortmem__backend_busy(t, atomic_load(&s->bh));
 	return ret > 0 ? 0 : ret < 0 ? ret : 1;
 }
 
@@ -297,7 +297,7 @@ static bool quarantine_retry_one(struct ortmem_gov *gov,
 	if (q->e.owner == ORTMEM_OWNER_INFLIGHT) {
 		ortmem_error_clear();
 		ret = q->ready ? q->ready(q->arg) :
-		      t->ops.busy ? !t->ops.busy(t->ctx, q->bh) : 1;
+		      t->ops.busy ? !ortmem__backend_busy(t, q->bh) : 1;
 		if (ret <= 0)
 			return false;
 		q->e.owner = ORTMEM_OWNER_BACKEND;

@@ -100,6 +100,7 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_slot *s, int home,
 	struct gov_fsrc *src = slot_src(s);
 	struct gov_tier *t = &gov->tiers[home];
 	struct gov_bounce *b;
+	bool locked;
 	void *dst;
 	int ret;
 
@@ -120,12 +121,14 @@ static int file_copy_in(struct ortmem_gov *gov, struct gov_slot *s, int home,
 			size, ortmem_tier_name(home));
 	ret = file_read(src, b->data, size);
 	if (!ret) {
-		pthread_mutex_lock(&gov->lock);
+		/* Nor while the backend copies it on (the device tier's
+		 * synchronous copy of a whole layer). */
 		ortmem_error_clear();
+		locked = ortmem__hook_lock(t);
 		ret = t->ops.write(t->ctx, bh, b->data, size);
+		ortmem__hook_unlock(t, locked);
 		if (ret)
 			ret = ortmem__backend_hook_failed(t, home, ret, size, "write");
-		pthread_mutex_unlock(&gov->lock);
 	}
 	ortmem__staging_put(gov, b);
 	return ret;
@@ -138,6 +141,7 @@ int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
 	struct gov_tier *t = &gov->tiers[home];
 	uint64_t size = atomic_load(&s->size), freed;
 	struct ortmem_error saved;
+	bool locked;
 	int ret;
 
 	if (!t->has_backend || !t->ops.alloc ||
@@ -148,12 +152,12 @@ int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
 			ortmem_tier_name(home));
 	/* @reuse: *@nbhp was handed over by ortmem__file_recycle_locked(). */
 	if (!reuse) {
-		pthread_mutex_lock(&gov->lock);
 		ortmem_error_clear();
+		locked = ortmem__hook_lock(t);
 		ret = t->ops.alloc(t->ctx, size, nbhp);
+		ortmem__hook_unlock(t, locked);
 		if (ret)
 			ret = ortmem__backend_hook_failed(t, home, ret, size, "alloc");
-		pthread_mutex_unlock(&gov->lock);
 		if (ret)
 			return ret;
 	}
@@ -161,11 +165,11 @@ int ortmem__file_fill(struct ortmem_gov *gov, uint32_t idx, int home,
 	if (!ret)
 		return 0;
 	saved = *ortmem_last_error();
-	pthread_mutex_lock(&gov->lock);
+	locked = ortmem__hook_lock(t);
 	if (t->ops.free(t->ctx, *nbhp, size, &freed))
 		pr_err("backend '%s' leaked %" PRIu64 " bytes: free after a failed file read failed too",
 		       t->name, size - freed);
-	pthread_mutex_unlock(&gov->lock);
+	ortmem__hook_unlock(t, locked);
 	return ortmem__err_restore(&saved, ret);
 }
 

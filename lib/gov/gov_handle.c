@@ -392,8 +392,5 @@ ORTMEM_API int ortmem_gov_demote(struct ortmem_gov *gov, struct ortmem_handle h)
 	}
 	if (!slot_is_live(w))
 		return ortmem__slot_refuse(gov, h, w, "demote");
-	pthread_mutex_lock(&gov->lock);
-	ret = ortmem__demote_locked(gov, idx, slot_gen(w));
-	pthread_mutex_unlock(&gov->lock);
-	return ret;
+	return ortmem__demote(gov, idx, slot_gen(w));
 }

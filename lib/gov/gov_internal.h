@@ -29,8 +29,11 @@
  *   share_memfd.c   the built-in shared mapping of prefixes (a plugin too)
  *
  * Locking (outermost first): ortmem__thr_lock (global, per-thread blocks)
- * -> gov->lock (slow paths, backends, queues) -> gov->thr_lock (thread list,
- * credit drains) -> gov->slot_lock (global free-slot stack).
+ * -> gov->lock (slow paths, queues) -> gov->thr_lock (thread list,
+ * credit drains) -> gov->slot_lock (global free-slot stack).  A tier's
+ * hook_lock (one backend hook at a time, for backends that are not
+ * ORTMEM_BACKEND_CONCURRENT) is taken after any of them and nothing is
+ * taken under it.  The copy of a move runs without gov->lock.
  * The fast paths take none of them.
  */
 #ifndef ORTMEM_LIB_GOV_INTERNAL_H
@@ -192,12 +195,36 @@ struct gov_tier {
 	_Atomic uint64_t refusals;
 	_Atomic uint64_t quarantined;
 	_Atomic uint64_t deferred;
+	/* Moves (gov_move.c) copying from or to the tier now, which run
+	 * without gov->lock: the backend cannot change under them.  Changed
+	 * under gov->lock. */
+	_Atomic uint32_t moving;
 	/* Backend: set before use, read-only after (ortmem_gov_set_backend). */
 	struct ortmem_backend_ops ops;
 	void *ctx;
 	bool has_backend;
+	bool concurrent;	/* ops.flags has ORTMEM_BACKEND_CONCURRENT */
 	char name[32];
+	/* Held around each hook of a backend that is not concurrent:
+	 * innermost, after gov->lock where that is held. */
+	pthread_mutex_t hook_lock;
 } __attribute__((aligned(GOV_CACHELINE)));
+
+/* Serialize a hook call of @t unless its backend is concurrent; pass what
+ * this returned to ortmem__hook_unlock(). */
+static inline bool ortmem__hook_lock(struct gov_tier *t)
+{
+	if (t->concurrent)
+		return false;
+	pthread_mutex_lock(&t->hook_lock);
+	return true;
+}
+
+static inline void ortmem__hook_unlock(struct gov_tier *t, bool locked)
+{
+	if (locked)
+		pthread_mutex_unlock(&t->hook_lock);
+}
 
 #define GOV_MAG 64
 #define GOV_MAG_BATCH 32
@@ -438,6 +465,8 @@ int ortmem__backend_move(struct ortmem_gov *gov, int from, uint64_t bh,
 			 int to, uint64_t size, uint64_t *newbhp);
 int ortmem__backend_free(struct ortmem_gov *gov, int tier, uint64_t bh,
 			 uint64_t size, uint64_t *freedp);
+/* @t's busy hook (it has one) on @bh. */
+int ortmem__backend_busy(struct gov_tier *t, uint64_t bh);
 
 /* gov_deferred.c: deferred release and quarantine. */
 int ortmem__backend_release_locked(struct ortmem_gov *gov, uint32_t idx,
@@ -488,7 +517,9 @@ void ortmem__file_announce(struct ortmem_gov *gov, uint32_t idx, int home,
 			   uint64_t bh);
 
 /* gov_move.c: demotion, and the move back home. */
-int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
+/* Demote slot @idx if it still holds @gen; takes gov->lock itself (not
+ * held on entry) and drops it while the bytes are copied. */
+int ortmem__demote(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
 int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home);
 
 /* gov_reclaim.c: making room, and promotion that may need it. */

@@ -2,10 +2,15 @@
 /*
  * Demotion (device -> host -> disk) and the move back to the home tier,
  * through the backends.  Promotion, which first charges the home tier and
- * so may need room made, is in gov_reclaim.c.  The mover owns the slot (state MOVING) for the
- * whole move, so nobody pins or releases bytes in flight; the budget moves
- * with the bytes, and a source that cannot be freed afterwards is
- * quarantined with the backend as residual owner.
+ * so may need room made, is in gov_reclaim.c.  The mover owns the slot
+ * (state MOVING) for the whole move, so nobody pins or releases bytes in
+ * flight; the budget moves with the bytes, and a source that cannot be
+ * freed afterwards is quarantined with the backend as residual owner.
+ *
+ * A move claims the slot and charges the target under gov->lock, copies
+ * without it (a device copy or a disk write of a large layer would stall
+ * every other governor call), and commits under it again.  While it copies
+ * it is counted in both tiers' moving, which keeps their backends set.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -63,11 +68,14 @@ static int demote_in_place(struct ortmem_gov *gov, struct gov_slot *s,
 			   int from, uint64_t bh, uint64_t size)
 {
 	struct gov_tier *t = &gov->tiers[from];
+	bool locked;
 	int ret;
 
 	if (!t->ops.demote || !t->ops.promote)
 		return -EOPNOTSUPP;
+	locked = ortmem__hook_lock(t);
 	ret = t->ops.demote(t->ctx, bh, size);
+	ortmem__hook_unlock(t, locked);
 	if (ret)
 		return ret;
 	ortmem__tier_uncharge(gov, from, size);
@@ -76,8 +84,35 @@ static int demote_in_place(struct ortmem_gov *gov, struct gov_slot *s,
 	return 0;
 }
 
-/* Demote slot @idx if it still holds generation @gen. */
-int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
+static void move_begin_locked(struct ortmem_gov *gov, int from, int to)
+{
+	atomic_fetch_add(&gov->tiers[from].moving, 1);
+	atomic_fetch_add(&gov->tiers[to].moving, 1);
+}
+
+static void move_end_locked(struct ortmem_gov *gov, int from, int to)
+{
+	atomic_fetch_sub(&gov->tiers[from].moving, 1);
+	atomic_fetch_sub(&gov->tiers[to].moving, 1);
+}
+
+/* Copy the bytes of slot @idx (ours, MOVING) from @from to @to, charged
+ * already, with gov->lock held on entry and exit but not while copying. */
+static int move_copy_unlocked(struct ortmem_gov *gov, int from, uint64_t bh,
+			      int to, uint64_t size, uint64_t *nbhp)
+{
+	int ret;
+
+	move_begin_locked(gov, from, to);
+	pthread_mutex_unlock(&gov->lock);
+	ret = ortmem__backend_move(gov, from, bh, to, size, nbhp);
+	pthread_mutex_lock(&gov->lock);
+	move_end_locked(gov, from, to);
+	return ret;
+}
+
+/* Demote slot @idx if it still holds generation @gen (gov->lock held). */
+static int demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	uint64_t w = atomic_load(&s->word), size, bh, nbh = 0, id;
@@ -129,7 +164,7 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 		atomic_store(&s->word, w);
 		return to;
 	}
-	ret = ortmem__backend_move(gov, from, bh, to, size, &nbh);
+	ret = move_copy_unlocked(gov, from, bh, to, size, &nbh);
 	if (ret) {
 		ortmem__tier_uncharge(gov, to, size);
 		atomic_store(&s->word, w);
@@ -145,6 +180,16 @@ int ortmem__demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 	return 0;
 }
 
+int ortmem__demote(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
+{
+	int ret;
+
+	pthread_mutex_lock(&gov->lock);
+	ret = demote_locked(gov, idx, gen);
+	pthread_mutex_unlock(&gov->lock);
+	return ret;
+}
+
 /*
  * Move slot @idx (ours, state MOVING, its home tier already charged) back
  * to @home: 0, or -errno with the slot's bytes where they were.
@@ -158,18 +203,27 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 	int from = atomic_load(&s->tier), ret;
 
 	if (atomic_load(&s->src)) {
-		/* File-backed: read from the file, no lock while it reads. */
-		ret = ortmem__file_fill(gov, idx, home, false, &nbh);
-		if (ret)
-			return ret;
+		/* File-backed: read from the file, no lock while it reads;
+		 * counted as a move so the home tier's backend stays. */
 		pthread_mutex_lock(&gov->lock);
+		atomic_fetch_add(&gov->tiers[home].moving, 1);
+		pthread_mutex_unlock(&gov->lock);
+		ret = ortmem__file_fill(gov, idx, home, false, &nbh);
+		pthread_mutex_lock(&gov->lock);
+		atomic_fetch_sub(&gov->tiers[home].moving, 1);
+		if (ret) {
+			pthread_mutex_unlock(&gov->lock);
+			return ret;
+		}
 	} else {
 		pthread_mutex_lock(&gov->lock);
 		if (atomic_load(&s->in_place)) {
 			/* Demoted in place: the backend brings it back, same bh. */
 			struct gov_tier *t = &gov->tiers[from];
+			bool locked = ortmem__hook_lock(t);
 
 			ret = t->ops.promote(t->ctx, bh, size);
+			ortmem__hook_unlock(t, locked);
 			if (!ret) {
 				atomic_store(&s->in_place, 0);
 				atomic_fetch_add(&gov->tiers[home].promoted, size);
@@ -177,7 +231,7 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 			pthread_mutex_unlock(&gov->lock);
 			return ret;
 		}
-		ret = ortmem__backend_move(gov, from, bh, home, size, &nbh);
+		ret = move_copy_unlocked(gov, from, bh, home, size, &nbh);
 		if (ret) {
 			pthread_mutex_unlock(&gov->lock);
 			return ret;

@@ -169,6 +169,7 @@ static int reclaim_demote(struct ortmem_gov *gov, int tier, uint64_t size,
 {
 	unsigned int races = 0;
 	uint32_t idx, gen;
+	uint64_t victim_size;
 	int ret;
 
 	for (;;) {
@@ -177,11 +178,14 @@ static int reclaim_demote(struct ortmem_gov *gov, int tier, uint64_t size,
 			pthread_mutex_unlock(&gov->lock);
 			return -ENOSPC;
 		}
-		run->attempted = true;
-		ret = ortmem__demote_locked(gov, idx, gen);
-		if (!ret)
-			run->demoted += atomic_load(&gov->slots[idx].size);
+		victim_size = atomic_load(&gov->slots[idx].size);
 		pthread_mutex_unlock(&gov->lock);
+		run->attempted = true;
+		/* Another thread may take the victim before the demotion
+		 * claims it: the demotion checks @gen and refuses then. */
+		ret = ortmem__demote(gov, idx, gen);
+		if (!ret)
+			run->demoted += victim_size;
 		/* Pinned or released since we picked it: pick again. */
 		if ((ret == -EBUSY || ret == -ORTMEM_E_STALE_HANDLE) &&
 		    ++races < RECLAIM_RACES)

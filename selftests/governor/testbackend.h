@@ -92,7 +92,8 @@ static int tb_free(void *ctx, uint64_t bh, uint64_t size, uint64_t *freedp)
 		free(tb->buf[bh]);
 		tb->buf[bh] = NULL;
 		tb->live--;
-		tb->freed_order[tb->nfreed++] = (int)bh;
+		if (tb->nfreed < TB_MAX)	/* the first TB_MAX only */
+			tb->freed_order[tb->nfreed++] = (int)bh;
 		*freedp = size;
 	}
 	pthread_mutex_unlock(&tb->lock);
