@@ -16,54 +16,7 @@
 #include "../harness.h"
 #define PLAN_TEST_GRAPH
 #include "plan_test.h"
-
-static struct ortmem_plan *plan_with(uint64_t budget)
-{
-	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
-		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20);
-	struct ortmem_plan *p = NULL;
-
-	return ortmem_plan_new(&o, &p) ? NULL : p;
-}
-
-static uint64_t *aligned_sizes(const struct ortmem_plan *p)
-{
-	uint64_t *asz = malloc(sizeof(*asz) * (p->n_bufs + 1));
-	uint32_t b;
-
-	for (b = 0; asz && b < p->n_bufs; b++)
-		asz[b] = (p->bufs[b].size + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
-	return asz;
-}
-
-/* The resident intervals of (off, toff), checked to lie in [0, budget)
- * and not to overlap; 0 when they pass. */
-static int intervals_fit(const struct ortmem_plan *p, const uint64_t *asz,
-			 const uint8_t *off, const uint64_t *toff, uint64_t budget)
-{
-	uint32_t nt = p->touch_idx[p->n_bufs], n = 0, b, k, j;
-	struct pk_item *it = malloc(sizeof(*it) * (nt + 1));
-	uint64_t *at = malloc(sizeof(*at) * (nt + 1));
-	int ret = 0;
-
-	for (b = 0; b < p->n_bufs; b++)
-		for (k = p->touch_idx[b]; k < p->touch_idx[b + 1]; k = j + 1) {
-			for (j = k; j + 1 < p->touch_idx[b + 1] && !off[j]; j++)
-				if (toff[j + 1] != toff[k])
-					ret = -1;	/* moved without leaving */
-			if (asz[b] && toff[k] + asz[b] > budget)
-				ret = -1;
-			at[n] = toff[k];
-			it[n++] = (struct pk_item){ p->touch_step[k],
-				off[j] || j + 1 < p->touch_idx[b + 1] ?
-				p->touch_step[j] + 1ull : p->bufs[b].hi, asz[b] };
-		}
-	if (!ret)
-		ret = ortmem__plan_check_disjoint(it, at, n, NULL, NULL);
-	free(it);
-	free(at);
-	return ret;
-}
+#include "plan_layout.h"
 
 /*
  * A (1 KiB) is made at step 0 and read at step 3; B lives over steps 1-2
