@@ -321,6 +321,25 @@ TEST(first_plan_sweep_is_best_fit_in_start_order)
  * under each item (each on top of the conflicting items placed before it,
  * plus the gap) mostly fall, and settling again never raises them.
  */
+/* @pk->n random items of @it over @span steps (one in nine empty), its
+ * tables allocated and conflicts built for the settling tests below. */
+static int random_packer(struct packer *pk, struct pk_item *it, uint64_t *seed,
+			 uint64_t span)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < pk->n; i++) {
+		it[i].lo = rnd(seed) % span;
+		it[i].hi = it[i].lo + rnd(seed) % (span / 2 + 2);
+		it[i].size = (rnd(seed) % 9 == 0) ? 0 : 64 * (1 + rnd(seed) % 6);
+	}
+	pk->it = it;
+	pk->best_h = UINT64_MAX;
+	ret = ortmem__pk_alloc(pk);
+	return ret ? ret : ortmem__pk_build_conflicts(pk, false);
+}
+
 TEST(settled_packing_is_disjoint_and_never_higher)
 {
 	uint64_t seed = 8088;
@@ -333,15 +352,7 @@ TEST(settled_packing_is_disjoint_and_never_higher)
 		struct packer pk = { .n = n, .opts = { .deadline_ns = UINT64_MAX } };
 
 		ASSERT_NE(NULL, it);
-		for (i = 0; i < n; i++) {
-			it[i].lo = rnd(&seed) % span;
-			it[i].hi = it[i].lo + rnd(&seed) % (span / 2 + 2);
-			it[i].size = (rnd(&seed) % 9 == 0) ? 0 : 64 * (1 + rnd(&seed) % 6);
-		}
-		pk.it = it;
-		pk.best_h = UINT64_MAX;
-		ASSERT_EQ(0, ortmem__pk_alloc(&pk));
-		ASSERT_EQ(0, ortmem__pk_build_conflicts(&pk, false));
+		ASSERT_EQ(0, random_packer(&pk, it, &seed, span));
 		/* live items first, in id order, each over what came before */
 		for (i = 0; i < n; i++)
 			if (ortmem__pk_live(&it[i]))
@@ -411,15 +422,7 @@ TEST(best_fit_in_offset_order_raises_no_item)
 		ASSERT_NE(NULL, it);
 		was = calloc(n, sizeof(*was));
 		ASSERT_NE(NULL, was);
-		for (i = 0; i < n; i++) {
-			it[i].lo = rnd(&seed) % span;
-			it[i].hi = it[i].lo + rnd(&seed) % (span / 2 + 2);
-			it[i].size = (rnd(&seed) % 9 == 0) ? 0 : 64 * (1 + rnd(&seed) % 6);
-		}
-		pk.it = it;
-		pk.best_h = UINT64_MAX;
-		ASSERT_EQ(0, ortmem__pk_alloc(&pk));
-		ASSERT_EQ(0, ortmem__pk_build_conflicts(&pk, false));
+		ASSERT_EQ(0, random_packer(&pk, it, &seed, span));
 		/* a packing, built in a random order (not the offsets'): each
 		 * item on the conflicts built before it, plus slack */
 		for (i = 0; i < n; i++)
