@@ -530,4 +530,38 @@ TEST(unknown_backend_flags_are_refused)
 	ortmem_gov_close(gov);
 }
 
+/* The struct's size as a caller built it: an older one without flags (the
+ * bytes past its sz are not the library's to read), one whose sz cuts a
+ * field (a half copied hook or flags), one larger than the library's. */
+TEST(backend_ops_of_other_sizes)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = 4096 });
+	struct {
+		struct ortmem_backend_ops ops;
+		uint64_t future;
+	} big;
+	struct ortmem_gov *gov;
+
+	memset(&big, 0, sizeof(big));
+	big.ops.name = "sized";
+	big.ops.alloc = tb_alloc;
+	big.ops.free = tb_free;
+	big.ops.flags = ~0ull;	/* past an old struct's end: never read */
+	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+	big.ops.sz = offsetof(struct ortmem_backend_ops, flags);
+	EXPECT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	big.ops.sz = offsetof(struct ortmem_backend_ops, flags) + 4;
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	EXPECT_NE(NULL, strstr(ortmem_last_error()->reason, "ortmem_backend_ops"));
+	big.ops.flags = 0;
+	big.ops.sz = offsetof(struct ortmem_backend_ops, staging_free) + 4;
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	big.ops.sz = sizeof(big);
+	EXPECT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	big.future = 1;
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	EXPECT_NE(NULL, strstr(ortmem_last_error()->reason, "does not know"));
+	ortmem_gov_close(gov);
+}
+
 TEST_HARNESS_MAIN
