@@ -106,10 +106,16 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 	}
 	t = &gov->tiers[tier];
 	pthread_mutex_lock(&gov->lock);
-	if (gov_tier_in_use(gov, tier) || atomic_load(&t->moving)) {
+	if (gov_tier_in_use(gov, tier)) {
 		pthread_mutex_unlock(&gov->lock);
 		return ortmem__err_plain(-EBUSY,
 			"the %s tier still holds allocations of backend '%s'; release them before changing its backend",
+			ortmem_tier_name(tier), t->name);
+	}
+	if (atomic_load(&t->moving)) {
+		pthread_mutex_unlock(&gov->lock);
+		return ortmem__err_plain(-EBUSY,
+			"bytes are moving to or from the %s tier through backend '%s' (a demotion, promotion or prefetch); retry once it is done",
 			ortmem_tier_name(tier), t->name);
 	}
 	/* Spare staging buffers may belong to the old backend's ctx, which

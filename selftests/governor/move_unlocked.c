@@ -496,6 +496,7 @@ TEST_F_TIMEOUT(mu, a_prefetch_into_a_recycled_buffer_keeps_the_backend, 2 * GATE
 	busy = ortmem_gov_set_backend(self->gov, ORTMEM_TIER_HOST, &ops, &self->host);
 	set_flag(&self->host, &self->host.open);
 	EXPECT_EQ(-EBUSY, busy);
+	EXPECT_NE(NULL, strstr(ortmem_last_error()->reason, "prefetch"));
 	/* The pin waits for the prefetch; b is in a's old buffer, the only
 	 * one (this backend has no CPU pointer to compare through). */
 	ASSERT_EQ(0, ortmem_gov_pin(self->gov, b, 0, &p));
