@@ -738,6 +738,13 @@ static int do_run(struct opts *o)
 		r.compute_cpu_s += clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		r.proc_cpu_s += clock_s(CLOCK_PROCESS_CPUTIME_ID) - q0;
 	}
+	if (o->inject_spill_nth) {
+		/* A failed disk I/O stops the run: this one made fewer. */
+		fprintf(stderr, "ortmem-run: --inject-spill-fault %" PRIu64 ": the run ended before its disk I/O number %" PRIu64 ", so no fault was injected; give a smaller number\n",
+			o->inject_spill_nth, o->inject_spill_nth);
+		rc = 2;
+		goto out_arena;
+	}
 	if (peer_io && !procio_read_bytes(&io1) && io1 > io0) {
 		r.disk_bytes = io1 - io0;
 		r.disk_measured = 1;

@@ -137,6 +137,12 @@ for n in 1 2 3 4; do
 		fail "disk I/O $n: $(cat "$tmp/e")"
 	[ -s "$tmp/o" ] && fail "disk I/O $n: a report after the failure"
 done
+# One past the run's disk I/Os injects nothing: said, with no report.
+run --skip $skip --act-budget $b --act-host-budget 1 --inject-spill-fault 1000000 > "$tmp/o" 2> "$tmp/e"
+[ $? -eq 2 ] || fail "a spill fault past the run's disk I/Os went unsaid"
+grep -q -- "--inject-spill-fault 1000000: the run ended before its disk I/O number 1000000, so no fault was injected" "$tmp/e" ||
+	fail "spill fault past the I/Os: $(cat "$tmp/e")"
+[ -s "$tmp/o" ] && fail "spill fault past the I/Os: a report"
 # The plain chain keeps its output with a budget too.
 "$tool" --mode ram --batch 3 "$m" > "$tmp/ram" || fail "ram, chain"
 run --act-budget $((2304 + 2 * 768)) > "$tmp/c.json" || fail "chain at its footprint"
