@@ -614,23 +614,6 @@ static int check_budget(const struct opts *o, uint64_t arena, int on_device)
 	return 1;
 }
 
-/* --drop-read-back N names one of the run's read-backs: one past them
- * would test nothing, silently. */
-static int check_drop(const struct opts *o, const struct xfer *x)
-{
-	uint64_t n = (uint64_t)x->n_reads * o->passes;
-
-	if (o->drop_read_back <= n)
-		return 0;
-	if (!n)
-		fprintf(stderr, "ortmem-run: --drop-read-back %" PRIu64 ": under --act-budget %" PRIu64 " every activation stays in the arena, so this run has no read-back to skip; give a smaller --act-budget\n",
-			o->drop_read_back, o->act_budget);
-	else
-		fprintf(stderr, "ortmem-run: --drop-read-back %" PRIu64 " is past the run's read-backs: under --act-budget %" PRIu64 " it has %" PRIu64 " (%u a pass, times --passes %u); give a number from 1 to %" PRIu64 "\n",
-			o->drop_read_back, o->act_budget, n, x->n_reads, o->passes, n);
-	return 1;
-}
-
 /* With a GPU (and not --no-device), the device tier takes the hot
  * buffers; without one, say why in the report. */
 static int device_setup(struct source *s, struct result *r, uint64_t arena)
@@ -720,7 +703,7 @@ static int do_run(struct opts *o)
 			fail("setting up the activations' transfers", ret);
 		goto out_arena;
 	}
-	if (check_drop(o, &s.xf)) {
+	if (xfer_check_drop(&s.xf, o->drop_read_back, o->passes, o->act_budget)) {
 		rc = 2;
 		goto out_arena;
 	}
