@@ -661,6 +661,13 @@ static int do_run(struct opts *o)
 			fail("planning the activations", ret);
 		goto out;
 	}
+	if (o->inject_spill_nth && !a.disk) {
+		fprintf(stderr, "ortmem-run: --inject-spill-fault %" PRIu64 ": no activation goes to disk under --act-host-budget %" PRIu64 " (%s), so no disk I/O could fail; give a smaller --act-host-budget, or drop --inject-spill-fault\n",
+			o->inject_spill_nth, o->act_host_budget,
+			o->act_host_budget ? "their home fits in RAM" : "unlimited");
+		rc = 2;
+		goto out;
+	}
 	r.arena = a.arena;
 	if (!o->device_budget)
 		o->device_budget = o->budget;
@@ -696,6 +703,10 @@ static int do_run(struct opts *o)
 			fail("setting up the activations' transfers", ret);
 		goto out_arena;
 	}
+	if (xfer_check_drop(&s.xf, o->drop_read_back, o->passes, o->act_budget)) {
+		rc = 2;
+		goto out_arena;
+	}
 	/* The peers' disk bytes as the kernel counts them, where it does. */
 	peer_io = s.fd >= 0 && !procio_read_bytes(&io0);
 	for (p = 0; p < o->passes; p++) {
@@ -709,6 +720,13 @@ static int do_run(struct opts *o)
 		r.pass_s[p] = now_s() - t0;
 		r.compute_cpu_s += clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		r.proc_cpu_s += clock_s(CLOCK_PROCESS_CPUTIME_ID) - q0;
+	}
+	if (o->inject_spill_nth) {
+		/* A failed disk I/O stops the run: this one made fewer. */
+		fprintf(stderr, "ortmem-run: --inject-spill-fault %" PRIu64 ": the run ended before its disk I/O number %" PRIu64 ", so no fault was injected; give a smaller number\n",
+			o->inject_spill_nth, o->inject_spill_nth);
+		rc = 2;
+		goto out_arena;
 	}
 	if (peer_io && !procio_read_bytes(&io1) && io1 > io0) {
 		r.disk_bytes = io1 - io0;

@@ -27,7 +27,25 @@ uint32_t ortmem__backend_caps(const struct gov_tier *t)
 
 static int backend_check(int tier, const struct ortmem_backend_ops *ops)
 {
-	int ret = ORTMEM_OPTS_VALID(ops, ortmem_backend_ops);
+	/* A sz that cuts a hook would copy half a pointer into the tier's
+	 * ops (set_backend copies sz bytes), one that cuts flags half of it. */
+	int ret = ORTMEM_OPTS_VALID(ops, ortmem_backend_ops) ?:
+		  ORTMEM_OPTS_WHOLE(ops, ortmem_backend_ops,
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, name),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, caps),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, alloc),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, free),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, ptr),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, store),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, write),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, read),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, busy),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, close),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, demote),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, promote),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, staging_alloc),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, staging_free),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, flags));
 
 	if (ret)
 		return ret;
@@ -88,10 +106,16 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 	}
 	t = &gov->tiers[tier];
 	pthread_mutex_lock(&gov->lock);
-	if (gov_tier_in_use(gov, tier) || atomic_load(&t->moving)) {
+	if (gov_tier_in_use(gov, tier)) {
 		pthread_mutex_unlock(&gov->lock);
 		return ortmem__err_plain(-EBUSY,
 			"the %s tier still holds allocations of backend '%s'; release them before changing its backend",
+			ortmem_tier_name(tier), t->name);
+	}
+	if (atomic_load(&t->moving)) {
+		pthread_mutex_unlock(&gov->lock);
+		return ortmem__err_plain(-EBUSY,
+			"bytes are moving to or from the %s tier through backend '%s' (a demotion, promotion or prefetch); retry once it is done",
 			ortmem_tier_name(tier), t->name);
 	}
 	/* Spare staging buffers may belong to the old backend's ctx, which

@@ -102,9 +102,12 @@ static int pf_fill_recycled(struct ortmem_gov *gov, struct pf_job *j)
 	uint64_t nbh = j->reuse_bh;
 	int ret = ortmem__file_fill(gov, j->idx, j->home, true, &nbh);
 
-	if (ret)
-		return ret;	/* file_fill freed the buffer */
 	pthread_mutex_lock(&gov->lock);
+	atomic_fetch_sub(&gov->tiers[j->home].moving, 1);	/* pf_queue's */
+	if (ret) {
+		pthread_mutex_unlock(&gov->lock);
+		return ret;	/* file_fill freed the buffer */
+	}
 	atomic_fetch_add(&gov->tiers[j->home].promoted, atomic_load(&s->size));
 	atomic_store(&s->tier, (uint8_t)j->home);
 	atomic_store(&s->bh, nbh);
@@ -286,6 +289,10 @@ static int pf_start(struct ortmem_gov *gov, struct gov_prefetch *pf,
 			pthread_mutex_lock(&gov->lock);
 			recycled = ortmem__file_recycle_locked(gov, idx, home,
 							       &j->reuse_bh);
+			/* The buffer is the home backend's, in no slot until
+			 * the fill commits: a move, so that backend stays. */
+			if (recycled)
+				atomic_fetch_add(&gov->tiers[home].moving, 1);
 			pthread_mutex_unlock(&gov->lock);
 		}
 		j->reuse = recycled;

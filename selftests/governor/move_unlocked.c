@@ -138,6 +138,18 @@ FIXTURE(mu) {
 	struct gated host;
 };
 
+static struct ortmem_backend_ops gated_ops(struct gated *g)
+{
+	struct ortmem_backend_ops ops = tb_ops(&g->tb);
+
+	ops.name = "gated";
+	ops.alloc = gd_alloc;
+	ops.free = gd_free;
+	ops.write = gd_write;
+	ops.read = gd_read;
+	return ops;
+}
+
 FIXTURE_SETUP(mu)
 {
 	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_DEVICE] = 64 * KIB, [ORTMEM_TIER_HOST] = 64 * KIB });
@@ -145,12 +157,7 @@ FIXTURE_SETUP(mu)
 
 	memset(&self->host, 0, sizeof(self->host));
 	tb_init(&self->host.tb);
-	ops = tb_ops(&self->host.tb);
-	ops.name = "gated";
-	ops.alloc = gd_alloc;
-	ops.free = gd_free;
-	ops.write = gd_write;
-	ops.read = gd_read;
+	ops = gated_ops(&self->host);
 	pthread_mutex_init(&self->host.lock, NULL);
 	pthread_cond_init(&self->host.cond, NULL);
 	ASSERT_EQ(0, ortmem_gov_open(&o, &self->gov));
@@ -429,6 +436,86 @@ TEST_F(mu, hooks_of_a_backend_that_is_not_concurrent_never_overlap)
 	expect_used(_metadata, self->gov, 0, 0);
 }
 
+/* A weights file of @n bytes of @want under $ORTMEM_SPILL_DIR or /var/tmp
+ * (O_DIRECT needs a real file system), its checksum list beside it. */
+static int weights_file(char *path, size_t len, const unsigned char *want,
+			size_t n, struct ortmem_wfile **wfp)
+{
+	const char *dir = getenv("ORTMEM_SPILL_DIR");
+	int fd, ret;
+
+	snprintf(path, len, "%s/ortmem-mu-XXXXXX", dir ? dir : "/var/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, want, n) == (ssize_t)n ? 0 : -EIO;
+	close(fd);
+	if (!ret)
+		ret = ortmem_wfile_checksum(path, NULL, 64 * KIB);
+	return ret ? ret : ortmem_wfile_open(path, NULL, wfp);
+}
+
+static void unlink_weights(const char *path)
+{
+	char csum[300];
+
+	snprintf(csum, sizeof(csum), "%s.csum", path);
+	unlink(csum);
+	unlink(path);
+}
+
+/*
+ * A prefetch that finds the home tier full takes over the buffer of a
+ * file-backed allocation there: until its file read has filled it, the
+ * buffer is in no slot, yet the tier's backend must stay (its write hook
+ * is at work).  Re-registering the very backend is refused as any change.
+ */
+TEST_F_TIMEOUT(mu, a_prefetch_into_a_recycled_buffer_keeps_the_backend, 2 * GATE_WAIT_S)
+{
+	struct ortmem_backend_ops ops = gated_ops(&self->host);
+	static unsigned char want[128 * KIB];
+	struct ortmem_handle a, b;
+	struct ortmem_wfile *wf = NULL;
+	char path[256];
+	void *p;
+	int busy, i;
+
+	fill(want, sizeof(want), 7);
+	ASSERT_EQ(0, weights_file(path, sizeof(path), want, sizeof(want), &wf));
+	ASSERT_EQ(0, ortmem_gov_alloc_file(self->gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_WEIGHTS,
+					   wf, 0, 64 * KIB, 0, &a));
+	ASSERT_EQ(0, ortmem_gov_alloc_file(self->gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_WEIGHTS,
+					   wf, 64 * KIB, 64 * KIB, 0, &b));
+	/* a fills the host tier; b's prefetch recycles its buffer. */
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, a, 0, &p));
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, a));
+	self->host.gate = GATE_WRITE;
+	ASSERT_EQ(1, ortmem_gov_prefetch(self->gov, &b, 1, 0));
+	ASSERT_TRUE(wait_flag(&self->host, &self->host.entered));
+	EXPECT_EQ(ORTMEM_TIER_DISK, tier_of(self->gov, a));
+	busy = ortmem_gov_set_backend(self->gov, ORTMEM_TIER_HOST, &ops, &self->host);
+	set_flag(&self->host, &self->host.open);
+	EXPECT_EQ(-EBUSY, busy);
+	EXPECT_NE(NULL, strstr(ortmem_last_error()->reason, "prefetch"));
+	/* The pin waits for the prefetch; b is in a's old buffer, the only
+	 * one (this backend has no CPU pointer to compare through). */
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, b, 0, &p));
+	EXPECT_EQ(0, ortmem_gov_unpin(self->gov, b));
+	EXPECT_FALSE(self->host.timed_out);
+	EXPECT_EQ(ORTMEM_TIER_HOST, tier_of(self->gov, b));
+	ASSERT_EQ(1, self->host.tb.live);
+	for (i = 1; i < TB_MAX && !self->host.tb.buf[i]; i++)
+		;
+	ASSERT_LT(i, TB_MAX);
+	EXPECT_EQ(0, memcmp(self->host.tb.buf[i], want + 64 * KIB, 64 * KIB));
+	/* Done: the tier's backend may change again once nothing is there. */
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, b, 0));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, a, 0));
+	EXPECT_EQ(0, ortmem_gov_set_backend(self->gov, ORTMEM_TIER_HOST, &ops, &self->host));
+	ortmem_wfile_close(wf);
+	unlink_weights(path);
+}
+
 TEST(unknown_backend_flags_are_refused)
 {
 	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = 4096 });
@@ -441,6 +528,40 @@ TEST(unknown_backend_flags_are_refused)
 	EXPECT_NE(NULL, strstr(ortmem_last_error()->reason, "unknown flags"));
 	ops.flags = ORTMEM_BACKEND_CONCURRENT;
 	EXPECT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &ops, NULL));
+	ortmem_gov_close(gov);
+}
+
+/* The struct's size as a caller built it: an older one without flags (the
+ * bytes past its sz are not the library's to read), one whose sz cuts a
+ * field (a half copied hook or flags), one larger than the library's. */
+TEST(backend_ops_of_other_sizes)
+{
+	ORTMEM_OPTS(ortmem_gov_opts, o, .limit = { [ORTMEM_TIER_HOST] = 4096 });
+	struct {
+		struct ortmem_backend_ops ops;
+		uint64_t future;
+	} big;
+	struct ortmem_gov *gov;
+
+	memset(&big, 0, sizeof(big));
+	big.ops.name = "sized";
+	big.ops.alloc = tb_alloc;
+	big.ops.free = tb_free;
+	big.ops.flags = ~0ull;	/* past an old struct's end: never read */
+	ASSERT_EQ(0, ortmem_gov_open(&o, &gov));
+	big.ops.sz = offsetof(struct ortmem_backend_ops, flags);
+	EXPECT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	big.ops.sz = offsetof(struct ortmem_backend_ops, flags) + 4;
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	EXPECT_NE(NULL, strstr(ortmem_last_error()->reason, "ortmem_backend_ops"));
+	big.ops.flags = 0;
+	big.ops.sz = offsetof(struct ortmem_backend_ops, staging_free) + 4;
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	big.ops.sz = sizeof(big);
+	EXPECT_EQ(0, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	big.future = 1;
+	EXPECT_EQ(-EINVAL, ortmem_gov_set_backend(gov, ORTMEM_TIER_HOST, &big.ops, NULL));
+	EXPECT_NE(NULL, strstr(ortmem_last_error()->reason, "does not know"));
 	ortmem_gov_close(gov);
 }
 

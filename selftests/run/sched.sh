@@ -89,6 +89,21 @@ while [ $i -le $n ]; do
 	i=$((i + 1))
 done
 [ $n -gt 0 ] || fail "no read-back to skip"
+# One past the run's read-backs would skip nothing: refused, naming the
+# count, leaving no spill file; with two passes it is the second's first.
+mkdir "$tmp/sp"
+ORTMEM_SPILL_DIR="$tmp/sp" run --skip $skip --act-budget $b --act-host-budget 1 \
+	--drop-read-back $((n + 1)) > "$tmp/o" 2> "$tmp/e"
+[ $? -eq 2 ] || fail "--drop-read-back past the read-backs is a usage error"
+grep -q -- "--drop-read-back $((n + 1)) is past the run's read-backs: .* it has $n ($n a pass, times --passes 1); give a number from 1 to $n" "$tmp/e" ||
+	fail "drop past the count: $(cat "$tmp/e")"
+[ -s "$tmp/o" ] && fail "drop past the count: a report"
+[ -z "$(ls -A "$tmp/sp")" ] || fail "drop past the count left $(ls "$tmp/sp")"
+run --skip $skip --act-budget $b --poison-evicted --passes 2 --drop-read-back $((n + 1)) > "$tmp/d.json" ||
+	fail "second pass's first read-back"
+[ "$(json "$tmp/d.json" 'j["output"]')" != "$want" ] || fail "second pass's read-back skipped, output unchanged"
+run --skip $skip --drop-read-back 1 --act-budget 1G 2> "$tmp/e"; [ $? -eq 2 ] || fail "drop with no read-back"
+grep -q "no read-back to skip; give a smaller --act-budget" "$tmp/e" || fail "no read-back: $(cat "$tmp/e")"
 # With a budget for the home in RAM too, the rest goes to disk through the
 # spill engine: the plan's disk figures are what reached the disk.
 home=$(run --skip $skip --act-budget $b | python3 -c "import json,sys; print(json.load(sys.stdin)['activations']['home_bytes'])")
@@ -122,6 +137,12 @@ for n in 1 2 3 4; do
 		fail "disk I/O $n: $(cat "$tmp/e")"
 	[ -s "$tmp/o" ] && fail "disk I/O $n: a report after the failure"
 done
+# One past the run's disk I/Os injects nothing: said, with no report.
+run --skip $skip --act-budget $b --act-host-budget 1 --inject-spill-fault 1000000 > "$tmp/o" 2> "$tmp/e"
+[ $? -eq 2 ] || fail "a spill fault past the run's disk I/Os went unsaid"
+grep -q -- "--inject-spill-fault 1000000: the run ended before its disk I/O number 1000000, so no fault was injected" "$tmp/e" ||
+	fail "spill fault past the I/Os: $(cat "$tmp/e")"
+[ -s "$tmp/o" ] && fail "spill fault past the I/Os: a report"
 # The plain chain keeps its output with a budget too.
 "$tool" --mode ram --batch 3 "$m" > "$tmp/ram" || fail "ram, chain"
 run --act-budget $((2304 + 2 * 768)) > "$tmp/c.json" || fail "chain at its footprint"
@@ -156,4 +177,16 @@ grep -q "ortmem mode only" "$tmp/e" || fail "ram act budget: $(cat "$tmp/e")"
 "$tool" --poison-evicted "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--poison-evicted without a budget"
 "$tool" --act-host-budget 1M "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--act-host-budget without --act-budget"
 "$tool" --skip 0 "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--skip 0"
+# A disk fault where nothing goes to disk would test nothing.
+"$tool" --batch 3 --no-device --act-budget $b --inject-spill-fault 1 "$m" > "$tmp/o" 2> "$tmp/e"
+[ $? -eq 2 ] || fail "--inject-spill-fault with no disk home is a usage error"
+grep -q -- "--inject-spill-fault 1: no activation goes to disk under --act-host-budget 0 (unlimited)" "$tmp/e" ||
+	fail "spill fault, no disk: $(cat "$tmp/e")"
+[ -s "$tmp/o" ] && fail "spill fault, no disk: a report"
+for v in 18446744073709551615 99999999999T 1KK '' ' 5' +5 -1 0x10 1.5M 2P; do
+	"$tool" --act-budget "$v" "$m" > "$tmp/o" 2> "$tmp/e"; [ $? -eq 2 ] || fail "--act-budget '$v' accepted"
+	grep -q -- "--act-budget '$v' is not a number from 1 to [0-9]*; give digits, optionally ending in K, M or G" "$tmp/e" ||
+		fail "--act-budget '$v': $(cat "$tmp/e")"
+done
+"$tool" --skip 99999999999999999999 "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--skip overflowing"
 echo "ok: ortmem-run follows the transfer schedule"

@@ -3,6 +3,7 @@
  * ortmem-run's command line: every value checked, a refusal naming what
  * was wrong (see cli.h).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -39,8 +40,10 @@ static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out
 		mul = 1ull << 30;
 	if (mul > 1)
 		end++;
-	if (errno || end == s || *end || *s == '-' || !v || v > max / mul) {
-		fprintf(stderr, "ortmem-run: %s '%s' is not a number from 1 to %" PRIu64 "\n",
+	/* strtoull takes blanks, a sign (negating "-1" to a huge value) and
+	 * "0x"-less bases quietly: only digits and one suffix pass. */
+	if (errno || !isdigit((unsigned char)*s) || *end || !v || v > max / mul) {
+		fprintf(stderr, "ortmem-run: %s '%s' is not a number from 1 to %" PRIu64 "; give digits, optionally ending in K, M or G (powers of 1024)\n",
 			opt, s, max);
 		return -1;
 	}

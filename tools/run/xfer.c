@@ -450,3 +450,19 @@ void xfer_close(struct xfer *x)
 	free(x->has_extent);
 	memset(x, 0, sizeof(*x));
 }
+
+int xfer_check_drop(const struct xfer *x, uint64_t nth, uint32_t passes,
+		    uint64_t act_budget)
+{
+	uint64_t n = (uint64_t)x->n_reads * passes;
+
+	if (nth <= n)
+		return 0;
+	if (!n)
+		fprintf(stderr, "ortmem-run: --drop-read-back %" PRIu64 ": under --act-budget %" PRIu64 " every activation stays in the arena, so this run has no read-back to skip; give a smaller --act-budget\n",
+			nth, act_budget);
+	else
+		fprintf(stderr, "ortmem-run: --drop-read-back %" PRIu64 " is past the run's read-backs: under --act-budget %" PRIu64 " it has %" PRIu64 " (%u a pass, times --passes %u); give a number from 1 to %" PRIu64 "\n",
+			nth, act_budget, n, x->n_reads, passes, n);
+	return -1;
+}

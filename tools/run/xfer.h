@@ -99,6 +99,11 @@ struct xfer {
 int xfer_open(struct xfer *x, const struct acts *a,
 	      const struct xfer_ops *ops, uint8_t *home,
 	      struct ortmem_spill *spill);
+/* --drop-read-back @nth (0: none) names one of the read-backs of
+ * @passes passes: 0, or -1 after saying how many there are (one past them
+ * would test nothing, silently). */
+int xfer_check_drop(const struct xfer *x, uint64_t nth, uint32_t passes,
+		    uint64_t act_budget);
 /* Around step @step: 0 or the first copy error. */
 int xfer_before(struct xfer *x, uint32_t step);
 int xfer_after(struct xfer *x, uint32_t step);
