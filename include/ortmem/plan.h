@@ -45,6 +45,9 @@ struct ortmem_plan;
 /* Flags of struct ortmem_plan_opts. */
 #define ORTMEM_PLAN_F_VALIDATE (1u << 0)	/* validate every plan it makes */
 #define ORTMEM_PLAN_F_NO_INPLACE (1u << 1)	/* ignore the in-place hints */
+#define ORTMEM_PLAN_F_NO_MOVE (1u << 2)	/* never move a buffer within the
+					 * device arena (for runtimes that
+					 * cannot run ORTMEM_PLAN_XFER_MOVE) */
 
 /* Defaults of struct ortmem_plan_opts. */
 #define ORTMEM_PLAN_DEFAULT_BUDGET_US 10000
@@ -110,6 +113,9 @@ struct ortmem_plan_opts {
  *	ortmem_plan_step_moves()).
  * @optimal: 1 when the packing is proved optimal (it reached the lower
  *	bound, or the exact search finished).
+ * @move_bytes: bytes copied within the device arena by
+ *	ORTMEM_PLAN_XFER_MOVE transfers, over all steps (not counted in
+ *	@spill_bytes or @prefetch_bytes: no tier boundary is crossed).
  */
 struct ortmem_plan_stats {
 	size_t sz;
@@ -127,19 +133,25 @@ struct ortmem_plan_stats {
 	uint64_t solve_ns;
 	uint32_t optimal;
 	uint32_t pad;
+	uint64_t move_bytes;
 };
 
 /* Bytes that move at one step: per tier, read onto the device before the
- * step (prefetch) and written from the device after it (spill). */
+ * step (prefetch) and written from the device after it (spill); and the
+ * bytes moved within the device arena before it (device_move). */
 struct ortmem_plan_moves {
 	size_t sz;
 	uint64_t prefetch[ORTMEM_TIER_COUNT];
 	uint64_t spill[ORTMEM_TIER_COUNT];
+	uint64_t device_move;
 };
 
 /* Directions of struct ortmem_plan_transfer. */
 #define ORTMEM_PLAN_XFER_IN 0	/* read back onto the device before the step */
 #define ORTMEM_PLAN_XFER_OUT 1	/* written out from the device after the step */
+#define ORTMEM_PLAN_XFER_MOVE 2	/* moved within the device arena before the
+				 * step: before a step, run its moves first,
+				 * then its read-backs */
 
 /*
  * One transfer of ortmem_plan_transfers().
@@ -167,6 +179,7 @@ struct ortmem_plan_transfer {
 	uint64_t device_offset;
 	uint32_t earliest;
 	uint32_t pad;
+	uint64_t src_offset;
 };
 
 /* One buffer of ortmem_plan_pack(): live over [lower, upper). */

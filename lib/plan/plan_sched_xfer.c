@@ -102,6 +102,7 @@ ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,
 			t.from_tier = pb->tier;
 			t.to_tier = ORTMEM_TIER_DEVICE;
 			t.device_offset = plan->touch_off[k];
+			t.src_offset = t.device_offset;
 			t.earliest = plan->touch_step[k - 1] + 1;
 			if (busy > t.earliest)
 				t.earliest = busy > step ? step : busy;
@@ -116,6 +117,7 @@ ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,
 			t.from_tier = ORTMEM_TIER_DEVICE;
 			t.to_tier = pb->tier;
 			t.device_offset = plan->touch_off[k];
+			t.src_offset = t.device_offset;
 			t.earliest = plan->touch_step[plan->touch_idx[b]];
 			sx_put(xfers, cap, n++, &t);
 		}

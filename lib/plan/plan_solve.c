@@ -257,10 +257,14 @@ ORTMEM_API int ortmem_plan_step_moves(const struct ortmem_plan *plan,
 
 	if (ret)
 		return ret;
-	if (!moves || moves->sz < sizeof(*moves) || step >= plan->n_nodes)
+	/* A caller built before device_move existed passes a shorter struct. */
+	if (!moves || moves->sz < offsetof(struct ortmem_plan_moves, device_move) ||
+	    step >= plan->n_nodes)
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_plan_step_moves: step %u of %u, or moves NULL or too small",
 			step, plan->n_nodes);
+	if (moves->sz >= sizeof(*moves))
+		moves->device_move = 0;	/* no plan moves buffers within the arena yet */
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		/* No moves recorded: every buffer is on the device. */
 		moves->prefetch[t] = plan->prefetch ?
