@@ -603,6 +603,17 @@ static int do_run(struct opts *o)
 		rc = 2;
 		goto out_arena;
 	}
+	if (s.gov) {
+		ORTMEM_OPTS(ortmem_wfile_stats, ws);
+
+		/* A read fault that stops the run ends it above; one past
+		 * the run's reads injected nothing. */
+		ortmem_wfile_stats(s.wf, &ws);
+		if (cli_check_read_fault(o, ws.io_errors)) {
+			rc = 2;
+			goto out_arena;
+		}
+	}
 	if (peer_io && !procio_read_bytes(&io1) && io1 > io0) {
 		r.disk_bytes = io1 - io0;
 		r.disk_measured = 1;

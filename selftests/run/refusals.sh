@@ -33,6 +33,15 @@ printf 'hello' > "$tmp/h.bin"
 "$tool" --mode ram "$tmp/h.bin" 2> "$tmp/e"; [ $? -eq 1 ] || fail "no list refused"
 grep -q "cannot open the checksum list" "$tmp/e" || fail "missing list message"
 "$tool" --mode gpu "$m" 2>/dev/null; [ $? -eq 2 ] || fail "bad mode is a usage error"
+# An option given last without its value says so (not "unknown argument").
+for opt in --mode --budget --device-budget --device --batch --act-budget; do
+	"$tool" "$m" $opt > "$tmp/o" 2> "$tmp/e"; [ $? -eq 2 ] || fail "$opt without a value"
+	grep -q -- "^ortmem-run: $opt needs a value (.*) after it$" "$tmp/e" || fail "$opt without a value: $(cat "$tmp/e")"
+	grep -q "unknown argument" "$tmp/e" && fail "$opt without a value called unknown"
+	[ -s "$tmp/o" ] && fail "$opt without a value: a report"
+done
+"$tool" "$m" --mode 2> "$tmp/e"
+grep -q -- "--mode needs a value (one of ortmem, ram, mmap, pread)" "$tmp/e" || fail "--mode's values: $(cat "$tmp/e")"
 "$tool" --budget -5 "$m" 2>/dev/null; [ $? -eq 2 ] || fail "negative budget is a usage error"
 "$tool" --batch 0 "$m" 2>/dev/null; [ $? -eq 2 ] || fail "zero batch is a usage error"
 "$tool" create --layers 99999 "$tmp/z.bin" 2>/dev/null; [ $? -eq 2 ] || fail "too many layers"

@@ -51,6 +51,14 @@ static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out
 	return 0;
 }
 
+/* An option given last, with its value missing: said, not taken for an
+ * unknown argument. */
+static int missing(const char *opt, const char *what)
+{
+	fprintf(stderr, "ortmem-run: %s needs a value (%s) after it\n", opt, what);
+	return -1;
+}
+
 int cli_parse(int argc, char **argv, struct opts *o, int *create)
 {
 	uint64_t v;
@@ -61,8 +69,10 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 
 #define NUM(name, max, field) \
 		if (!strcmp(a, name)) { \
-			if (!val || parse_u64(name, val, max, &v)) \
-				return val ? -1 : (fprintf(stderr, "ortmem-run: %s needs a value\n", name), -1); \
+			if (!val) \
+				return missing(name, "a number"); \
+			if (parse_u64(name, val, max, &v)) \
+				return -1; \
 			field = v; i++; continue; }
 		if (!strcmp(a, "create") && i == 1) { *create = 1; continue; }
 		if (!strcmp(a, "run") && i == 1)
@@ -86,7 +96,9 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 			char *end = NULL;
 			unsigned long d = val ? strtoul(val, &end, 10) : 0;
 
-			if (!val || end == val || *end || *val == '-' || d > 1023) {
+			if (!val)
+				return missing(a, "a GPU ordinal from 0 to 1023");
+			if (end == val || *end || *val == '-' || d > 1023) {
 				fprintf(stderr, "ortmem-run: --device '%s' is not a GPU ordinal from 0 to 1023\n",
 					val ? val : "");
 				return -1;
@@ -96,20 +108,26 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 			continue;
 		}
 		if (!strcmp(a, "--device-budget")) {
-			if (!val || parse_u64(a, val, 1ull << 50, &o->device_budget))
+			if (!val)
+				return missing(a, "a size");
+			if (parse_u64(a, val, 1ull << 50, &o->device_budget))
 				return -1;
 			i++;
 			continue;
 		}
 		if (!strcmp(a, "--no-device")) { o->device = -1; continue; }
 		if (!strcmp(a, "--budget")) {
-			if (!val || parse_u64(a, val, 1ull << 50, &o->budget))
+			if (!val)
+				return missing(a, "a size");
+			if (parse_u64(a, val, 1ull << 50, &o->budget))
 				return -1;
 			i++;
 			continue;
 		}
 #undef NUM
-		if (!strcmp(a, "--mode") && val) {
+		if (!strcmp(a, "--mode")) {
+			if (!val)
+				return missing(a, "one of ortmem, ram, mmap, pread");
 			o->mode = argv[++i];
 			continue;
 		}
@@ -140,10 +158,24 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 			o->mode);
 		return -1;
 	}
+	if (strcmp(o->mode, "ortmem") && o->inject_nth) {
+		fprintf(stderr, "ortmem-run: --inject-read-fault applies to the ortmem mode only (its weights are read through the governor, where the fault is injected; the %s mode would ignore it); drop it or use --mode ortmem\n",
+			o->mode);
+		return -1;
+	}
 	if ((o->poison_evicted || o->drop_read_back || o->act_host_budget ||
 	     o->inject_spill_nth) && !o->act_budget) {
 		fprintf(stderr, "ortmem-run: --act-host-budget, --poison-evicted, --drop-read-back and --inject-spill-fault go with --act-budget (without it no activation leaves the arena)\n");
 		return -1;
 	}
 	return 0;
+}
+
+int cli_check_read_fault(const struct opts *o, uint64_t io_errors)
+{
+	if (!o->inject_nth || io_errors)
+		return 0;
+	fprintf(stderr, "ortmem-run: --inject-read-fault %" PRIu64 ": no read of the weights failed: the run ended before its read I/O number %" PRIu64 ", so no fault was injected; give a smaller number\n",
+		o->inject_nth, o->inject_nth);
+	return -1;
 }

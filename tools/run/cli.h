@@ -37,5 +37,10 @@ void cli_usage(FILE *f);
 /* Fill @o from the arguments (@create: the create command); 0, or -1
  * after saying what is wrong. */
 int cli_parse(int argc, char **argv, struct opts *o, int *create);
+/* After the passes: --inject-read-fault N with no failed read (@io_errors
+ * 0) tested nothing, as N was past the run's read I/Os; -1 after saying
+ * so, else 0.  (The weights file's statistics count reads, not the
+ * I/Os the fault counts, so the message gives no figure.) */
+int cli_check_read_fault(const struct opts *o, uint64_t io_errors);
 
 #endif /* ORTMEM_TOOLS_RUN_CLI_H */
