@@ -435,11 +435,22 @@ static int gpu_poison(void *ctx, uint64_t off, uint64_t len)
 	return ortmem_device_copy_to(s->dt.dev, s->dt.arena + off, s->poison, len, NULL);
 }
 
+/* A move within the GPU's arena, through the host mirror where the CPU
+ * computes (the device API has no device-to-device copy). */
+static int gpu_move(void *ctx, uint64_t dst, uint64_t src, uint64_t len)
+{
+	struct source *s = ctx;
+	int ret = ortmem_device_copy_from(s->dt.dev, s->dt.astage + dst,
+					  s->dt.arena + src, len, NULL);
+
+	return ret ? ret : devtier_push(&s->dt, dst, len);
+}
+
 /* The values' home (the planner's host tier) and the schedule. */
 static int xfer_setup(struct source *s, const struct acts *a, void *arena)
 {
 	struct xfer_ops host = xfer_host_ops(arena);
-	struct xfer_ops gpu = { gpu_in, gpu_out, gpu_poison, s };
+	struct xfer_ops gpu = { gpu_in, gpu_out, gpu_poison, gpu_move, s };
 	uint64_t big = a->xb > a->hb ? a->xb : a->hb, len = (a->home + 4095) / 4096 * 4096;
 	int ret;
 
@@ -471,6 +482,7 @@ static int xfer_setup(struct source *s, const struct acts *a, void *arena)
 	ret = xfer_open(&s->xf, a, s->on_device ? &gpu : &host, s->home, s->spill);
 	s->xf.do_poison = s->o->poison_evicted;
 	s->xf.drop_nth = s->o->drop_read_back;
+	s->xf.drop_move = s->o->drop_move;
 	return ret;
 }
 
@@ -578,7 +590,8 @@ static int do_run(struct opts *o)
 			fail("setting up the activations' transfers", ret);
 		goto out_arena;
 	}
-	if (xfer_check_drop(&s.xf, o->drop_read_back, o->passes, o->act_budget)) {
+	if (xfer_check_drop(&s.xf, o->drop_read_back, o->passes, o->act_budget) ||
+	    xfer_check_drop_move(&s.xf, o->drop_move, o->passes, o->act_budget)) {
 		rc = 2;
 		goto out_arena;
 	}

@@ -12,7 +12,10 @@
 # came back from its home; skipping any one read-back is caught.  Under a
 # budget for the home in RAM too (--act-host-budget) the rest goes to disk
 # and back through the spill engine, as the plan's disk figures say.  Then
-# the same on the fake GPU, and the refusals.
+# the same on the fake GPU, and the refusals.  Where the plan moves a value
+# within the arena (ORTMEM_PLAN_XFER_MOVE), the bytes moved are its
+# move_bytes, pass after pass; with each move's old range poisoned the
+# output still matches, and skipping any one move is caught.
 KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
 tool="$here/../../tools/ortmem-run"
@@ -31,7 +34,7 @@ layers=10
 # a layer's second step reads h, x and the skip and writes x.
 foot=$((2304 + 3 * 768))
 run() { "$tool" --json --no-device --batch 3 "$@" "$m"; }
-moved=0 most=0
+moved=0 most=0 mvd=0 mvmost=0
 for skip in 1 2 3 5 9; do
 	"$tool" --mode ram --batch 3 --skip $skip "$m" > "$tmp/ram" || fail "ram, skip $skip"
 	want=$(out "$tmp/ram")
@@ -51,6 +54,9 @@ assert a["arena_bytes"] <= b, "arena over the budget"
 # What moved is what the plan's figures say, each of the two passes,
 # and what its transfer list adds up to.
 assert a["in_bytes"] == 2 * a["plan_prefetch_bytes"] == 2 * a["schedule_in_bytes"], "read-backs"
+assert a["move_bytes"] == 2 * a["plan_move_bytes"] == 2 * a["schedule_move_bytes"] == \
+	2 * a["plan_step_move_bytes"], "moves within the arena"
+assert (a["moves"] > 0) == (a["move_bytes"] > 0)
 assert a["out_bytes"] == 2 * a["plan_spill_bytes"] == 2 * a["schedule_out_bytes"], "write-outs"
 # Each read-back the plan lets start early was issued at its earliest
 # step, before the step that reads it, every pass.
@@ -58,8 +64,8 @@ assert a["issued_ahead"] == 2 * a["read_backs_ahead"], "read-backs issued late"
 assert a["stall_bytes"] <= a["plan_prefetch_bytes"]
 # A value read back was written out first.
 assert (a["in_bytes"] > 0) == (a["out_bytes"] > 0)
-assert (a["transfers"] > 0) == (a["in_bytes"] > 0)
-print(a["in_bytes"], a["transfers"])
+assert (a["transfers"] > a["moves"]) == (a["in_bytes"] > 0)
+print(a["in_bytes"], a["transfers"], a["move_bytes"])
 PY
 		set -- $(cat "$tmp/got")
 		moved=$((moved + $1))
@@ -70,6 +76,8 @@ PY
 				fail "skip $skip, budget $b: a poisoned range was read (a value did not come back from its home)"
 			# The busiest schedule is the one to break below.
 			[ "$1" -gt "$most" ] && most=$1 && last=$skip,$b
+			mvd=$((mvd + $3))
+			[ "$3" -gt "$mvmost" ] && mvmost=$3 && mvlast=$skip,$b
 		fi
 	done
 done
@@ -89,6 +97,36 @@ while [ $i -le $n ]; do
 	i=$((i + 1))
 done
 [ $n -gt 0 ] || fail "no read-back to skip"
+# Skipping any one move of the schedule that moves most leaves NaNs
+# where the value should be (its new range is poisoned before the move,
+# its old one after).
+if [ "$mvd" -gt 0 ]; then
+	mskip=${mvlast%,*} mb=${mvlast#*,}
+	mwant=$("$tool" --mode ram --batch 3 --skip $mskip "$m" | sed -n 's/^output *//p')
+	nm=$(run --skip $mskip --act-budget $mb | python3 -c "import json,sys; print(json.load(sys.stdin)['activations']['moves'])")
+	[ "$nm" -gt 0 ] || fail "skip $mskip, budget $mb: no move the second time"
+	i=1
+	while [ $i -le $nm ]; do
+		run --skip $mskip --act-budget $mb --poison-evicted --drop-move $i > "$tmp/d.json" ||
+			fail "dropped move $i"
+		[ "$(json "$tmp/d.json" 'j["output"]')" != "$mwant" ] ||
+			fail "skip $mskip, budget $mb: move $i skipped, output unchanged"
+		[ "$(json "$tmp/d.json" 'j["activations"]["move_bytes"]')" -lt \
+		  "$(json "$tmp/d.json" 'j["activations"]["plan_move_bytes"]')" ] || fail "skipped move counted"
+		i=$((i + 1))
+	done
+	run --skip $mskip --act-budget $mb --drop-move $((nm + 1)) > "$tmp/o" 2> "$tmp/e"
+	[ $? -eq 2 ] || fail "--drop-move past the moves is a usage error"
+	grep -q -- "--drop-move $((nm + 1)) is past the run's moves: .* it has $nm ($nm a pass, times --passes 1); give a number from 1 to $nm" "$tmp/e" ||
+		fail "drop move past the count: $(cat "$tmp/e")"
+	[ -s "$tmp/o" ] && fail "drop move past the count: a report"
+else
+	echo "# no budget of these models made the plan move a value within the arena"
+fi
+run --skip 1 --drop-move 1 --act-budget 1G > "$tmp/o" 2> "$tmp/e"; [ $? -eq 2 ] || fail "drop move with no move"
+grep -q -- "--drop-move 1: under --act-budget 1073741824 the plan moves no value within the arena, so this run has no move to skip" "$tmp/e" ||
+	fail "no move: $(cat "$tmp/e")"
+[ -s "$tmp/o" ] && fail "no move: a report"
 # One past the run's read-backs would skip nothing: refused, naming the
 # count, leaving no spill file; with two passes it is the second's first.
 mkdir "$tmp/sp"
@@ -159,7 +197,19 @@ import json, sys
 j = json.load(open(sys.argv[1])); a = j["activations"]
 assert j["output"] == sys.argv[2] and a["in_bytes"] > 0
 assert a["in_bytes"] == 2 * a["plan_prefetch_bytes"] and a["out_bytes"] == 2 * a["plan_spill_bytes"]
+assert a["move_bytes"] == 2 * a["plan_move_bytes"]
 PY
+	if [ "$mvd" -gt 0 ]; then
+		run_gpu --skip $mskip --act-budget $mb --poison-evicted --passes 2 > "$tmp/g.json" || fail "GPU moves"
+		python3 - "$tmp/g.json" "$mwant" <<'PY' || fail "GPU moves: $(cat "$tmp/g.json")"
+import json, sys
+j = json.load(open(sys.argv[1])); a = j["activations"]
+assert j["output"] == sys.argv[2], "output differs from ram"
+assert a["move_bytes"] == 2 * a["plan_move_bytes"] > 0
+PY
+		run_gpu --skip $mskip --act-budget $mb --poison-evicted --drop-move 1 > "$tmp/g.json" || fail "GPU drop move"
+		[ "$(json "$tmp/g.json" 'j["output"]')" != "$mwant" ] || fail "GPU: a skipped move went unnoticed"
+	fi
 	run_gpu --skip $skip --act-budget $b --act-host-budget 1 --poison-evicted > "$tmp/g.json" || fail "GPU, disk"
 	[ "$(json "$tmp/g.json" 'j["output"]')" = "$want" ] || fail "GPU, disk: output differs"
 	[ "$(json "$tmp/g.json" 'j["activations"]["disk_in_bytes"]')" -gt 0 ] || fail "GPU, disk: nothing on disk"
@@ -176,6 +226,7 @@ grep -q -- "--skip $layers needs a model of more than $layers layers" "$tmp/e" |
 grep -q "ortmem mode only" "$tmp/e" || fail "ram act budget: $(cat "$tmp/e")"
 "$tool" --poison-evicted "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--poison-evicted without a budget"
 "$tool" --act-host-budget 1M "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--act-host-budget without --act-budget"
+"$tool" --drop-move 1 "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--drop-move without --act-budget"
 "$tool" --skip 0 "$m" 2>/dev/null; [ $? -eq 2 ] || fail "--skip 0"
 # A disk fault where nothing goes to disk would test nothing.
 "$tool" --batch 3 --no-device --act-budget $b --inject-spill-fault 1 "$m" > "$tmp/o" 2> "$tmp/e"

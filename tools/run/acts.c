@@ -64,19 +64,20 @@ static int add_nodes(const struct model_cfg *c, struct acts *a)
 	return ret;
 }
 
-/* Value @v's offset in the arena at @step: its home there, or the
- * resident interval that holds it at @step when it is sent off between
- * steps. */
+/* Value @v's offset in the arena at @step: the resident interval that
+ * holds it at @step, when it is sent off between steps or moved within
+ * the arena (ortmem_plan_staging_offset()), else its one offset there. */
 static int arena_off(const struct acts *a, uint32_t v, uint32_t step,
 		     uint64_t *off)
 {
-	int tier = ortmem_plan_offset(a->plan, v, off);
+	int tier = ortmem_plan_offset(a->plan, v, off), ret;
 
-	if (tier == ORTMEM_TIER_DEVICE)
-		return 0;
 	if (tier < 0)
 		return tier;
-	return ortmem_plan_staging_offset(a->plan, v, step, off);
+	ret = ortmem_plan_staging_offset(a->plan, v, step, off);
+	/* -ENOENT on the device: a value that never moves, at the offset
+	 * ortmem_plan_offset() gave. */
+	return tier == ORTMEM_TIER_DEVICE && ret == -ENOENT ? 0 : ret;
 }
 
 static uint64_t value_len(const struct acts *a, uint32_t v)

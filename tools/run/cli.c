@@ -90,6 +90,7 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 		NUM("--act-budget", 1ull << 50, o->act_budget)
 		NUM("--act-host-budget", 1ull << 50, o->act_host_budget)
 		NUM("--drop-read-back", UINT32_MAX, o->drop_read_back)
+		NUM("--drop-move", UINT32_MAX, o->drop_move)
 		NUM("--inject-spill-fault", UINT32_MAX, o->inject_spill_nth)
 		if (!strcmp(a, "--poison-evicted")) { o->poison_evicted = 1; continue; }
 		if (!strcmp(a, "--device")) {
@@ -153,7 +154,7 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 	}
 	if (strcmp(o->mode, "ortmem") &&
 	    (o->act_budget || o->poison_evicted || o->drop_read_back || o->act_host_budget ||
-	     o->inject_spill_nth)) {
+	     o->inject_spill_nth || o->drop_move)) {
 		fprintf(stderr, "ortmem-run: --act-budget and its options apply to the ortmem mode only (the %s mode keeps every activation in RAM); drop them or use --mode ortmem\n",
 			o->mode);
 		return -1;
@@ -164,8 +165,8 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 		return -1;
 	}
 	if ((o->poison_evicted || o->drop_read_back || o->act_host_budget ||
-	     o->inject_spill_nth) && !o->act_budget) {
-		fprintf(stderr, "ortmem-run: --act-host-budget, --poison-evicted, --drop-read-back and --inject-spill-fault go with --act-budget (without it no activation leaves the arena)\n");
+	     o->inject_spill_nth || o->drop_move) && !o->act_budget) {
+		fprintf(stderr, "ortmem-run: --act-host-budget, --poison-evicted, --drop-read-back, --drop-move and --inject-spill-fault go with --act-budget (without it no activation leaves the arena, nor moves within it)\n");
 		return -1;
 	}
 	return 0;

@@ -27,6 +27,7 @@ struct opts {
 	uint32_t skip;		/* span of the long skips; 0: none */
 	int poison_evicted;	/* (testing) overwrite what leaves the arena */
 	uint64_t drop_read_back;	/* (testing) skip this read-back, 1-based */
+	uint64_t drop_move;	/* (testing) skip this move, 1-based */
 	uint64_t inject_spill_nth;	/* (testing) fail this disk I/O */
 	int json;
 	int progress;

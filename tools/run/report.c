@@ -50,12 +50,15 @@ void report(const struct opts *o, const struct result *r,
 			       ",\"disk_in_bytes\":%" PRIu64 ",\"disk_out_bytes\":%" PRIu64 ",\"plan_disk_prefetch_bytes\":%" PRIu64
 			       ",\"plan_disk_spill_bytes\":%" PRIu64 ",\"transfers\":%u,\"read_backs\":%u,\"read_backs_ahead\":%u,\"issued_ahead\":%" PRIu64 ",\"in_bytes\":%" PRIu64 ",\"out_bytes\":%" PRIu64
 			       ",\"plan_prefetch_bytes\":%" PRIu64 ",\"plan_spill_bytes\":%" PRIu64
-			       ",\"schedule_in_bytes\":%" PRIu64 ",\"schedule_out_bytes\":%" PRIu64 ",\"stall_bytes\":%" PRIu64 "},",
+			       ",\"schedule_in_bytes\":%" PRIu64 ",\"schedule_out_bytes\":%" PRIu64 ",\"stall_bytes\":%" PRIu64
+			       ",\"moves\":%u,\"move_bytes\":%" PRIu64 ",\"plan_move_bytes\":%" PRIu64
+			       ",\"schedule_move_bytes\":%" PRIu64 ",\"plan_step_move_bytes\":%" PRIu64 "},",
 			       o->skip, o->act_budget, a->arena, a->home, o->act_host_budget, a->disk,
 			       s->xf.disk_in, s->xf.disk_out, s->xf.plan_disk_in, s->xf.plan_disk_out, s->xf.n_items, s->xf.n_reads,
 			       s->xf.n_ahead, s->xf.issued_ahead, s->xf.moved_in,
 			       s->xf.moved_out, a->stats.prefetch_bytes, a->stats.spill_bytes,
-			       s->xf.plan_in, s->xf.plan_out, s->xf.plan_stall);
+			       s->xf.plan_in, s->xf.plan_out, s->xf.plan_stall, s->xf.n_moves,
+			       s->xf.moved_dev, a->stats.move_bytes, s->xf.plan_move, s->xf.plan_step_move);
 		printf("\"disk_measured\":%s,", r->disk_measured ? "true" : "false");
 		printf("\"blas\":{\"core\":\"%s\",\"threads\":%u},", blas_core(), o->threads);
 		printf("\"output\":\"%016" PRIx64 "\"}\n", r->out_hash);
@@ -93,5 +96,9 @@ void report(const struct opts *o, const struct result *r,
 		       o->act_budget / MIB, a->arena / MIB, a->home / MIB, a->disk / MIB, s->xf.moved_in,
 		       s->xf.moved_out, o->passes, o->passes == 1 ? "" : "es", s->xf.disk_in, s->xf.disk_out,
 		       a->stats.prefetch_bytes, a->stats.spill_bytes, s->xf.n_items, s->xf.plan_stall);
+	if (o->act_budget && (s->xf.n_moves || a->stats.move_bytes))
+		printf("            within the arena: moved %" PRIu64 " bytes over %u pass%s, the plan %" PRIu64
+		       " a pass (%u moves)\n", s->xf.moved_dev, o->passes, o->passes == 1 ? "" : "es",
+		       a->stats.move_bytes, s->xf.n_moves);
 	printf("output      %016" PRIx64 "\n", r->out_hash);
 }

@@ -31,9 +31,15 @@ static int host_poison(void *ctx, uint64_t off, uint64_t len)
 	return 0;
 }
 
+static int host_move(void *ctx, uint64_t dst, uint64_t src, uint64_t len)
+{
+	memcpy((uint8_t *)ctx + dst, (uint8_t *)ctx + src, len);
+	return 0;
+}
+
 struct xfer_ops xfer_host_ops(void *arena)
 {
-	return (struct xfer_ops){ host_in, host_out, host_poison, arena };
+	return (struct xfer_ops){ host_in, host_out, host_poison, host_move, arena };
 }
 
 /* ---- the copy thread ---- */
@@ -151,7 +157,7 @@ static int wait_ticket(struct xfer *x, uint64_t ticket)
 
 /* ---- reading the schedule ---- */
 
-static int bad(uint32_t step, const char *why)
+int xfer_bad(uint32_t step, const char *why)
 {
 	fprintf(stderr, "ortmem-run: the planner's transfer schedule at step %u is inconsistent: %s (a planner bug; run without --act-budget)\n",
 		step, why);
@@ -159,7 +165,7 @@ static int bad(uint32_t step, const char *why)
 }
 
 /* Where step @s has value @v in the arena, or UINT64_MAX. */
-static uint64_t off_at(const struct acts *a, uint32_t s, uint32_t v)
+uint64_t xfer_off_at(const struct acts *a, uint32_t s, uint32_t v)
 {
 	const struct act_node *nd = &a->node[s];
 	uint32_t i;
@@ -181,25 +187,30 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 	const struct acts *a = x->a;
 	int in = t->dir == ORTMEM_PLAN_XFER_IN;
 
-	if (t->dir > ORTMEM_PLAN_XFER_OUT || t->value >= a->n_values)
-		return bad(s, "unknown direction or value");
+	if (t->dir > ORTMEM_PLAN_XFER_MOVE || t->value >= a->n_values)
+		return xfer_bad(s, "unknown direction or value");
+	if (t->dir == ORTMEM_PLAN_XFER_MOVE)
+		return xfer_take_move(x, s, t, it);
+	if (t->src_offset != t->device_offset)
+		return xfer_bad(s, "a read-back or write-out whose source offset is not its device offset");
 	if ((in ? t->from_tier : t->to_tier) != a->tier[t->value] ||
 	    (in ? t->to_tier : t->from_tier) != ORTMEM_TIER_DEVICE)
-		return bad(s, "a transfer between other tiers than the arena and the value's home");
+		return xfer_bad(s, "a transfer between other tiers than the arena and the value's home");
 	if (a->tier[t->value] == ORTMEM_TIER_DEVICE ||
 	    (a->tier[t->value] == ORTMEM_TIER_DISK && !x->spill))
-		return bad(s, "a transfer of a value that never leaves the arena");
+		return xfer_bad(s, "a transfer of a value that never leaves the arena");
 	if (t->bytes != (t->value % 2 ? a->hb : a->xb))
-		return bad(s, "a transfer of the wrong size");
-	if (off_at(a, s, t->value) != t->device_offset)
-		return bad(s, "a transfer to or from another offset than the step uses");
+		return xfer_bad(s, "a transfer of the wrong size");
+	if (xfer_off_at(a, s, t->value) != t->device_offset)
+		return xfer_bad(s, "a transfer to or from another offset than the step uses");
 	if (t->earliest > s)
-		return bad(s, "a transfer that starts after its step");
+		return xfer_bad(s, "a transfer that starts after its step");
 	it->dir = t->dir;
 	it->value = t->value;
 	it->step = s;
 	it->earliest = in ? t->earliest : s;
 	it->off = t->device_offset;
+	it->src = t->device_offset;
 	it->len = t->bytes;
 	it->tier = a->tier[t->value];
 	it->home = it->tier == ORTMEM_TIER_HOST ? x->home + a->home_off[t->value] : NULL;
@@ -230,6 +241,7 @@ static int read_plan(struct xfer *x, uint32_t max_items)
 			break;
 		x->plan_disk_in += mv.prefetch[ORTMEM_TIER_DISK];
 		x->plan_disk_out += mv.spill[ORTMEM_TIER_DISK];
+		x->plan_step_move += mv.device_move;
 		n = ortmem_plan_transfers(a->plan, s, buf, cap, &stall);
 		if (n >= 0 && (size_t)n > cap) {
 			free(buf);
@@ -246,7 +258,7 @@ static int read_plan(struct xfer *x, uint32_t max_items)
 		x->plan_stall += stall;
 		x->at[s] = x->n_items;
 		if ((uint32_t)n > max_items - x->n_items) {
-			ret = bad(s, "more transfers than the values have touches");
+			ret = xfer_bad(s, "more transfers than the values have touches");
 			break;
 		}
 		for (i = 0; !ret && i < (uint32_t)n; i++)
@@ -263,7 +275,7 @@ static uint32_t touch_before(const struct acts *a, uint32_t t, uint32_t v)
 	uint32_t s;
 
 	for (s = t; s-- > 0;)
-		if (off_at(a, s, v) != UINT64_MAX)
+		if (xfer_off_at(a, s, v) != UINT64_MAX)
 			return s;
 	return t;
 }
@@ -313,7 +325,7 @@ static int index_items(struct xfer *x)
 			continue;
 		p = touch_before(a, it->step, it->value);
 		x->poison[x->poison_at[p] + fill[p]++] =
-			(struct xfer_range){ off_at(a, p, it->value), it->len };
+			(struct xfer_range){ xfer_off_at(a, p, it->value), it->len };
 	}
 	free(fill);
 	return 0;
@@ -331,8 +343,9 @@ int xfer_open(struct xfer *x, const struct acts *a,
 	x->ops = *ops;
 	x->home = home;
 	x->spill = spill;
+	/* A read-back and a move at most a touch, a write-out a value. */
 	for (s = 0; s < a->n_nodes; s++)
-		max_items += a->node[s].n_in + 1;
+		max_items += 2 * (a->node[s].n_in + 1);
 	x->it = calloc(max_items, sizeof(*x->it));
 	x->at = calloc(a->n_nodes + 1, sizeof(*x->at));
 	x->q = calloc(max_items, sizeof(*x->q));
@@ -344,6 +357,8 @@ int xfer_open(struct xfer *x, const struct acts *a,
 	    !x->has_extent || (spill && !x->bounce))
 		return -ENOMEM;
 	ret = read_plan(x, max_items);
+	if (!ret)
+		ret = xfer_check_moves(x);
 	if (!ret)
 		ret = index_items(x);
 	if (ret || !x->n_items)
@@ -366,9 +381,15 @@ int xfer_before(struct xfer *x, uint32_t step)
 	const struct act_node *nd = &x->a->node[step];
 	uint64_t need = 0, done;
 	uint32_t i, kept;
+	int ret;
 
 	if (!x->n_items)
 		return 0;
+	/* Moves first: a read-back issued now may land in a range one of
+	 * them leaves. */
+	ret = xfer_run_moves(x, step);
+	if (ret)
+		return ret;
 	for (i = x->issue_at[step]; i < x->issue_at[step + 1]; i++) {
 		issue(x, &x->it[x->issue[i]]);
 		x->issued_ahead += x->it[x->issue[i]].step > step;
@@ -415,6 +436,20 @@ int xfer_after(struct xfer *x, uint32_t step)
 	for (i = x->poison_at[step]; !ret && i < x->poison_at[step + 1]; i++)
 		ret = x->ops.poison(x->ops.ctx, x->poison[i].off, x->poison[i].len);
 	return ret;
+}
+
+int xfer_wait_outs(struct xfer *x, uint64_t off, uint64_t len)
+{
+	uint64_t need = 0;
+	uint32_t i;
+
+	for (i = 0; i < x->n_pend_out; i++) {
+		const struct xfer_item *it = &x->it[x->pend_out[i]];
+
+		if (overlaps(it, off, len) && it->ticket > need)
+			need = it->ticket;
+	}
+	return wait_ticket(x, need);
 }
 
 int xfer_drain(struct xfer *x)

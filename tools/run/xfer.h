@@ -5,7 +5,9 @@
  * arena for their home between the steps that touch them.
  *
  * Each step, around its compute:
- *   before  issue the read-backs whose earliest step this is (they overlap
+ *   before  run the step's moves within the arena (xfer_move.c: once step
+ *           s - 1 is done, before anything lands in a range they leave),
+ *           issue the read-backs whose earliest step this is (they overlap
  *           the compute until their own step), then wait for the step's
  *           own read-backs and for any write-out still reading a range the
  *           step writes;
@@ -35,6 +37,9 @@ struct xfer_ops {
 	int (*in)(void *ctx, uint64_t off, const void *src, uint64_t len);
 	int (*out)(void *ctx, void *dst, uint64_t off, uint64_t len);
 	int (*poison)(void *ctx, uint64_t off, uint64_t len);
+	/* [src, src + len) to [dst, dst + len) within the arena; the two
+	 * never overlap (ORTMEM_PLAN_XFER_MOVE). */
+	int (*move)(void *ctx, uint64_t dst, uint64_t src, uint64_t len);
 	void *ctx;
 };
 
@@ -52,7 +57,8 @@ struct xfer_item {
 	uint32_t step;		/* the step it is listed at */
 	uint32_t earliest;
 	int32_t tier;		/* its home's: ORTMEM_TIER_HOST or _DISK */
-	uint64_t off, len;	/* arena range */
+	uint64_t off, len;	/* arena range (a move's destination) */
+	uint64_t src;		/* a move's source; else off */
 	uint8_t *home;		/* its home copy in host memory */
 	uint64_t ticket;	/* when issued: the queue's count after it */
 };
@@ -75,8 +81,14 @@ struct xfer {
 	struct xfer_range *poison;	/* ranges that fall free after a step */
 	uint64_t plan_in, plan_out, plan_stall;	/* the schedule's, a pass */
 	uint64_t plan_disk_in, plan_disk_out;	/* ortmem_plan_step_moves()' disk */
+	uint64_t plan_move;	/* the schedule's moves' bytes, a pass */
+	uint64_t plan_step_move;	/* ortmem_plan_step_moves()' device_move */
+	uint32_t n_moves;	/* moves a pass */
 	int do_poison;		/* --poison-evicted */
 	uint64_t drop_nth;	/* --drop-read-back: skip this read-back (1-based) */
+	uint64_t drop_move;	/* --drop-move: skip this move (1-based) */
+	uint64_t moves_seen;	/* moves met over the run */
+	uint64_t moved_dev;	/* bytes moved within the arena */
 	/* the copy thread */
 	pthread_t th;
 	pthread_mutex_t mu;
@@ -104,6 +116,9 @@ int xfer_open(struct xfer *x, const struct acts *a,
  * would test nothing, silently). */
 int xfer_check_drop(const struct xfer *x, uint64_t nth, uint32_t passes,
 		    uint64_t act_budget);
+/* --drop-move @nth (0: none), likewise for the moves. */
+int xfer_check_drop_move(const struct xfer *x, uint64_t nth, uint32_t passes,
+			 uint64_t act_budget);
 /* Around step @step: 0 or the first copy error. */
 int xfer_before(struct xfer *x, uint32_t step);
 int xfer_after(struct xfer *x, uint32_t step);
@@ -113,5 +128,24 @@ const char *xfer_error(const struct xfer *x);
 /* Wait for every transfer issued (the end of a pass). */
 int xfer_drain(struct xfer *x);
 void xfer_close(struct xfer *x);
+
+/* xfer_move.c.  Check a move of the schedule at step @s against the
+ * steps' offsets and fill @it: 0, or -EPROTO after saying what is wrong. */
+struct ortmem_plan_transfer;
+int xfer_take_move(struct xfer *x, uint32_t s,
+		   const struct ortmem_plan_transfer *t, struct xfer_item *it);
+/* No read-back issued before a move may land in its source (the plan's
+ * contract): 0, or -EPROTO after saying so. */
+int xfer_check_moves(const struct xfer *x);
+/* Run the moves listed at @step (before anything else of it): 0 or the
+ * first error. */
+int xfer_run_moves(struct xfer *x, uint32_t step);
+/* Shared with xfer_move.c: where step @s has value @v in the arena
+ * (UINT64_MAX: not there), the message of an inconsistent schedule
+ * (-EPROTO), and the wait for the write-outs still reading
+ * [@off, @off + @len). */
+uint64_t xfer_off_at(const struct acts *a, uint32_t s, uint32_t v);
+int xfer_bad(uint32_t step, const char *why);
+int xfer_wait_outs(struct xfer *x, uint64_t off, uint64_t len);
 
 #endif /* ORTMEM_TOOLS_RUN_XFER_H */
