@@ -6,7 +6,8 @@
 # xmllint where installed), holds one titled rectangle per buffer of the
 # JSON with the buffer's name, the live-bytes curve and the lower bound,
 # a legend naming every tier, and, when the plan moves bytes, the transfer
-# schedule of ortmem_plan_transfers() carrying every byte moved.
+# schedule of ortmem_plan_transfers() carrying every byte moved, the
+# moves within the device arena in bars and arrows of their own.
 KSFT_SKIP=4
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cat "$here/../srcdir" 2>/dev/null)
@@ -69,8 +70,21 @@ assert bars['xin'] == moved - spill, (bars, moved, spill)
 assert bars['xout'] == spill, (bars, spill)
 wins = [r for r in root.iter(ns + 'rect') if r.get('class') == 'win']
 assert bool(wins) == bool(bars['xin']), len(wins)
-assert ('transfers:' in texts) == bool(moved), moved
-print('# transfers drawn: %d bytes in, %d out, %d read-back bands' % (bars['xin'], bars['xout'], len(wins)))
+# Moves within the device arena: bars of their own carrying the plan's
+# device_move bytes of each step, and one arrow a move in the device
+# panel, its buffer's rectangle going on at the new offset.
+def title_bytes(e):
+    return int(re.search(r'\((\d+) bytes\)', e.find(ns + 'title').text).group(1))
+dm = sum(m['device_move'] for m in plan['moves'])
+assert dm == plan['device_move_bytes'], (dm, plan['device_move_bytes'])
+xmove = sum(title_bytes(r) for r in root.iter(ns + 'rect') if r.get('class') == 'xmove')
+arrows = [l for l in root.iter(ns + 'line') if l.get('class') == 'mv']
+assert xmove == dm and sum(title_bytes(a) for a in arrows) == dm, (xmove, dm)
+pieces = [r for r in root.iter(ns + 'rect') if r.get('class') == 'bufmv']
+assert len(pieces) <= len(arrows) and bool(pieces) <= bool(arrows)
+assert ('transfers:' in texts) == bool(moved or dm), moved
+print('# transfers drawn: %d bytes in, %d out, %d read-back bands, %d bytes in %d moves' %
+      (bars['xin'], bars['xout'], len(wins), dm, len(arrows)))
 PY
 	then
 		ok "SVG of a ${budgets:-device-only} plan parses and draws every buffer"

@@ -13,6 +13,10 @@
  * slower tier, with the stall bytes (read-backs that cannot start ahead of
  * their step) outlined in red; in the device panel each read-back is drawn
  * as a hatched band over the steps it may overlap (earliest .. step).
+ * Moves within the device arena (ORTMEM_PLAN_XFER_MOVE) cross no tier:
+ * their bytes sit above the read-backs in their own colour, and in the
+ * device panel an arrow at the step goes from the old offset to the new,
+ * the buffer's rectangle following it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,6 +35,7 @@
 
 static const char *const tier_names[ORTMEM_TIER_COUNT] = { "device", "host", "disk" };
 static const char *const tier_fill[ORTMEM_TIER_COUNT] = { "#4e79a7", "#f28e2b", "#8c8c8c" };
+#define MOVE_FILL "#9467bd"
 
 static void xml_text(FILE *f, const char *s)
 {
@@ -120,13 +125,19 @@ static void curve(FILE *f, const struct pm_result *r, const uint64_t *live,
 	axis_steps(f, n, top + CURVE_H);
 }
 
+struct xfer_sched;
+static void buf_rects(FILE *f, const struct xfer_sched *x, uint32_t p, uint64_t off,
+		      double x0, double x1, double top, double sy, double h, const char *fill,
+		      const char *name, const char *tail);
+
 static void panel(FILE *f, const struct md_model *m, const struct pm_result *r,
-		  const int64_t *lo, const int64_t *hi, int tier, double top)
+		  const int64_t *lo, const int64_t *hi, int tier, double top,
+		  const struct xfer_sched *x)
 {
 	uint64_t arena = r->st.arena[tier];
 	double sy = arena ? PANEL_H / (double)arena : 0;
 	uint32_t p, n = r->n_steps;
-	char b1[32], name[600];
+	char b1[32], name[600], tail[160];
 
 	human(b1, sizeof(b1), (double)arena);
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"h\">%s arena: %s (step &#215; offset)</text>\n",
@@ -151,13 +162,11 @@ static void panel(FILE *f, const struct md_model *m, const struct pm_result *r,
 			snprintf(name, sizeof(name), "%s", m->values[r->pval_value[p]].name);
 		else
 			snprintf(name, sizeof(name), "body peak of node %d", r->pval_node[p]);
-		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" class=\"buf\"><title>",
-			x0, top + sy * (double)off, x1 - x0 < 1 ? 1 : x1 - x0, h < 0.5 ? 0.5 : h,
-			tier_fill[tier]);
-		xml_text(f, name);
 		human(b1, sizeof(b1), (double)r->pval_size[p]);
-		fprintf(f, ": %s (%" PRIu64 " bytes), steps %lld-%lld, offset %" PRIu64 "</title></rect>\n",
-			b1, r->pval_size[p], (long long)lo[p], (long long)hi[p], off);
+		snprintf(tail, sizeof(tail), ": %s (%" PRIu64 " bytes), steps %lld-%lld, offset %" PRIu64,
+			 b1, r->pval_size[p], (long long)lo[p], (long long)hi[p], off);
+		buf_rects(f, tier == ORTMEM_TIER_DEVICE ? x : NULL, p, off, x0, x1, top, sy, h,
+			  tier_fill[tier], name, tail);
 	}
 	axis_steps(f, n, top + PANEL_H);
 }
@@ -167,7 +176,13 @@ struct xfer_sched {
 	uint64_t (*in)[ORTMEM_TIER_COUNT];
 	uint64_t (*out)[ORTMEM_TIER_COUNT];
 	uint64_t *stall;
-	uint64_t max_in, max_out, total;
+	uint64_t *move;		/* bytes moved within the device arena */
+	uint64_t max_in, max_out, total, moved;
+	uint32_t n_steps;
+	/* the moves, in step order, for the device panel */
+	struct ortmem_plan_transfer *mv;
+	uint32_t *mv_step;
+	size_t n_mv;
 };
 
 /* The transfers of step @s into *buf (grown as needed); their count or -1. */
@@ -188,6 +203,23 @@ static int xfer_get(const struct pm_result *r, uint32_t s, struct ortmem_plan_tr
 	return n < 0 ? -1 : n;
 }
 
+/* Keep move @t of step @s for the device panel. */
+static int move_keep(struct xfer_sched *x, const struct ortmem_plan_transfer *t, uint32_t s)
+{
+	struct ortmem_plan_transfer *mv = realloc(x->mv, sizeof(*mv) * (x->n_mv + 1));
+	uint32_t *st = realloc(x->mv_step, sizeof(*st) * (x->n_mv + 1));
+
+	if (mv)
+		x->mv = mv;
+	if (st)
+		x->mv_step = st;
+	if (!mv || !st)
+		return -1;
+	x->mv[x->n_mv] = *t;
+	x->mv_step[x->n_mv++] = s;
+	return 0;
+}
+
 static int xfer_collect(const struct pm_result *r, struct xfer_sched *x)
 {
 	struct ortmem_plan_transfer *xs_ = NULL;
@@ -198,7 +230,9 @@ static int xfer_collect(const struct pm_result *r, struct xfer_sched *x)
 	x->in = calloc(r->n_steps + 1, sizeof(*x->in));
 	x->out = calloc(r->n_steps + 1, sizeof(*x->out));
 	x->stall = calloc(r->n_steps + 1, sizeof(*x->stall));
-	if (!x->in || !x->out || !x->stall)
+	x->move = calloc(r->n_steps + 1, sizeof(*x->move));
+	x->n_steps = r->n_steps;
+	if (!x->in || !x->out || !x->stall || !x->move)
 		return -1;
 	for (s = 0; s < r->n_steps; s++) {
 		uint64_t in = 0, out = 0;
@@ -210,6 +244,16 @@ static int xfer_collect(const struct pm_result *r, struct xfer_sched *x)
 			const struct ortmem_plan_transfer *t = &xs_[i];
 			int slow = t->dir == ORTMEM_PLAN_XFER_IN ? t->from_tier : t->to_tier;
 
+			if (t->dir == ORTMEM_PLAN_XFER_MOVE) {
+				if (move_keep(x, t, s))
+					goto out;
+				x->move[s] += t->bytes;
+				in += t->bytes;
+				x->moved += t->bytes;
+				continue;
+			}
+			if (t->dir != ORTMEM_PLAN_XFER_OUT && t->dir != ORTMEM_PLAN_XFER_IN)
+				continue;
 			if (slow < 0 || slow >= ORTMEM_TIER_COUNT)
 				continue;
 			if (t->dir == ORTMEM_PLAN_XFER_IN)
@@ -219,7 +263,7 @@ static int xfer_collect(const struct pm_result *r, struct xfer_sched *x)
 		}
 		x->max_in = in > x->max_in ? in : x->max_in;
 		x->max_out = out > x->max_out ? out : x->max_out;
-		x->total += in + out;
+		x->total += in + out - x->move[s];
 	}
 	ret = 0;
 out:
@@ -232,6 +276,71 @@ static void xfer_free(struct xfer_sched *x)
 	free(x->in);
 	free(x->out);
 	free(x->stall);
+	free(x->move);
+	free(x->mv);
+	free(x->mv_step);
+}
+
+/*
+ * Buffer @p over [@x0, @x1) from @off: one titled rectangle (class buf),
+ * its later pieces (class bufmv) at the offsets its moves in @x take it
+ * to, from the step of each.
+ */
+static void buf_rects(FILE *f, const struct xfer_sched *x, uint32_t p, uint64_t off,
+		      double x0, double x1, double top, double sy, double h, const char *fill,
+		      const char *name, const char *tail)
+{
+	const char *cls = "buf";
+	size_t j = 0;
+	int more;
+
+	for (;;) {
+		double end = x1;
+
+		/* The next move of @p, if any, ends this piece. */
+		while (x && j < x->n_mv && x->mv[j].value != p)
+			j++;
+		more = x && j < x->n_mv;
+		if (more)
+			end = xs(x->mv_step[j], x->n_steps);
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" class=\"%s\"><title>",
+			x0, top + sy * (double)off, end - x0 < 1 ? 1 : end - x0, h < 0.5 ? 0.5 : h,
+			fill, cls);
+		xml_text(f, name);
+		if (more)
+			fprintf(f, "%s; moved to offset %" PRIu64 " before step %u</title></rect>\n",
+				tail, x->mv[j].device_offset, x->mv_step[j]);
+		else
+			fprintf(f, "%s</title></rect>\n", tail);
+		if (!more)
+			return;
+		x0 = end;
+		off = x->mv[j].device_offset;
+		cls = "bufmv";
+		tail = ": after a move";
+		j++;
+	}
+}
+
+/* In the device panel: each move, an arrow at its step from the old range
+ * to the new. */
+static void move_arrows(FILE *f, const struct pm_result *r, const struct xfer_sched *x,
+			double top)
+{
+	uint64_t arena = r->st.arena[ORTMEM_TIER_DEVICE];
+	double sy = arena ? PANEL_H / (double)arena : 0;
+	size_t k;
+
+	for (k = 0; k < x->n_mv; k++) {
+		const struct ortmem_plan_transfer *t = &x->mv[k];
+		double xm = xs(x->mv_step[k], r->n_steps), half = (double)t->bytes / 2;
+
+		fprintf(f, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.2f\" y2=\"%.2f\" class=\"mv\" marker-end=\"url(#mvhead)\">"
+			"<title>move of value %u before step %u: offset %" PRIu64 " to %" PRIu64 " (%" PRIu64 " bytes)</title></line>\n",
+			xm, xm, top + sy * ((double)t->src_offset + half),
+			top + sy * ((double)t->device_offset + half), t->value, x->mv_step[k],
+			t->src_offset, t->device_offset, t->bytes);
+	}
 }
 
 /* One bar: @sign -1 grows up from @axis (read-backs), +1 down (write-outs). */
@@ -255,13 +364,14 @@ static void xfer_panel(FILE *f, const struct pm_result *r, const struct xfer_sch
 	uint64_t maxv = x->max_in > x->max_out ? x->max_in : x->max_out;
 	double half = XFER_H / 2, axis = top + half, sy = maxv ? (half - 4) / (double)maxv : 0;
 	uint32_t s, n = r->n_steps;
-	char b1[32], what[64];
+	char b1[32], b2[32], what[64];
 	int t;
 
 	human(b1, sizeof(b1), (double)x->total);
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"h\">transfers: %s moved "
-		"(read back before a step above, written out after it below; red: stall)</text>\n",
-		LEFT, top - 6, b1);
+	human(b2, sizeof(b2), (double)x->moved);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"h\">transfers: %s moved between tiers, "
+		"%s within the device arena (read back or moved before a step above, written out after it below; red: stall)</text>\n",
+		LEFT, top - 6, b1, b2);
 	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n",
 		LEFT, top, W - LEFT - RIGHT, XFER_H);
 	fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" class=\"frame\"/>\n",
@@ -288,6 +398,9 @@ static void xfer_panel(FILE *f, const struct pm_result *r, const struct xfer_sch
 				down += sy * (double)x->out[s][t];
 			}
 		}
+		if (x->move[s])
+			xfer_bar(f, s, n, axis, up, sy * (double)x->move[s], -1, MOVE_FILL,
+				 "moved within the device arena", x->move[s], "xmove");
 		if (x->stall[s])
 			xfer_bar(f, s, n, axis, 0, sy * (double)x->stall[s], -1, "none",
 				 "stall", x->stall[s], "stall");
@@ -344,7 +457,7 @@ int out_svg(FILE *f, const struct md_model *m, const struct pm_result *r,
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
 		panels += r->st.arena[t] > 0;
 	height = 90 + CURVE_H + GAP + panels * (PANEL_H + GAP) + 20 +
-		 (x.total ? XFER_H + GAP : 0);
+		 (x.total || x.moved ? XFER_H + GAP : 0);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
 		W, height, W, height);
@@ -352,7 +465,10 @@ int out_svg(FILE *f, const struct md_model *m, const struct pm_result *r,
 		".h{font-weight:bold}.frame{fill:none;stroke:#bbb}.live{fill:none;stroke:#222;stroke-width:1.2}"
 		".buf{stroke:#fff;stroke-width:0.4}.lb{stroke:#d62728;stroke-dasharray:6 4;stroke-width:1.5}rect:hover{stroke:#000;stroke-width:1}"
 		".xin,.xout{stroke:none}.stall{fill:none;stroke:#d62728;stroke-width:1}"
-		".win{fill:#4e79a7;fill-opacity:0.12;stroke:#4e79a7;stroke-opacity:0.5;stroke-width:0.4;stroke-dasharray:2 2}</style>\n");
+		".win{fill:#4e79a7;fill-opacity:0.12;stroke:#4e79a7;stroke-opacity:0.5;stroke-width:0.4;stroke-dasharray:2 2}"
+		".bufmv{stroke:" MOVE_FILL ";stroke-width:0.8}.mv{stroke:" MOVE_FILL ";stroke-width:1.5}</style>\n");
+	fprintf(f, "<defs><marker id=\"mvhead\" markerWidth=\"6\" markerHeight=\"6\" refX=\"5\" refY=\"3\" orient=\"auto\">"
+		"<path d=\"M0,0 L6,3 L0,6 z\" fill=\"" MOVE_FILL "\"/></marker></defs>\n");
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n<text x=\"%.1f\" y=\"22\" class=\"h\">", LEFT);
 	xml_text(f, title);
 	human(b1, sizeof(b1), (double)r->st.lower_bound);
@@ -371,16 +487,18 @@ int out_svg(FILE *f, const struct md_model *m, const struct pm_result *r,
 	top = 90;
 	curve(f, r, live, top);
 	top += CURVE_H + GAP;
-	if (x.total) {
+	if (x.total || x.moved) {
 		xfer_panel(f, r, &x, top);
 		top += XFER_H + GAP;
 	}
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		if (!r->st.arena[t])
 			continue;
-		panel(f, m, r, lo, hi, t, top);
+		panel(f, m, r, lo, hi, t, top, &x);
 		if (t == ORTMEM_TIER_DEVICE && x.total)
 			xfer_windows(f, r, top);
+		if (t == ORTMEM_TIER_DEVICE)
+			move_arrows(f, r, &x, top);
 		top += PANEL_H + GAP;
 	}
 	fprintf(f, "</svg>\n");

@@ -110,6 +110,9 @@ void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 		"weights  %14" PRIu64 "  (initializers and folded constants)\n"
 		"moved    %14" PRIu64 "  (prefetch %" PRIu64 ", spill %" PRIu64 ")\n",
 		r->naive_bytes, r->weights_bytes, all, r->st.prefetch_bytes, r->st.spill_bytes);
+	if (r->st.move_bytes)
+		fprintf(f, "within   %14" PRIu64 "  (moved within the device arena, between no tiers)\n",
+			r->st.move_bytes);
 	if (r->st.arena[0] + r->st.arena[1] + r->st.arena[2] != r->st.lower_bound)
 		fprintf(f, "the arenas are %.2f%% over the lower bound (%" PRIu64 " bytes)%s\n",
 			(r->st.arena_over_lb - 1.0) * 100.0,
@@ -205,6 +208,7 @@ void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)
 			t ? ", " : "", tier_names[t], r->st.arena[t], r->st.tier_lower_bound[t]);
 	fprintf(f, "},\n  \"arena_over_lb\": %.6f,\n  \"optimal\": %s,\n", r->st.arena_over_lb,
 		r->st.optimal ? "true" : "false");
+	fprintf(f, "  \"device_move_bytes\": %" PRIu64 ",\n", r->st.move_bytes);
 	json_buffers(f, m, r);
 	fprintf(f, "  \"moves\": [");
 	for (s = 0; s < r->n_steps; s++) {
@@ -218,9 +222,9 @@ void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)
 		fprintf(f, ", \"op\": ");
 		json_str(f, m->nodes[r->step_node[s]].p->op_type);
 		fprintf(f, ", \"prefetch\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 "]"
-			", \"spill\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 "]}",
+			", \"spill\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 "], \"device_move\": %" PRIu64 "}",
 			mv.prefetch[0], mv.prefetch[1], mv.prefetch[2],
-			mv.spill[0], mv.spill[1], mv.spill[2]);
+			mv.spill[0], mv.spill[1], mv.spill[2], mv.device_move);
 	}
 	fprintf(f, "\n  ]\n}\n");
 }
