@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Room made by moving residents within the device arena (Documentation/
+ * lib/planner.rst, "Tier placement", "Moves within the device arena").
+ *
+ * When the allocator's pass (plan_online.c) finds no hole for a buffer at
+ * step s, and no resident can be re-seated back in time for free
+ * (plan_retro.c), it would send residents off: each costs a write-out and
+ * a read-back across a tier boundary.  Instead, the residents in a
+ * window's way can be copied elsewhere in the arena before step s, for a
+ * fraction of the cost per byte (ORTMEM__PLAN_MOVE_SHIFT).  A move is
+ * made only where its weighted bytes cost less than the cheapest
+ * eviction the pass would make instead.
+ *
+ * A moved buffer holds its old range over [.., s) and its new one over
+ * [s - 1, ..): the new range is free at step s - 1 and at s, so the moves
+ * of one step never depend on each other's order (none lands where
+ * another leaves), nor on the write-outs after step s - 1, and each
+ * range a move leaves is free for the step's own buffers.  A buffer moves
+ * at most once per gap, never in a gap the step ends (the step touches
+ * it) nor in the trailing gap of a graph output (no touch holds the new
+ * offset).  A pass that sends a moved buffer off in the same gap later
+ * drops the move: the buffer then left before it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "plan_online.h"
+
+/* Windows tried per buffer that finds no hole, the fewest bytes in the
+ * way first: a pass stays O(steps x residents log residents). */
+#define MV_TRIES 8
+
+static int mv_rng_cmp(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* By bytes in the way, then address. */
+static int mv_win_cmp(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	if (a[1] != b[1])
+		return (a[1] > b[1]) - (a[1] < b[1]);
+	return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+void ortmem__plan_move_gone(struct ol *o, uint64_t addr, uint64_t size)
+{
+	if (o->mstep && size) {
+		o->gone[o->n_gone][0] = addr;
+		o->gone[o->n_gone++][1] = addr + size;
+	}
+}
+
+/* May resident @b move before step o->s?  Not touched by the step, not
+ * moved in this gap already, and a touch after the gap takes the offset. */
+static bool mv_can(const struct ol *o, uint32_t b)
+{
+	uint32_t k = o->cur[b];
+
+	return !o->pin[b] && o->mgap[b] != k && k + 1 < o->plan->touch_idx[b + 1];
+}
+
+/* Tier bytes of sending resident @b off now: a read-back before its next
+ * touch, and a write-out unless it is written out already (or the guide
+ * writes it out anyway). */
+static uint64_t mv_evict_cost(const struct ol *o, uint32_t b)
+{
+	const struct ortmem_plan *plan = o->plan;
+	bool tail = o->cur[b] + 1 == plan->touch_idx[b + 1];
+	uint64_t units = (tail ? 0 : 1) + (o->written[b] || (o->gw && o->gw[b]) ? 0 : 1);
+
+	return units * o->asz[b];
+}
+
+/* Tier bytes of the cheapest window of @size to clear by evictions (the
+ * windows ol_window() looks at), or UINT64_MAX when none can be. */
+static uint64_t mv_evict_bytes(const struct ol *o, uint32_t d, uint64_t size)
+{
+	uint64_t best = UINT64_MAX, a, cost;
+	uint32_t i, j, first = 0;
+
+	for (i = 0; i <= d; i++) {
+		a = i ? o->hole[i - 1][1] : 0;
+		if (a + size > o->budget)
+			continue;
+		while (first < d && o->hole[first][1] <= a)
+			first++;
+		cost = 0;
+		for (j = first; j < d && o->hole[j][0] < a + size; j++) {
+			if (o->hole[j][1] <= a)
+				continue;
+			if (o->pin[o->hole[j][2]]) {
+				cost = UINT64_MAX;
+				break;
+			}
+			cost += mv_evict_cost(o, (uint32_t)o->hole[j][2]);
+		}
+		if (cost < best)
+			best = cost;
+	}
+	return best;
+}
+
+/* Bytes of the residents in the way of [a, a + size), or UINT64_MAX when
+ * one of them cannot move. */
+static uint64_t mv_in_way(const struct ol *o, uint32_t d, uint64_t a, uint64_t size)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < d; i++)
+		if (o->hole[i][0] < a + size && o->hole[i][1] > a) {
+			if (!mv_can(o, (uint32_t)o->hole[i][2]))
+				return UINT64_MAX;
+			sum += o->hole[i][1] - o->hole[i][0];
+		}
+	return sum;
+}
+
+/* Insert [r0, r1) into the @n ranges of o->mr, sorted by start. */
+static void mv_insert(struct ol *o, uint32_t n, uint64_t r0, uint64_t r1)
+{
+	uint32_t j;
+
+	for (j = n; j && o->mr[j - 1][0] > r0; j--) {
+		o->mr[j][0] = o->mr[j - 1][0];
+		o->mr[j][1] = o->mr[j - 1][1];
+	}
+	o->mr[j][0] = r0;
+	o->mr[j][1] = r1;
+}
+
+/* Destinations for every resident in the way of [a, a + size), the
+ * largest first, each free at step s - 1 (the residents where they are
+ * now, the ranges that left at this step) and at s (the window, the
+ * destinations taken): into o->mb and o->mto, their count; 0 when one
+ * finds none. */
+static uint32_t mv_plan(struct ol *o, uint32_t d, uint64_t a, uint64_t size)
+{
+	uint32_t i, j, n = 0, nr = 0;
+
+	for (i = 0; i < d; i++)
+		if (o->hole[i][0] < a + size && o->hole[i][1] > a) {
+			uint32_t b = (uint32_t)o->hole[i][2];
+
+			for (j = n; j && o->asz[o->mb[j - 1]] < o->asz[b]; j--)
+				o->mb[j] = o->mb[j - 1];
+			o->mb[j] = b;
+			n++;
+		}
+	for (i = 0; i < d; i++) {
+		o->mr[nr][0] = o->hole[i][0];
+		o->mr[nr++][1] = o->hole[i][1];
+	}
+	for (i = 0; i < o->n_gone; i++) {
+		o->mr[nr][0] = o->gone[i][0];
+		o->mr[nr++][1] = o->gone[i][1];
+	}
+	o->mr[nr][0] = a;
+	o->mr[nr++][1] = a + size;
+	qsort(o->mr, nr, sizeof(*o->mr), mv_rng_cmp);
+	for (i = 0; i < n; i++) {
+		uint64_t sz = o->asz[o->mb[i]];
+
+		o->mto[i] = ortmem__plan_best_gap(&o->mr[0][0], 2, nr, o->budget, sz);
+		if (o->mto[i] == UINT64_MAX)
+			return 0;
+		mv_insert(o, nr++, o->mto[i], o->mto[i] + sz);
+	}
+	return n;
+}
+
+/* Move the @n residents of o->mb to o->mto before step o->s. */
+static void mv_apply(struct ol *o, uint32_t n)
+{
+	uint32_t i, j, s = o->s;
+
+	for (i = 0; i < n; i++) {
+		uint32_t b = o->mb[i];
+
+		ortmem__plan_move_gone(o, o->addr[b], o->asz[b]);
+		if (o->retro) {
+			/* its old range, held until s, is history to moves back
+			 * in time; from now on its interval starts at s - 1, and
+			 * no touch before the move takes a new address */
+			if (s > o->istart[b])
+				o->past[o->n_past++] = (struct ol_past){ o->istart[b], s, s,
+									 o->addr[b], o->asz[b] };
+			o->istart[b] = s - 1;
+			o->ik[b] = o->cur[b] + 1;
+		}
+		o->addr[b] = o->mto[i];
+		o->mstep[o->cur[b]] = s;
+		o->mgap[b] = o->cur[b];
+		o->n_moved += o->asz[b];
+	}
+	for (i = 1; i < o->n_live; i++) {	/* sorted by offset again */
+		uint32_t b = o->live[i];
+
+		for (j = i; j && o->addr[o->live[j - 1]] > o->addr[b]; j--)
+			o->live[j] = o->live[j - 1];
+		o->live[j] = b;
+	}
+}
+
+uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
+{
+	uint64_t (*cand)[2] = o->mwin, a, used = 0, evict, limit;
+	uint32_t i, n = 0, tries = 0, m;
+
+	if (!o->s)
+		return UINT64_MAX;	/* nothing precedes the first step */
+	for (i = 0; i < d; i++)
+		used += o->hole[i][1] - o->hole[i][0];
+	if (used + size > o->budget)
+		return UINT64_MAX;	/* no room in bytes: moves cannot help */
+	evict = mv_evict_bytes(o, d, size);
+	limit = evict == UINT64_MAX ? UINT64_MAX : evict << ORTMEM__PLAN_MOVE_SHIFT;
+	for (i = 0; i <= d; i++) {
+		a = i ? o->hole[i - 1][1] : 0;
+		if (a + size <= o->budget)
+			cand[n++][0] = a;
+		a = i < d ? o->hole[i][0] : o->budget;
+		if (a >= size)
+			cand[n++][0] = a - size;
+	}
+	for (i = 0; i < n; i++)
+		cand[i][1] = mv_in_way(o, d, cand[i][0], size);
+	qsort(cand, n, sizeof(*cand), mv_win_cmp);
+	for (i = 0; i < n && tries < MV_TRIES && cand[i][1] < limit; i++) {
+		if (i && cand[i][0] == cand[i - 1][0])
+			continue;
+		tries++;
+		m = mv_plan(o, d, cand[i][0], size);
+		if (m) {
+			mv_apply(o, m);
+			return cand[i][0];
+		}
+	}
+	return UINT64_MAX;
+}
+
+uint64_t ortmem__plan_move_bytes(const struct ortmem_plan *plan, const uint8_t *off,
+				 const uint32_t *mstep)
+{
+	uint64_t sum = 0;
+	uint32_t b, k;
+
+	for (b = 0; mstep && b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			if (mstep[k] && !off[k])
+				sum += plan->bufs[b].size;
+	return sum;
+}
+
+int ortmem__plan_move_record(struct ortmem_plan *plan)
+{
+	uint32_t b, k;
+
+	if (!plan->move_step)
+		return 0;
+	if (!ortmem__plan_move_bytes(plan, plan->gap_off, plan->move_step)) {
+		free(plan->move_step);	/* no move survived: none to list */
+		plan->move_step = NULL;
+		return 0;
+	}
+	plan->dev_move = calloc(plan->n_nodes + 1ull, sizeof(*plan->dev_move));
+	if (!plan->dev_move)
+		return ortmem__err_plain(-ENOMEM, "planner: cannot record the moves of %u steps",
+					 plan->n_nodes);
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			if (!plan->move_step[k])
+				continue;
+			if (plan->gap_off[k]) {
+				plan->move_step[k] = 0;	/* left the device instead */
+				continue;
+			}
+			plan->dev_move[plan->move_step[k]] += plan->bufs[b].size;
+			plan->st.move_bytes += plan->bufs[b].size;
+		}
+	return 0;
+}
