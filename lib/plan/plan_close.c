@@ -14,7 +14,10 @@
  *
  * A gap in which the buffer moves within the arena (plan_move.c) is kept
  * as it is: each side of the move is an interval of its own, the first
- * held until the move's step s, the second from s - 1.
+ * held until the move's step s, the second from s - 1 (one step earlier
+ * than it needs: so nothing this moves or merges meets a move's
+ * destination at the step before it, where only a buffer whose life ends
+ * may).
  *
  * Intervals are kept sorted by first step.  A check looks at the short
  * ones that start within CL_SHORT steps before the span, found by binary

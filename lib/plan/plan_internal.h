@@ -95,7 +95,10 @@ struct ortmem_plan {
 	 * step s (touch_step[k] < s <= touch_step[k + 1]) before which the
 	 * buffer moves there (ORTMEM_PLAN_XFER_MOVE); 0 otherwise.  NULL when
 	 * no buffer moves.  The old range is held over [.., s), the new one
-	 * over [s - 1, ..): free at both s - 1 and s. */
+	 * over [s, ..), and the new one must not meet, at step s - 1, a range
+	 * still in use after it: another move's source, or a range that
+	 * leaves the device after step s - 1 (only one whose buffer's life
+	 * ends with step s - 1). */
 	uint32_t *move_step;
 	uint64_t *dev_move;	/* per step: bytes moved before it; NULL: none */
 	uint64_t *prefetch;	/* [step * ORTMEM_TIER_COUNT + tier] */

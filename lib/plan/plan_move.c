@@ -13,10 +13,14 @@
  * eviction the pass would make instead.
  *
  * A moved buffer holds its old range over [.., s) and its new one over
- * [s - 1, ..): the new range is free at step s - 1 and at s, so the moves
- * of one step never depend on each other's order (none lands where
- * another leaves), nor on the write-outs after step s - 1, and each
- * range a move leaves is free for the step's own buffers.  A buffer moves
+ * [s, ..).  The new range must also be clear, at step s - 1, of every
+ * range still in use after it: other residents, moves' sources and the
+ * ranges of buffers that leave the device after step s - 1 (a write-out
+ * may still be reading them); only a buffer whose life ends with step
+ * s - 1 gives its range up to a move.  So the moves of one step never
+ * depend on each other's order (none lands where another leaves), nor on
+ * the write-outs after step s - 1, and each range a move leaves is free
+ * for the step's own buffers.  A buffer moves
  * at most once per gap, never in a gap the step ends (the step touches
  * it) nor in the trailing gap of a graph output (no touch holds the new
  * offset).  A pass that sends a moved buffer off in the same gap later
@@ -136,10 +140,10 @@ static void mv_insert(struct ol *o, uint32_t n, uint64_t r0, uint64_t r1)
 }
 
 /* Destinations for every resident in the way of [a, a + size), the
- * largest first, each free at step s - 1 (the residents where they are
- * now, the ranges that left at this step) and at s (the window, the
- * destinations taken): into o->mb and o->mto, their count; 0 when one
- * finds none. */
+ * largest first, each clear of what is in use after step s - 1 (the
+ * residents where they are now, the ranges that left at this step for
+ * another tier) and at s (the window, the destinations taken): into o->mb
+ * and o->mto, their count; 0 when one finds none. */
 static uint32_t mv_plan(struct ol *o, uint32_t d, uint64_t a, uint64_t size)
 {
 	uint32_t i, j, n = 0, nr = 0;

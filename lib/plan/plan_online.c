@@ -267,8 +267,6 @@ static void ol_drop(struct ol *o, uint32_t at, uint32_t end)
 	if (o->retro && end > o->istart[b] && o->asz[b])
 		o->past[o->n_past++] = (struct ol_past){ o->istart[b], end, o->s,
 							 o->addr[b], o->asz[b] };
-	if (end >= o->s)	/* held at step s - 1: no move lands there */
-		ortmem__plan_move_gone(o, o->addr[b], o->asz[b]);
 	o->res[o->live[at]] = false;
 	memmove(&o->live[at], &o->live[at + 1], sizeof(*o->live) * (--o->n_live - at));
 }
@@ -281,6 +279,10 @@ static void ol_send_off(struct ol *o, uint32_t at)
 	o->off[o->cur[b]] = 1;
 	if (o->mstep)	/* it left before any move in this gap */
 		o->mstep[o->cur[b]] = 0;
+	/* written out (or, once gaps close, maybe) after step s - 1: no move
+	 * before step s lands there */
+	if (o->plan->touch_step[o->cur[b]] + 1 >= o->s)
+		ortmem__plan_move_gone(o, o->addr[b], o->asz[b]);
 	o->written[b] = true;
 	ol_drop(o, at, o->plan->touch_step[o->cur[b]] + 1);
 }

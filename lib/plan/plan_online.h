@@ -45,7 +45,7 @@ struct ol {
 	/* moves within the device arena (plan_move.c); mstep NULL: none */
 	uint32_t *mstep;	/* per touch: the step its gap's buffer moves before, or 0 */
 	uint32_t *mgap;		/* per buffer: the touch whose gap it moved in, or UINT32_MAX */
-	uint64_t (*gone)[2];	/* ranges held at step s - 1 but not resident now */
+	uint64_t (*gone)[2];	/* ranges in use after step s - 1, not resident now */
 	uint32_t n_gone;
 	uint64_t (*mr)[2];	/* scratch: occupied ranges for a move's destination */
 	uint64_t (*mwin)[2];	/* scratch: candidate windows, bytes in the way */
@@ -79,7 +79,8 @@ uint64_t ortmem__plan_retro(struct ol *o, uint32_t d, uint64_t size);
  * (bytes moved weighted by ORTMEM__PLAN_MOVE_SHIFT), or UINT64_MAX.
  * o->hole holds the @d residents' ranges (ol_fit()). */
 uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size);
-/* Record in o->gone a range held at step o->s - 1 that leaves now. */
+/* Record in o->gone a range in use after step o->s - 1 (a move's source, a
+ * range sent off after it) that is not resident now. */
 void ortmem__plan_move_gone(struct ol *o, uint64_t addr, uint64_t size);
 
 #endif /* ORTMEM_LIB_PLAN_ONLINE_H */

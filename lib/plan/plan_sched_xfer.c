@@ -8,7 +8,7 @@
  * that opened its gap), so the copy overlaps the compute in between.
  *
  * A buffer that moves within the device arena before step s (plan_move.c)
- * holds its old range until s and its new one from s - 1: a read-back into
+ * holds its old range until s and its new one from s: a read-back into
  * the old range starts at s, after the move (a step's moves run before its
  * read-backs).  Moves are listed first, each once, at the step they
  * precede.
@@ -93,7 +93,7 @@ static uint32_t sx_busy_until(const struct ortmem_plan *plan, uint32_t self,
 		}
 		for (k = plan->touch_idx[b]; k < end; k = j + 1) {
 			uint32_t lo = k > plan->touch_idx[b] && ms && ms[k - 1] ?
-				      ms[k - 1] - 1 : plan->touch_step[k], hi;
+				      ms[k - 1] : plan->touch_step[k], hi;
 
 			for (j = k; j + 1 < end && !plan->gap_off[j] && !(ms && ms[j]); j++)
 				;

@@ -310,9 +310,7 @@ static int vl_move_steps(const struct ortmem_plan *plan, uint32_t b)
  * arena): from a touch, over the kept gaps, to the touch that opens an off
  * gap (or the buffer's end).  Every touch of one interval must have the
  * interval's offset.  A move before step s ends one interval at s and
- * starts the next at s - 1 (its range free at both), so the overlap check
- * covers the moves: the destination is free then, and apart from the
- * source.
+ * starts the next at s; vl_move_dests() checks the step before.
  */
 static int vl_intervals(const struct ortmem_plan *plan, uint32_t b,
 			struct pk_item *it, uint64_t *off, uint32_t *n)
@@ -324,7 +322,7 @@ static int vl_intervals(const struct ortmem_plan *plan, uint32_t b,
 
 	for (k = plan->touch_idx[b]; k < end && !ret; k = j + 1) {
 		uint64_t lo = k > plan->touch_idx[b] && ms && ms[k - 1] ?
-			      ms[k - 1] - 1ull : plan->touch_step[k];
+			      ms[k - 1] : plan->touch_step[k];
 
 		for (j = k; j + 1 < end && !plan->gap_off[j] && !(ms && ms[j]); j++)
 			if (plan->touch_off[j + 1] != plan->touch_off[k])
@@ -336,6 +334,67 @@ static int vl_intervals(const struct ortmem_plan *plan, uint32_t b,
 			ms && ms[j] ? ms[j] : plan->gap_off[j] || j + 1 < end ?
 			plan->touch_step[j] + 1ull : pb->hi, pb->size };
 	}
+	return ret;
+}
+
+struct vl_end {
+	uint32_t step;		/* the step it is still used after, + 1 */
+	uint32_t buf;
+	uint64_t off, size;
+};
+
+static int vl_end_cmp(const void *x, const void *y)
+{
+	const struct vl_end *a = x, *b = y;
+
+	return (a->step > b->step) - (a->step < b->step);
+}
+
+/*
+ * A move before step s lands where nothing is still in use after step
+ * s - 1: no move's source (its own included), no range that leaves the
+ * device after step s - 1 (a write-out may read it).  Only an interval
+ * that ends with its buffer's life gives its range up at once.  The
+ * intervals still used after their last step, sorted by that step, are
+ * looked up per move: O((intervals + moves) log intervals).
+ */
+static int vl_move_dests(const struct ortmem_plan *plan)
+{
+	const uint32_t *ms = plan->move_step;
+	uint32_t b, k, n = 0, lo, hi, i, nt = plan->touch_idx[plan->n_bufs];
+	struct vl_end *e = malloc(sizeof(*e) * (nt + 1));
+	int ret = 0;
+
+	if (!e)
+		return ortmem__err_plain(-ENOMEM, "validator: out of memory");
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k + 1 < plan->touch_idx[b + 1]; k++)
+			if (ms[k] || plan->gap_off[k])
+				e[n++] = (struct vl_end){ ms[k] ? ms[k] : plan->touch_step[k] + 1,
+					b, plan->touch_off[k], plan->bufs[b].size };
+	qsort(e, n, sizeof(*e), vl_end_cmp);
+	for (b = 0; b < plan->n_bufs && !ret; b++)
+		for (k = plan->touch_idx[b]; k + 1 < plan->touch_idx[b + 1] && !ret; k++) {
+			uint64_t to = plan->touch_off[k + 1], size = plan->bufs[b].size;
+
+			if (!ms[k] || !size)
+				continue;
+			for (lo = 0, hi = n; lo < hi;) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (e[mid].step < ms[k])
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (i = lo; i < n && e[i].step == ms[k] && !ret; i++)
+				if (e[i].size && e[i].off < to + size && to < e[i].off + e[i].size)
+					ret = ortmem__err_plain(-EFAULT,
+						"validator: buffer %u moves before step %u to [%llu, +%llu), which buffer %u still uses after step %u (a move's source or a write-out)",
+						b, ms[k], (unsigned long long)to,
+						(unsigned long long)size, e[i].buf, ms[k] - 1);
+		}
+	free(e);
 	return ret;
 }
 
@@ -375,6 +434,8 @@ static int vl_overlap(const struct ortmem_plan *plan, int tier)
 				(unsigned long long)plan->st.arena[tier]);
 	if (!ret)
 		ret = ortmem__plan_check_disjoint(it, off, n, NULL, NULL);
+	if (!ret && tier == ORTMEM_TIER_DEVICE && plan->move_step)
+		ret = vl_move_dests(plan);
 out:
 	free(it);
 	free(off);
