@@ -121,6 +121,9 @@ if [ "$mvd" -gt 0 ]; then
 		fail "drop move past the count: $(cat "$tmp/e")"
 	[ -s "$tmp/o" ] && fail "drop move past the count: a report"
 else
+	# The chains with skips of ortmem-run never fragment the arena (no
+	# span or budget here, nor any scanned, made a move); xfer_moves runs
+	# the same code on random graphs whose plans do move values.
 	echo "# no budget of these models made the plan move a value within the arena"
 fi
 run --skip 1 --drop-move 1 --act-budget 1G > "$tmp/o" 2> "$tmp/e"; [ $? -eq 2 ] || fail "drop move with no move"

@@ -80,7 +80,7 @@ static int arena_off(const struct acts *a, uint32_t v, uint32_t step,
 	return tier == ORTMEM_TIER_DEVICE && ret == -ENOENT ? 0 : ret;
 }
 
-static uint64_t value_len(const struct acts *a, uint32_t v)
+uint64_t act_len(const struct acts *a, uint32_t v)
 {
 	return v % 2 ? a->hb : a->xb;	/* x_0, h_0, x_1, h_1, ... */
 }
@@ -108,7 +108,7 @@ static int locate(struct acts *a)
 		a->home_off[v] = UINT64_MAX;
 		a->tier[v] = (int8_t)tier;
 		if (tier == ORTMEM_TIER_HOST) {
-			if (off > a->home || value_len(a, v) > a->home - off)
+			if (off > a->home || act_len(a, v) > a->home - off)
 				return inconsistent(v, "outside the host arena");
 			a->home_off[v] = off;
 		}
@@ -117,14 +117,14 @@ static int locate(struct acts *a)
 		struct act_node *nd = &a->node[s];
 
 		for (i = 0; i < nd->n_in; i++) {
-			nd->in_len[i] = value_len(a, nd->in[i]);
+			nd->in_len[i] = act_len(a, nd->in[i]);
 			ret = arena_off(a, nd->in[i], s, &nd->in_off[i]);
 			if (ret)
 				return ret;
 			if (nd->in_off[i] > a->arena || nd->in_len[i] > a->arena - nd->in_off[i])
 				return inconsistent(nd->in[i], "outside the arena");
 		}
-		nd->out_len = value_len(a, nd->out);
+		nd->out_len = act_len(a, nd->out);
 		ret = arena_off(a, nd->out, s, &nd->out_off);
 		if (ret)
 			return ret;

@@ -60,6 +60,8 @@ struct acts {
  */
 int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
 	      uint64_t budget, uint64_t host_budget, struct acts *a);
+/* The bytes of value @v (x_l or h_l: by its id's parity). */
+uint64_t act_len(const struct acts *a, uint32_t v);
 /* Input @i and the output of step @step in @arena. */
 float *act_in(const struct acts *a, void *arena, uint32_t step, uint32_t i);
 float *act_out(const struct acts *a, void *arena, uint32_t step);

@@ -199,7 +199,7 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 	if (a->tier[t->value] == ORTMEM_TIER_DEVICE ||
 	    (a->tier[t->value] == ORTMEM_TIER_DISK && !x->spill))
 		return xfer_bad(s, "a transfer of a value that never leaves the arena");
-	if (t->bytes != (t->value % 2 ? a->hb : a->xb))
+	if (t->bytes != act_len(a, t->value))
 		return xfer_bad(s, "a transfer of the wrong size");
 	if (xfer_off_at(a, s, t->value) != t->device_offset)
 		return xfer_bad(s, "a transfer to or from another offset than the step uses");

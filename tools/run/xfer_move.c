@@ -18,11 +18,6 @@
 
 #include "xfer.h"
 
-static uint64_t value_len(const struct acts *a, uint32_t v)
-{
-	return v % 2 ? a->hb : a->xb;	/* x_0, h_0, x_1, h_1, ... (acts.c) */
-}
-
 static int in_arena(const struct acts *a, uint64_t off, uint64_t len)
 {
 	return off <= a->arena && len <= a->arena - off;
@@ -46,7 +41,7 @@ int xfer_take_move(struct xfer *x, uint32_t s,
 
 	if (t->from_tier != ORTMEM_TIER_DEVICE || t->to_tier != ORTMEM_TIER_DEVICE)
 		return xfer_bad(s, "a move that leaves the arena");
-	if (len != value_len(a, t->value))
+	if (len != act_len(a, t->value))
 		return xfer_bad(s, "a move of the wrong size");
 	if (t->earliest != s)
 		return xfer_bad(s, "a move whose earliest step is not its own");

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ortmem-run's schedule runner (tools/run/xfer.c, xfer_move.c) on plans
+ * that move values within the arena (ORTMEM_PLAN_XFER_MOVE).
+ *
+ * ortmem-run's own models (a chain of layers with long skips, values of
+ * two sizes) never fragment the arena, so none of their plans moves a
+ * value (sched.sh scans them); random graphs of the same two sizes do.
+ * Here the runner is compiled in, and every step computes its output from
+ * its inputs' bytes in the arena, as ortmem-run's steps do, through the
+ * same code (acts.c's offsets, xfer.c's copy thread and moves).  On random
+ * graphs under budgets from the largest step's footprint to the
+ * all-in-arena bound:
+ *  - every output equals the one computed without a budget, with the
+ *    ranges that values leave (by eviction or by a move) poisoned;
+ *  - the bytes moved within the arena are the plan's move_bytes, those
+ *    the schedule lists and the steps' device_move; in and out as before;
+ *  - skipping any of a plan's moves changes an output.
+ */
+#include "../../tools/run/acts.c"
+#include "../../tools/run/xfer.c"
+#include "../../tools/run/xfer_move.c"
+
+#include "../harness.h"
+
+#define GRAPHS 24
+#define NODES 48
+#define BUDGETS 8
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Node @i's output from its inputs: every byte depends on every input. */
+static void compute(uint8_t *out, uint64_t len, uint32_t i, uint8_t *const *in,
+		    const uint64_t *in_len, uint32_t n_in)
+{
+	uint64_t k;
+	uint32_t j;
+
+	for (k = 0; k < len; k++) {
+		uint32_t h = i * 2654435761u + (uint32_t)k;
+
+		for (j = 0; j < n_in; j++)
+			h = h * 31 + in[j][k % in_len[j]];
+		out[k] = (uint8_t)(h ^ h >> 11);
+	}
+}
+
+/* A random graph of @n nodes as ortmem-run's acts: node i makes value i
+ * (sizes by parity, as x_l and h_l), from one to three earlier values,
+ * recent ones mostly; planned under @budget (0: none). */
+static int plan_graph(struct acts *a, uint32_t n, uint64_t seed, uint64_t budget)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, po, .tiers = 1u << ORTMEM_TIER_DEVICE,
+		    .max_iterations = 200, .time_budget_us = 60000000,
+		    .budget = { budget, 0, 0 });
+	uint32_t i, k, in[ACTS_MAX_IN];
+	int ret;
+
+	if (budget) {
+		po.tiers |= 1u << ORTMEM_TIER_HOST;
+		po.flags |= ORTMEM_PLAN_F_VALIDATE;
+	}
+	a->xb = 768;
+	a->hb = 2304;
+	a->node = calloc(n, sizeof(*a->node));
+	a->home_off = calloc(n, sizeof(*a->home_off));
+	a->tier = calloc(n, sizeof(*a->tier));
+	a->stats.sz = sizeof(a->stats);
+	if (!a->node || !a->home_off || !a->tier)
+		return -ENOMEM;
+	ret = ortmem_plan_new(&po, &a->plan);
+	for (i = 0; !ret && i < n; i++) {
+		int v = ortmem_plan_add_value(a->plan, i % 2 ? a->hb : a->xb,
+					      i + 1 == n ? ORTMEM_PLAN_VALUE_OUTPUT : 0);
+
+		ret = v < 0 ? v : 0;
+	}
+	a->n_values = n;
+	if (!ret)
+		ret = add_node(a, NULL, 0, 0);
+	for (i = 1; !ret && i < n; i++) {
+		uint32_t nin = 1 + (uint32_t)(rnd(&seed) % ACTS_MAX_IN);
+
+		for (k = 0; k < nin; k++) {
+			uint32_t back = 1 + (uint32_t)(rnd(&seed) % (rnd(&seed) % 4 ? 4 : 24));
+
+			in[k] = back > i ? 0 : i - back;
+		}
+		ret = add_node(a, in, nin, i);
+	}
+	if (!ret)
+		ret = ortmem_plan_solve(a->plan);
+	if (!ret)
+		ret = ortmem_plan_stats(a->plan, &a->stats);
+	if (ret)
+		return ret;
+	a->arena = a->stats.arena[ORTMEM_TIER_DEVICE];
+	a->home = a->stats.arena[ORTMEM_TIER_HOST];
+	return locate(a);
+}
+
+/* The steps' outputs without a budget, per value. */
+static uint8_t **reference(const struct acts *a)
+{
+	uint8_t **ref = calloc(a->n_values, sizeof(*ref)), *in[ACTS_MAX_IN];
+	uint32_t s, j;
+
+	for (s = 0; ref && s < a->n_nodes; s++) {
+		const struct act_node *nd = &a->node[s];
+
+		ref[nd->out] = malloc(nd->out_len);
+		for (j = 0; j < nd->n_in; j++)
+			in[j] = ref[nd->in[j]];
+		compute(ref[nd->out], nd->out_len, s, in, nd->in_len, nd->n_in);
+	}
+	return ref;
+}
+
+/*
+ * Run @a's schedule as ortmem-run does, poisoning what leaves the arena,
+ * skipping move @drop (0: none): the first step whose output differs from
+ * @ref, or UINT32_MAX; the runner's figures in @x (closed by the caller).
+ */
+static uint32_t run(const struct acts *a, uint8_t *const *ref, uint64_t drop,
+		    struct xfer *x, int *err)
+{
+	uint8_t *arena = calloc(1, a->arena + 1), *home = calloc(1, a->home + 1);
+	struct xfer_ops ops = xfer_host_ops(arena);
+	uint32_t s, j, bad_step = UINT32_MAX;
+	uint8_t *in[ACTS_MAX_IN];
+
+	*err = arena && home ? xfer_open(x, a, &ops, home, NULL) : -ENOMEM;
+	x->do_poison = 1;
+	x->drop_move = drop;
+	for (s = 0; !*err && s < a->n_nodes; s++) {
+		const struct act_node *nd = &a->node[s];
+
+		*err = xfer_before(x, s);
+		for (j = 0; j < nd->n_in; j++)
+			in[j] = arena + nd->in_off[j];
+		compute(arena + nd->out_off, nd->out_len, s, in, nd->in_len, nd->n_in);
+		if (bad_step == UINT32_MAX && memcmp(arena + nd->out_off, ref[nd->out], nd->out_len))
+			bad_step = s;
+		if (!*err)
+			*err = xfer_after(x, s);
+	}
+	if (!*err)
+		*err = xfer_drain(x);
+	free(arena);
+	free(home);
+	return bad_step;
+}
+
+static uint64_t footprint(const struct acts *a)
+{
+	uint64_t most = 0;
+	uint32_t s, i, j;
+
+	for (s = 0; s < a->n_nodes; s++) {
+		const struct act_node *nd = &a->node[s];
+		uint64_t f = nd->out_len;
+
+		for (i = 0; i < nd->n_in; i++) {
+			for (j = 0; j < i && nd->in[j] != nd->in[i]; j++)
+				;
+			f += j == i ? nd->in_len[i] : 0;
+		}
+		most = f > most ? f : most;
+	}
+	return most;
+}
+
+static void free_ref(uint8_t **ref, uint32_t n)
+{
+	uint32_t v;
+
+	for (v = 0; ref && v < n; v++)
+		free(ref[v]);
+	free(ref);
+}
+
+TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
+{
+	uint32_t g, b, plans = 0, moving = 0, dropped = 0;
+
+	for (g = 0; g < GRAPHS; g++) {
+		struct acts u = { 0 };
+		uint64_t foot, full;
+		uint8_t **ref;
+
+		ASSERT_EQ(0, plan_graph(&u, NODES, 0x9e3779b97f4a7c15ull * (g + 1), 0));
+		ref = reference(&u);
+		ASSERT_NONNULL(ref);
+		foot = footprint(&u);
+		full = u.arena;
+		for (b = 0; b < BUDGETS; b++) {
+			struct acts a = { 0 };
+			struct xfer x;
+			uint64_t budget = foot + (full - foot) * b / (BUDGETS - 1), i, n;
+			uint32_t at;
+			int err;
+
+			ASSERT_EQ(0, plan_graph(&a, NODES, 0x9e3779b97f4a7c15ull * (g + 1), budget));
+			plans++;
+			at = run(&a, ref, 0, &x, &err);
+			if (err || at != UINT32_MAX)
+				TH_LOG("graph %u, budget %lu: step %u differs, or %s", g,
+				       (unsigned long)budget, at, xfer_error(&x) ? xfer_error(&x) : "an error");
+			ASSERT_EQ(0, err);
+			ASSERT_EQ(UINT32_MAX, at);
+			ASSERT_EQ(x.moved_dev, a.stats.move_bytes);
+			ASSERT_EQ(x.plan_move, a.stats.move_bytes);
+			ASSERT_EQ(x.plan_step_move, a.stats.move_bytes);
+			ASSERT_EQ(x.moved_in, a.stats.prefetch_bytes);
+			ASSERT_EQ(x.moved_out, a.stats.spill_bytes);
+			ASSERT_EQ(!!x.n_moves, !!a.stats.move_bytes);
+			n = x.n_moves;
+			xfer_close(&x);
+			moving += n > 0;
+			/* Skipping any one move shows in an output. */
+			for (i = 1; i <= n; i++) {
+				at = run(&a, ref, i, &x, &err);
+				ASSERT_EQ(0, err);
+				if (at == UINT32_MAX)
+					TH_LOG("graph %u, budget %lu: move %lu of %lu skipped unseen", g,
+					       (unsigned long)budget, (unsigned long)i, (unsigned long)n);
+				ASSERT_NE(UINT32_MAX, at);
+				ASSERT_LT(x.moved_dev, a.stats.move_bytes);
+				xfer_close(&x);
+				dropped++;
+			}
+			acts_free(&a);
+		}
+		free_ref(ref, u.n_values);
+		acts_free(&u);
+	}
+	TH_LOG("%u plans, %u with moves, %u moves skipped and caught", plans, moving, dropped);
+	/* The point of the test: some plans move values. */
+	ASSERT_GT(moving, 0);
+}
+
+TEST_HARNESS_MAIN
