@@ -23,13 +23,15 @@ failed=0
 ok() { n=$((n + 1)); echo "ok $n $1"; }
 bad() { n=$((n + 1)); failed=1; echo "not ok $n $1"; }
 
-for budgets in "" "--device 7M --host 1M --disk 64M"; do
-	limit=0
-	[ -n "$budgets" ] && limit=$((7 << 20))
+# check_svg MODEL DEVICE-LIMIT BUDGETS...: plan MODEL, draw it, check it.
+check_svg() {
+	svg_model=$1 limit=$2
+	shift 2
+	budgets="$*"
 	# shellcheck disable=SC2086
-	if ! "$tool" $budgets --json --svg "$tmp/p.svg" "$model" > "$tmp/p.json" 2> "$tmp/err"; then
+	if ! "$tool" $budgets --json --svg "$tmp/p.svg" "$svg_model" > "$tmp/p.json" 2> "$tmp/err"; then
 		bad "plan with '$budgets': $(cat "$tmp/err")"
-		continue
+		return 1
 	fi
 	if python3 - "$tmp/p.svg" "$tmp/p.json" "$limit" <<'PY'
 import json, sys
@@ -87,9 +89,9 @@ print('# transfers drawn: %d bytes in, %d out, %d read-back bands, %d bytes in %
       (bars['xin'], bars['xout'], len(wins), dm, len(arrows)))
 PY
 	then
-		ok "SVG of a ${budgets:-device-only} plan parses and draws every buffer"
+		ok "SVG of a ${budgets:-device-only} plan of $(basename "$svg_model") parses and draws every buffer"
 	else
-		bad "SVG of a ${budgets:-device-only} plan"
+		bad "SVG of a ${budgets:-device-only} plan of $(basename "$svg_model")"
 	fi
 	if command -v xmllint >/dev/null; then
 		if xmllint --noout "$tmp/p.svg" 2> "$tmp/err"; then
@@ -98,7 +100,33 @@ PY
 			bad "xmllint: $(head -n 3 "$tmp/err")"
 		fi
 	fi
+}
+check_svg "$model" 0
+check_svg "$model" $((7 << 20)) --device 7M --host 1M --disk 64M
+# Moves within the device arena: the plans of a random DAG near its
+# largest step's footprint move buffers (none of the models above do).
+py=
+for p in python3 /usr/bin/python3; do
+	"$p" -c "import onnx" 2>/dev/null && py=$p && break
 done
+if [ -n "$py" ] && "$py" "$src/selftests/onnx/dag.py" "$tmp/dag.onnx" 120 1; then
+	full=$("$tool" --align 256 --json "$tmp/dag.onnx" | python3 -c "import json,sys; print(json.load(sys.stdin)['arena_bytes'])")
+	foot=$("$tool" --align 256 --device 1 --host 1G "$tmp/dag.onnx" 2>&1 |
+	       sed -n 's/.*raise the budget to at least \([0-9]*\).*/\1/p')
+	dmoved=0
+	for i in 0 1 2 3; do
+		d=$((foot + (full - foot) * i / 16))
+		check_svg "$tmp/dag.onnx" $d --device $d --host 1G --align 256 || continue
+		dmoved=$((dmoved + $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['device_move_bytes'])" "$tmp/p.json")))
+	done
+	if [ "$dmoved" -gt 0 ]; then
+		ok "a random DAG's plans move $dmoved bytes within the device arena, drawn"
+	else
+		bad "no plan of the random DAG moved a buffer within the device arena (budgets $foot..$full)"
+	fi
+else
+	echo "# no python3 with the onnx module: the moves' drawing is untested"
+fi
 # A budgeted plan moves bytes and says so per step.
 "$tool" --device 7M --host 1M --disk 64M --json "$model" > "$tmp/m.json"
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=d["moves"]; assert len(m)==d["steps"]; assert sum(sum(x["prefetch"])+sum(x["spill"]) for x in m)>0' "$tmp/m.json"; then

@@ -324,8 +324,8 @@ static void buf_rects(FILE *f, const struct xfer_sched *x, uint32_t p, uint64_t 
 
 /* In the device panel: each move, an arrow at its step from the old range
  * to the new. */
-static void move_arrows(FILE *f, const struct pm_result *r, const struct xfer_sched *x,
-			double top)
+static void move_arrows(FILE *f, const struct md_model *m, const struct pm_result *r,
+			const struct xfer_sched *x, double top)
 {
 	uint64_t arena = r->st.arena[ORTMEM_TIER_DEVICE];
 	double sy = arena ? PANEL_H / (double)arena : 0;
@@ -336,10 +336,14 @@ static void move_arrows(FILE *f, const struct pm_result *r, const struct xfer_sc
 		double xm = xs(x->mv_step[k], r->n_steps), half = (double)t->bytes / 2;
 
 		fprintf(f, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%.2f\" y2=\"%.2f\" class=\"mv\" marker-end=\"url(#mvhead)\">"
-			"<title>move of value %u before step %u: offset %" PRIu64 " to %" PRIu64 " (%" PRIu64 " bytes)</title></line>\n",
-			xm, xm, top + sy * ((double)t->src_offset + half),
-			top + sy * ((double)t->device_offset + half), t->value, x->mv_step[k],
-			t->src_offset, t->device_offset, t->bytes);
+			"<title>move of ", xm, xm, top + sy * ((double)t->src_offset + half),
+			top + sy * ((double)t->device_offset + half));
+		if (t->value < r->n_pvals && r->pval_value[t->value] >= 0)
+			xml_text(f, m->values[r->pval_value[t->value]].name);
+		else
+			fprintf(f, "value %u", t->value);
+		fprintf(f, " before step %u: offset %" PRIu64 " to %" PRIu64 " (%" PRIu64 " bytes)</title></line>\n",
+			x->mv_step[k], t->src_offset, t->device_offset, t->bytes);
 	}
 }
 
@@ -498,7 +502,7 @@ int out_svg(FILE *f, const struct md_model *m, const struct pm_result *r,
 		if (t == ORTMEM_TIER_DEVICE && x.total)
 			xfer_windows(f, r, top);
 		if (t == ORTMEM_TIER_DEVICE)
-			move_arrows(f, r, &x, top);
+			move_arrows(f, m, r, &x, top);
 		top += PANEL_H + GAP;
 	}
 	fprintf(f, "</svg>\n");

@@ -90,7 +90,7 @@ static void copy_failed(struct xfer *x, const struct xfer_item *it, int ret)
 
 const char *xfer_error(const struct xfer *x)
 {
-	return x->errmsg[0] ? x->errmsg : NULL;
+	return x->errmsg[0] ? x->errmsg : x->move_errmsg[0] ? x->move_errmsg : NULL;
 }
 
 static void *copier(void *arg)

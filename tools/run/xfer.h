@@ -103,6 +103,7 @@ struct xfer {
 	uint32_t n_pend_out;
 	int err, stop, started;
 	char errmsg[512];	/* the copy thread's detailed error */
+	char move_errmsg[512];	/* the compute thread's, of a failed move */
 };
 
 /* Read the schedule of @a's plan and start the copy thread, with the
@@ -123,7 +124,8 @@ int xfer_check_drop_move(const struct xfer *x, uint64_t nth, uint32_t passes,
 int xfer_before(struct xfer *x, uint32_t step);
 int xfer_after(struct xfer *x, uint32_t step);
 /* What the first failed copy said (its detailed error, from the copy
- * thread), or NULL when none failed. */
+ * thread), else what a failed move said, or NULL when none failed; once
+ * the copy thread is idle (after xfer_drain()). */
 const char *xfer_error(const struct xfer *x);
 /* Wait for every transfer issued (the end of a pass). */
 int xfer_drain(struct xfer *x);

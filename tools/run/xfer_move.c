@@ -94,18 +94,16 @@ int xfer_check_moves(const struct xfer *x)
 	return 0;
 }
 
+/* The compute thread's own message (the copy thread writes errmsg). */
 static void move_failed(struct xfer *x, const struct xfer_item *it, int ret)
 {
 	const struct ortmem_error *e = ortmem_last_error();
 
-	pthread_mutex_lock(&x->mu);
-	if (!x->err) {
-		x->err = ret;
-		snprintf(x->errmsg, sizeof(x->errmsg), "moving value %u (%" PRIu64 " bytes) within the arena from offset %" PRIu64 " to %" PRIu64 ": %s",
-			 it->value, it->len, it->src, it->off,
-			 e && e->code == ret ? ortmem_last_error_message() : strerror(-ret));
-	}
-	pthread_mutex_unlock(&x->mu);
+	if (x->move_errmsg[0])
+		return;
+	snprintf(x->move_errmsg, sizeof(x->move_errmsg), "moving value %u (%" PRIu64 " bytes) within the arena from offset %" PRIu64 " to %" PRIu64 ": %s",
+		 it->value, it->len, it->src, it->off,
+		 e && e->code == ret ? ortmem_last_error_message() : strerror(-ret));
 }
 
 /* One move: after the write-outs still reading its destination (another
