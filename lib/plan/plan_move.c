@@ -25,6 +25,9 @@
  * it) nor in the trailing gap of a graph output (no touch holds the new
  * offset).  A pass that sends a moved buffer off in the same gap later
  * drops the move: the buffer then left before it.
+ *
+ * Also what a plan costs: its tier bytes (off gaps) and its bytes moved
+ * within the arena.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -247,6 +250,29 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 		}
 	}
 	return UINT64_MAX;
+}
+
+/* Tier bytes a plan with these off gaps moves: one write per buffer sent off,
+ * one read per off gap a touch ends. */
+uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off)
+{
+	uint64_t cost = 0;
+	uint32_t b, k;
+
+	for (b = 0; b < plan->n_bufs; b++) {
+		bool w = false;
+
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			if (!off[k])
+				continue;
+			w = true;
+			if (k + 1 < plan->touch_idx[b + 1])
+				cost += plan->bufs[b].size;
+		}
+		if (w)
+			cost += plan->bufs[b].size;
+	}
+	return cost;
 }
 
 uint64_t ortmem__plan_move_bytes(const struct ortmem_plan *plan, const uint8_t *off,
