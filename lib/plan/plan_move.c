@@ -179,14 +179,14 @@ static uint64_t mv_windows(struct ol *o, uint32_t d, uint64_t size, uint32_t *n)
 			lo = i < hi ? i : hi;
 			if (p[hi][3] == p[lo][3] && p[hi][1] - p[lo][1] < best)
 				best = p[hi][1] - p[lo][1];
-			mv_keep(o, n, a, p[hi][2] != p[lo][2] ? UINT64_MAX : p[hi][0] - p[lo][0]);
+			mv_keep(o, n, a, p[hi][3] != p[lo][3] ? UINT64_MAX : p[hi][0] - p[lo][0]);
 		}
 		a = i < d ? o->hole[i][0] : o->budget;
 		if (a >= size) {
 			a -= size;
 			while (lo_b < i && o->hole[lo_b][1] <= a)
 				lo_b++;
-			mv_keep(o, n, a, p[i][2] != p[lo_b][2] ? UINT64_MAX : p[i][0] - p[lo_b][0]);
+			mv_keep(o, n, a, p[i][3] != p[lo_b][3] ? UINT64_MAX : p[i][0] - p[lo_b][0]);
 		}
 	}
 	return best;
@@ -225,14 +225,20 @@ static uint32_t mv_base(struct ol *o, uint32_t d)
 	return n;
 }
 
-/* Destinations for every resident in the way of [a, a + size), the
- * largest first, each clear of what is in use after step s - 1 (the @nb
- * ranges of o->mbase) and at s (the window, the destinations taken): into
- * o->mb and o->mto, their count; 0 when one finds none (or one cannot
- * move). */
-static uint32_t mv_plan(struct ol *o, uint32_t d, uint32_t nb, uint64_t a, uint64_t size)
+/*
+ * Clearing [a, a + size) by moves where they fit: every resident in its way
+ * (none the step uses), the largest first, takes the tightest range clear
+ * of what is in use after step s - 1 (the @nb ranges of o->mbase) and at s
+ * (the window, the destinations taken); one that cannot move, or finds no
+ * range, is left to be sent off.  The movers into o->mb and o->mto, their
+ * count in *@n; what it costs (tier bytes of those sent off plus the bytes
+ * moved >> ORTMEM__PLAN_MOVE_SHIFT), or UINT64_MAX when the step uses one.
+ */
+static uint64_t mv_plan(struct ol *o, uint32_t d, uint32_t nb, uint64_t a, uint64_t size,
+			uint32_t *n)
 {
-	uint32_t i, j, n = 0, nr = nb, lo, hi;
+	uint64_t evicted = 0, moved = 0;
+	uint32_t i, j, m = 0, nr = nb, lo, hi;
 
 	mv_way(o, d, a, size, &lo, &hi);
 	for (i = lo; i < hi; i++) {
@@ -240,24 +246,34 @@ static uint32_t mv_plan(struct ol *o, uint32_t d, uint32_t nb, uint64_t a, uint6
 
 		if (!o->asz[b])
 			continue;
-		if (!mv_can(o, b))
-			return 0;
-		for (j = n; j && o->asz[o->mb[j - 1]] < o->asz[b]; j--)
+		if (o->pin[b])
+			return UINT64_MAX;
+		if (!mv_can(o, b)) {
+			evicted += mv_evict_cost(o, b);
+			continue;
+		}
+		for (j = m; j && o->asz[o->mb[j - 1]] < o->asz[b]; j--)
 			o->mb[j] = o->mb[j - 1];
 		o->mb[j] = b;
-		n++;
+		m++;
 	}
 	memcpy(o->mr, o->mbase, sizeof(*o->mr) * nb);
 	mv_insert(o, nr++, a, a + size);
-	for (i = 0; i < n; i++) {
-		uint64_t sz = o->asz[o->mb[i]];
+	for (i = 0, j = 0; i < m; i++) {
+		uint32_t b = o->mb[i];
+		uint64_t to = ortmem__plan_best_gap(&o->mr[0][0], 2, nr, o->budget, o->asz[b]);
 
-		o->mto[i] = ortmem__plan_best_gap(&o->mr[0][0], 2, nr, o->budget, sz);
-		if (o->mto[i] == UINT64_MAX)
-			return 0;
-		mv_insert(o, nr++, o->mto[i], o->mto[i] + sz);
+		if (to == UINT64_MAX) {
+			evicted += mv_evict_cost(o, b);
+			continue;
+		}
+		mv_insert(o, nr++, to, to + o->asz[b]);
+		moved += o->asz[b];
+		o->mb[j] = b;
+		o->mto[j++] = to;
 	}
-	return n;
+	*n = j;
+	return evicted + (moved >> ORTMEM__PLAN_MOVE_SHIFT);
 }
 
 /* Move the @n residents of o->mb to o->mto before step o->s. */
@@ -295,7 +311,7 @@ static void mv_apply(struct ol *o, uint32_t n)
 
 uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 {
-	uint64_t used = 0, evict, limit;
+	uint64_t used = 0, evict, cost, best = UINT64_MAX, at = UINT64_MAX;
 	uint32_t i, n, m, nb;
 
 	if (!o->s)
@@ -306,16 +322,20 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 		return UINT64_MAX;	/* no room in bytes: moves cannot help */
 	mv_prefix(o, d);
 	evict = mv_windows(o, d, size, &n);
-	limit = evict == UINT64_MAX ? UINT64_MAX : evict << ORTMEM__PLAN_MOVE_SHIFT;
-	nb = n && o->mwin[0][1] < limit ? mv_base(o, d) : 0;
-	for (i = 0; i < n && o->mwin[i][1] < limit; i++) {
-		m = mv_plan(o, d, nb, o->mwin[i][0], size);
-		if (m) {
-			mv_apply(o, m);
-			return o->mwin[i][0];
+	nb = n ? mv_base(o, d) : 0;
+	/* the cheapest of the windows tried, if it costs less than evicting */
+	for (i = 0; i < n; i++) {
+		cost = mv_plan(o, d, nb, o->mwin[i][0], size, &m);
+		if (m && cost < best && cost < evict) {
+			best = cost;
+			at = o->mwin[i][0];
 		}
 	}
-	return UINT64_MAX;
+	if (at == UINT64_MAX)
+		return UINT64_MAX;
+	mv_plan(o, d, nb, at, size, &m);
+	mv_apply(o, m);
+	return at;
 }
 
 /* Tier bytes a plan with these off gaps moves: one write per buffer sent off,

@@ -416,8 +416,11 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 		if (addr == UINT64_MAX && o->retro &&
 		    (!o->retro_by || ortmem__now_ns() < o->retro_by))
 			addr = ortmem__plan_retro(o, d, o->asz[b]);
-		if (addr == UINT64_MAX && o->mstep)
+		if (addr == UINT64_MAX && o->mstep) {
 			addr = ortmem__plan_move(o, d, o->asz[b]);
+			if (addr != UINT64_MAX)	/* what did not move goes off */
+				ol_clear(o, addr, o->asz[b]);
+		}
 		if (addr == UINT64_MAX) {
 			addr = ol_window(o, d, o->asz[b], s, rule);
 			if (addr != UINT64_MAX)
