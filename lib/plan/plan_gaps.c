@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device residency per gap (Documentation/lib/planner.rst, "Placement").
+ * Device residency per gap (Documentation/lib/placement.rst).
  *
  * A buffer's life is split at the steps that touch it (read or write it):
  * gap k runs from its k-th touch to the next one (the last gap of a graph

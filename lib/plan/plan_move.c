@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Room made by moving residents within the device arena (Documentation/
- * lib/planner.rst, "Tier placement", "Moves within the device arena").
+ * lib/placement.rst, "Moves within the device arena").
  *
  * When the allocator's pass (plan_online.c) finds no hole for a buffer at
  * step s, and no resident can be re-seated back in time for free
