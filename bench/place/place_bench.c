@@ -508,6 +508,7 @@ struct run {
 	uint64_t dmove;		/* bytes moved within the device arena, that run */
 	uint64_t nomove;	/* the median with ORTMEM_PLAN_F_NO_MOVE */
 	double ms[RUNS];
+	double nomove_ms[RUNS];	/* solve times with ORTMEM_PLAN_F_NO_MOVE */
 	int ok;
 };
 
@@ -603,7 +604,9 @@ static void ortmem_run(const struct graph *g, uint64_t budget, struct run *r)
 			return;
 		}
 		nomove[i] = st.prefetch_bytes + st.spill_bytes;
+		r->nomove_ms[i] = (double)st.solve_ns / 1e6;
 	}
+	qsort(r->nomove_ms, RUNS, sizeof(r->nomove_ms[0]), cmp_d);
 	qsort(r->ms, RUNS, sizeof(r->ms[0]), cmp_d);
 	qsort(moved, RUNS, sizeof(moved[0]), cmp_u64);	/* by tier bytes */
 	qsort(nomove, RUNS, sizeof(nomove[0]), cmp_u64);
@@ -688,13 +691,13 @@ static void bench_graph(struct graph *g, struct totals *tot)
 				  (double)r.moved / (double)bel_off : (r.moved ? INFINITY : 1.0));
 		printf("  %3d%% %9.1f MiB: moved %10.1f MiB [%.1f-%.1f], Belady %10.1f, bound %10.1f %-14s"
 		       " %5.0f ms  (%.3fx bound, %.3fx Belady)  solve %.2f ms [%.2f-%.2f]"
-		       "  Belady+offsets %.1f (%.3fx)  on-device moves %.1f MiB, no moves %.1f MiB (%.3fx Belady)\n",
+		       "  Belady+offsets %.1f (%.3fx)  on-device moves %.1f MiB, no moves %.1f MiB (%.3fx Belady, solve %.2f ms)\n",
 		       pct[i] ? pct[i] : 0, (double)budget / MiB, (double)r.moved / MiB,
 		       (double)r.moved_lo / MiB, (double)r.moved_hi / MiB, (double)bel / MiB, bound / MiB, bound_kind_name(kind), bms, x, y, r.ms[RUNS / 2], r.ms[0],
 		       r.ms[RUNS - 1], bel_off == UINT64_MAX ? -1.0 : (double)bel_off / MiB,
 		       bel_off && bel_off != UINT64_MAX ? (double)r.moved / (double)bel_off : 0.0,
 		       (double)r.dmove / MiB, (double)r.nomove / MiB,
-		       bel ? (double)r.nomove / (double)bel : 0.0);
+		       bel ? (double)r.nomove / (double)bel : 0.0, r.nomove_ms[RUNS / 2]);
 	}
 	model_free(&m);
 }

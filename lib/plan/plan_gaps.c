@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device residency per gap (Documentation/lib/planner.rst, "Placement").
+ * Device residency per gap (Documentation/lib/placement.rst).
  *
  * A buffer's life is split at the steps that touch it (read or write it):
  * gap k runs from its k-th touch to the next one (the last gap of a graph
@@ -86,29 +86,6 @@ struct gap_ctx {
 static uint64_t gp_align_up(uint64_t x, uint64_t a)
 {
 	return (x + a - 1) & ~(a - 1);
-}
-
-/* Bytes a plan with these off gaps moves: one write per buffer sent off,
- * one read per off gap a touch ends. */
-uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off)
-{
-	uint64_t cost = 0;
-	uint32_t b, k;
-
-	for (b = 0; b < plan->n_bufs; b++) {
-		bool w = false;
-
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
-			if (!off[k])
-				continue;
-			w = true;
-			if (k + 1 < plan->touch_idx[b + 1])
-				cost += plan->bufs[b].size;
-		}
-		if (w)
-			cost += plan->bufs[b].size;
-	}
-	return cost;
 }
 
 static int gp_alloc(struct gap_ctx *c)

@@ -10,7 +10,8 @@
  *   plan_live.c      sizes, liveness, views folded, in-place hints
  *   plan_validate.c  the independent validator
  *   plan_retro.c     room made by moving resident intervals back in time
- *   plan_move.c      room made by moving residents within the device arena
+ *   plan_move.c      room made by moving residents within the device arena;
+ *                    what a plan's gaps and moves cost
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
  *   plan_gaps.c      device residency per gap and its offsets
@@ -184,6 +185,8 @@ int ortmem__plan_close_gaps_mv(const struct ortmem_plan *plan, const uint64_t *a
  * budget, buffers sent off going to @home) and the device offsets. */
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		      struct pk_result *res);
+/* plan_move.c: tier bytes of a plan with off gaps @off (one write-out per
+ * buffer sent off, one read-back per off gap a touch ends). */
 uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off);
 uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */

@@ -416,8 +416,11 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 		if (addr == UINT64_MAX && o->retro &&
 		    (!o->retro_by || ortmem__now_ns() < o->retro_by))
 			addr = ortmem__plan_retro(o, d, o->asz[b]);
-		if (addr == UINT64_MAX && o->mstep)
+		if (addr == UINT64_MAX && o->mstep) {
 			addr = ortmem__plan_move(o, d, o->asz[b]);
+			if (addr != UINT64_MAX)	/* what did not move goes off */
+				ol_clear(o, addr, o->asz[b]);
+		}
 		if (addr == UINT64_MAX) {
 			addr = ol_window(o, d, o->asz[b], s, rule);
 			if (addr != UINT64_MAX)
@@ -564,10 +567,13 @@ static bool ol_move_alloc(struct ol *o, uint32_t nb, uint32_t nt)
 	o->mgap = malloc(sizeof(*o->mgap) * (nb + 1));
 	o->gone = malloc(sizeof(*o->gone) * (2 * nb + 2));
 	o->mr = malloc(sizeof(*o->mr) * (4 * nb + 4));
-	o->mwin = malloc(sizeof(*o->mwin) * (2 * nb + 4));
+	o->mbase = malloc(sizeof(*o->mbase) * (4 * nb + 4));
+	o->mpre = malloc(sizeof(*o->mpre) * (nb + 2));
+	o->mwin = malloc(sizeof(*o->mwin) * 16);	/* the windows a move tries */
 	o->mb = malloc(sizeof(*o->mb) * (nb + 1));
 	o->mto = malloc(sizeof(*o->mto) * (nb + 1));
-	if (!o->mgap || !o->gone || !o->mr || !o->mwin || !o->mb || !o->mto)
+	if (!o->mgap || !o->gone || !o->mr || !o->mwin || !o->mb || !o->mto || !o->mbase ||
+	    !o->mpre)
 		return false;
 	for (b = 0; b < nb; b++)
 		o->mgap[b] = UINT32_MAX;
@@ -645,6 +651,8 @@ out:
 	free(o.mgap);
 	free(o.gone);
 	free(o.mr);
+	free(o.mbase);
+	free(o.mpre);
 	free(o.mwin);
 	free(o.mb);
 	free(o.mto);

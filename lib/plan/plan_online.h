@@ -48,6 +48,8 @@ struct ol {
 	uint64_t (*gone)[2];	/* ranges in use after step s - 1, not resident now */
 	uint32_t n_gone;
 	uint64_t (*mr)[2];	/* scratch: occupied ranges for a move's destination */
+	uint64_t (*mbase)[2];	/* scratch: those in use after step s - 1 */
+	uint64_t (*mpre)[4];	/* scratch: prefix sums over the residents */
 	uint64_t (*mwin)[2];	/* scratch: candidate windows, bytes in the way */
 	uint32_t *mb;		/* scratch: the residents a move displaces */
 	uint64_t *mto;		/* and where they go */
