@@ -589,7 +589,7 @@ out:
 /**
  * ortmem_restore() - %ORTMEM_IOC_RESTORE: bring a range back now.
  * @file: the caller's file.
- * @mapping: the device's address space, where the caller's mappings of the
+ * @mapping: the file's own address space, where the caller's mappings of the
  *	range are found to map the pages brought back.
  * @uarg: user pointer to &struct ortmem_range_args.
  *

@@ -6,6 +6,8 @@
 
 #include <linux/fs.h>
 #include <linux/module.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -43,6 +45,60 @@ bool ortmem_file_owned(const struct ortmem_file *file)
 	return file->owner == task_tgid(current);
 }
 
+/**
+ * DOC: One address space per open file
+ *
+ * Every open file of /dev/ortmem has an mmap offset space of its own
+ * (offsets.c), and every one starts at page 1, so two files' regions often
+ * have the same offsets.  The device inode has one address space, shared by
+ * every open: unmapping a range there (EVICT, the fork-copy zap in mmap.c)
+ * would zap every process's mapping of those offsets, whatever file and
+ * region they belong to, costing them faults and leaking one process's
+ * evictions into another's page tables.  So each open gets an inode of its
+ * own from a kernel-internal pseudo file system, as DRM and VFIO do, and
+ * its file's f_mapping is that inode's address space: an unmap reaches only
+ * the mappings of the file that asked for it.  The file system is mounted
+ * while any file is open (simple_pin_fs()), which holds a module reference
+ * no longer than the open files do.
+ */
+#define ORTMEM_FS_MAGIC 0x6f72746d	/* "ortm" */
+
+static struct vfsmount *ortmem_mnt;
+static int ortmem_mnt_count;
+
+static int ortmem_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, ORTMEM_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type ortmem_fs_type = {
+	.name = "ortmem_mapping",
+	.owner = THIS_MODULE,
+	.init_fs_context = ortmem_fs_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+/* An inode whose address space is the new file's alone. */
+static struct inode *ortmem_mapping_inode_new(void)
+{
+	struct inode *inode;
+	int ret;
+
+	ret = simple_pin_fs(&ortmem_fs_type, &ortmem_mnt, &ortmem_mnt_count);
+	if (ret)
+		return ERR_PTR(ret);
+	inode = alloc_anon_inode(ortmem_mnt->mnt_sb);
+	if (IS_ERR(inode))
+		simple_release_fs(&ortmem_mnt, &ortmem_mnt_count);
+	return inode;
+}
+
+static void ortmem_mapping_inode_free(struct inode *inode)
+{
+	iput(inode);
+	simple_release_fs(&ortmem_mnt, &ortmem_mnt_count);
+}
+
 static int ortmem_open(struct inode *inode, struct file *filp)
 {
 	struct ortmem_file *file;
@@ -57,6 +113,15 @@ static int ortmem_open(struct inode *inode, struct file *filp)
 		kfree(file);
 		return -ENOMEM;
 	}
+	file->inode = ortmem_mapping_inode_new();
+	if (IS_ERR(file->inode)) {
+		long ret = PTR_ERR(file->inode);
+
+		ortmem_counters_put(file->counters);
+		kfree(file);
+		return ret;
+	}
+	filp->f_mapping = file->inode->i_mapping;
 	xa_init_flags(&file->regions, XA_FLAGS_ALLOC1);
 	file->offsets = RB_ROOT;
 	file->owner = get_pid(task_tgid(current));
@@ -81,6 +146,9 @@ static int ortmem_release(struct inode *inode, struct file *filp)
 	}
 	xa_destroy(&file->regions);
 	ortmem_counters_put(file->counters);
+	/* No mapping is left: each one held a reference to @filp. */
+	filp->f_mapping = inode->i_mapping;
+	ortmem_mapping_inode_free(file->inode);
 	put_pid(file->owner);
 	mmdrop(file->mm);
 	kfree(file);

@@ -20,8 +20,10 @@ static void ortmem_vm_open(struct vm_area_struct *vma)
 	 * A copy in another process: fork after MADV_DOFORK and
 	 * MADV_KEEPONFORK (see ortmem_mmap()), whose page table entries fork
 	 * has copied (6.1, for one, copies them before it calls open).  Zap them,
-	 * so the child's touches fault and get SIGBUS (ortmem_vm_fault()); the
-	 * owner's mappings of the range lose theirs too and fault them in again.
+	 * so the child's touches fault and get SIGBUS (ortmem_vm_fault()).  The
+	 * unmap reaches only this file's mappings (main.c, "One address space
+	 * per open file"): the owner's mappings of the range lose theirs too,
+	 * and fault them in again; no other file's mapping is touched.
 	 * fork holds both mms' mmap_lock for writing here: the fault path's
 	 * order (mmap_lock, then i_mmap_rwsem).
 	 */

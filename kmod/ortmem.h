@@ -3,7 +3,7 @@
  * ortmem.h - internal declarations of the ortmem module.
  *
  * Lock order: mmap_lock -> region lock (&ortmem_region.lock) -> i_mmap_rwsem
- * of the device inode (unmap_mapping_range() in evict).  The per-file xarray
+ * of the file's own inode (unmap_mapping_range() in evict).  The per-file xarray
  * lock is taken alone; region lifetime is a kref, never a lock.  The fault
  * handler takes the region lock for reading and drops it for the spill-file
  * read of a fault-back; no user memory is touched under the region lock
@@ -76,6 +76,9 @@ struct ortmem_spill_counters;
  *	region are faulted in.
  * @counters: fault-back counters of the file (%ORTMEM_IOC_SPILL_STATS),
  *	shared with its regions' spill state.
+ * @inode: the file's own inode, whose address space is the file's
+ *	f_mapping: the mappings an unmap of the file's offsets reaches
+ *	(main.c, "One address space per open file").
  */
 struct ortmem_file {
 	struct xarray regions;
@@ -85,6 +88,7 @@ struct ortmem_file {
 	struct pid *owner;
 	struct mm_struct *mm;
 	struct ortmem_spill_counters *counters;
+	struct inode *inode;
 };
 
 /* main.c */

@@ -450,7 +450,8 @@ static long evict_locked(struct ortmem_region *region,
 /**
  * ortmem_evict() - %ORTMEM_IOC_EVICT: drop a written range's pages.
  * @file: the caller's file.
- * @mapping: the device's address space, whose mappings of the range are zapped.
+ * @mapping: the file's own address space, whose mappings of the range are
+ *	zapped (another file's mappings of the same offsets are not).
  * @uarg: user pointer to &struct ortmem_evict_args.
  *
  * The CRCs are copied in before the region lock is taken: the array may

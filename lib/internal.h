@@ -98,6 +98,15 @@ int ortmem__err_io(int code, int tier, uint64_t bytes, const char *fmt, ...)
  */
 int ortmem__err_restore(const struct ortmem_error *saved, int code);
 
+/* ---- a host tier in the spill engine's fixed-buffer registry ----
+ * (lib/spill/spill_fixed.c keeps the list; each host tier embeds its entry) */
+struct ortmem__fixed_user {
+	struct ortmem__fixed_user *next;	/* in attach order */
+	uint32_t state;				/* ORTMEM_SPILL_FIXED_ON/OFF */
+	int32_t err;				/* why OFF, a positive errno */
+	uint64_t buffers;			/* registered now */
+};
+
 /* ---- sized option structs ---- */
 
 /*

@@ -167,8 +167,16 @@ struct ortmem_share_ops {
 	/* Unmap the owner's mapping and free the physical memory. */
 	void (*destroy)(void *ctx, uint64_t phys, uint64_t addr,
 			uint64_t size);
+	/* Optional, together (added in 0.2): as map, but into [@addr,
+	 * @addr + @total), address space the caller reserved itself
+	 * (ortmem_prefix_bind_at()); -EINVAL when it is not such a range.
+	 * unmap_at undoes one, leaving the range reserved as it was. */
+	int (*map_at)(void *ctx, uint64_t phys, uint64_t plen, uint64_t total,
+		      int writable, uint64_t addr);
+	int (*unmap_at)(void *ctx, uint64_t addr, uint64_t plen,
+			uint64_t total);
 };
-#define ortmem_share_ops__last_field destroy
+#define ortmem_share_ops__last_field unmap_at
 
 /* ortmem_prefix_create() flags */
 /* Sharers map the prefix writable too (the owner allows it). */
@@ -205,6 +213,15 @@ ORTMEM_API int ortmem_prefix_info(struct ortmem_prefix *p,
 				  struct ortmem_prefix_info *info);
 ORTMEM_API int ortmem_prefix_bind(struct ortmem_prefix *p, uint64_t tail,
 				  struct ortmem_handle *hp, void **addrp);
+/*
+ * As ortmem_prefix_bind(), but into [@addr, @addr + size + @tail), which
+ * the caller reserved and keeps owning: on the host tier an anonymous
+ * PROT_NONE mapping (mmap(NULL, len, PROT_NONE, MAP_PRIVATE |
+ * MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)), page-aligned.  Unbinding gives
+ * the range back reserved, not unmapped.
+ */
+ORTMEM_API int ortmem_prefix_bind_at(struct ortmem_prefix *p, uint64_t tail,
+				     void *addr, struct ortmem_handle *hp);
 ORTMEM_API int ortmem_prefix_unbind(struct ortmem_gov *gov,
 				    struct ortmem_handle h);
 ORTMEM_API int ortmem_prefix_ranges(struct ortmem_gov *gov,

@@ -24,7 +24,9 @@
  * the driver make the handle's context current on the calling thread first
  * (and leave it current), so a caller need not manage contexts.  Events
  * and allocations of a handle are invalid after its close; close the
- * governors that use a handle before it.  Device addresses are CUdeviceptr
+ * governors that use a handle before it (a governor's device tier holds a
+ * reference to the handle: closed first, the handle lives on, with a
+ * warning, until the last such tier lets go).  Device addresses are CUdeviceptr
  * values, as uint64_t.
  *
  * Errors: no CUresult leaves the library.  A driver failure becomes an
@@ -186,6 +188,9 @@ struct ortmem_device_stats {
 	uint64_t d2h_bytes;
 	uint64_t streamed_bytes;	/* disk->device */
 	uint64_t driver_errors;	/* failed driver calls */
+	/* Governor tiers this handle is the backend of (added in 0.2): while
+	 * any is, ortmem_device_close() leaves the handle to them. */
+	uint64_t tiers;
 };
 
 ORTMEM_API int ortmem_device_stats(struct ortmem_device *dev,

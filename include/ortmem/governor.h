@@ -97,7 +97,10 @@ struct ortmem_backend_ops {
 	/* > 0 while an operation of the backend still uses @bh (in-flight
 	 * I/O), 0 when idle, -errno when that cannot be known. */
 	int (*busy)(void *ctx, uint64_t bh);
-	/* Called by ortmem_gov_close() after the last free. */
+	/* Called when the backend stops being the tier's: by
+	 * ortmem_gov_close() after the last free, and (since 0.2) by
+	 * ortmem_gov_set_backend() when another backend (or NULL) replaces
+	 * it.  The pair of attach below. */
 	void (*close)(void *ctx);
 	/*
 	 * Optional: demote @bh in place, to the backend's own disk tier,
@@ -122,10 +125,19 @@ struct ortmem_backend_ops {
 	 * governor calls this backend's hooks one at a time.  64 bits, so
 	 * the struct ends with no padding that a copy could leave dirty. */
 	uint64_t flags;
+	/*
+	 * Optional (added in 0.2): called by ortmem_gov_set_backend() when
+	 * the backend becomes the tier's, before any other hook; close() is
+	 * called once for each attach.  The device backend takes a reference
+	 * to its handle here, so that the handle's CUDA context, streams and
+	 * memory outlive every tier that uses them, whatever the order of
+	 * ortmem_device_close() and ortmem_gov_close().
+	 */
+	void (*attach)(void *ctx);
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_backend_ops__last_field flags
+#define ortmem_backend_ops__last_field attach
 
 /*
  * The backend's hooks (alloc, free, store, read, write, busy, demote,

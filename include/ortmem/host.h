@@ -219,6 +219,14 @@ struct ortmem_host_stats {
 	uint64_t module_evicted_bytes;
 	uint64_t module_fault_backs;
 	uint64_t module_failed_fault_backs;
+	/* This tier's buffers as io_uring fixed buffers of its spill handle
+	 * (added in 0.2): ORTMEM_SPILL_FIXED_ON or _OFF, _NONE without a
+	 * spill handle; when OFF, why, a positive errno as
+	 * ortmem_spill_stats() gives it; and how many of this tier's buffers
+	 * are registered now.  ortmem_spill_stats() sums over the tiers. */
+	uint32_t fixed_host;
+	int32_t fixed_error;
+	uint64_t fixed_buffers;
 };
 
 /**

@@ -227,14 +227,17 @@ struct ortmem_spill_stats {
 	 * them.  Added in 0.2: an older, smaller struct does not get it. */
 	uint64_t calls_running;
 	/* Host-tier buffers as io_uring fixed buffers (added in 0.2): which
-	 * path their transfers take, ORTMEM_SPILL_FIXED_*; when OFF, why, as
-	 * a positive errno (EOPNOTSUPP: the kernel refuses that memory, as
-	 * 6.1 does the module's mapping; ENXIO: this handle's rings have no
-	 * slots for them; EPERM: io_uring would charge them to
+	 * path the transfers of the host tiers attached now take,
+	 * ORTMEM_SPILL_FIXED_* (MIXED: some tiers' buffers are registered,
+	 * others' are not; ortmem_host_stats() has each tier's own); when
+	 * OFF or MIXED, why, as a positive errno, that of the earliest
+	 * attached tier that is off (EOPNOTSUPP: the kernel refuses that
+	 * memory, as 6.1 does the module's mapping; ENXIO: this handle's
+	 * rings have no slots for them; EPERM: io_uring would charge them to
 	 * RLIMIT_MEMLOCK a second time; another: the probe's error). */
 	uint32_t fixed_host;
 	int32_t fixed_error;
-	uint64_t fixed_buffers;	/* host buffers registered now */
+	uint64_t fixed_buffers;	/* host buffers registered now, all tiers */
 	uint64_t fixed_bytes;	/* payload moved with READ_FIXED/WRITE_FIXED */
 };
 
@@ -242,6 +245,7 @@ struct ortmem_spill_stats {
 #define ORTMEM_SPILL_FIXED_NONE 0	/* no host tier attached (not probed) */
 #define ORTMEM_SPILL_FIXED_ON 1		/* registered: READ_FIXED/WRITE_FIXED */
 #define ORTMEM_SPILL_FIXED_OFF 2	/* plain reads and writes */
+#define ORTMEM_SPILL_FIXED_MIXED 3	/* some tiers ON, some OFF */
 
 /**
  * ortmem_spill_stats() - Read a handle's figures.

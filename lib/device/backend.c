@@ -95,6 +95,19 @@ static void device_staging_free(void *ctx, void *p, uint64_t size)
 	munmap(p, size);
 }
 
+/* A governor's tier holds the handle: its context outlives the tier. */
+static void device_attach(void *ctx)
+{
+	if (ctx)
+		ortmem__device_get(ctx);
+}
+
+static void device_detach(void *ctx)
+{
+	if (ctx)
+		ortmem__device_put(ctx);
+}
+
 static const struct ortmem_backend_ops device_ops = {
 	.sz = sizeof(struct ortmem_backend_ops),
 	.name = "device",
@@ -109,6 +122,8 @@ static const struct ortmem_backend_ops device_ops = {
 	.busy = device_busy,
 	.staging_alloc = device_staging_alloc,
 	.staging_free = device_staging_free,
+	.close = device_detach,
+	.attach = device_attach,
 };
 
 ORTMEM_API const struct ortmem_backend_ops *ortmem_backend_device(void)

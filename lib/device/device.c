@@ -165,6 +165,7 @@ ORTMEM_API int ortmem_device_open(int ordinal,
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->vm_lock, NULL);
 	pthread_mutex_init(&dev->stream_lock, NULL);
+	atomic_init(&dev->refs, 1);
 	ret = dev_setup(dev);
 	budget = ORTMEM_OPTS_GET(opts, budget, 0) ?: dev->total;
 	if (!ret && budget > dev->total)
@@ -187,15 +188,48 @@ ORTMEM_API int ortmem_device_open(int ordinal,
 	return 0;
 }
 
-ORTMEM_API void ortmem_device_close(struct ortmem_device *dev)
+void ortmem__device_get(struct ortmem_device *dev)
 {
-	if (!dev)
+	atomic_fetch_add(&dev->refs, 1);
+}
+
+void ortmem__device_put(struct ortmem_device *dev)
+{
+	if (atomic_fetch_sub(&dev->refs, 1) != 1)
 		return;
 	dev_teardown(dev);
 	pthread_mutex_destroy(&dev->lock);
 	pthread_mutex_destroy(&dev->vm_lock);
 	pthread_mutex_destroy(&dev->stream_lock);
 	free(dev);
+}
+
+/*
+ * The handle's CUDA context, streams and memory are what a governor's
+ * device tier allocates under: freeing them under a tier that still holds
+ * bindings (or only still points at the handle) is the "free after context
+ * destroy" crash.  So a close while tiers are attached tears nothing down:
+ * it says what still holds the handle, and the last tier to let go
+ * (ortmem_gov_close(), or another backend set) ends it.
+ */
+ORTMEM_API void ortmem_device_close(struct ortmem_device *dev)
+{
+	unsigned int tiers;
+	uint64_t n, bytes;
+
+	if (!dev)
+		return;
+	tiers = atomic_load(&dev->refs) - 1;
+	if (tiers) {
+		pthread_mutex_lock(&dev->lock);
+		n = dev->nallocs;
+		bytes = dev->used;
+		pthread_mutex_unlock(&dev->lock);
+		pr_warn("ortmem_device_close: GPU %d (%s) is still the device tier of %u governor%s, with %" PRIu64 " allocation%s (%" PRIu64 " bytes) on it; its context, streams and memory stay until the last of them lets go (ortmem_gov_close(), or ortmem_gov_set_backend() with another backend). Close the governors first",
+			dev->ordinal, dev->name, tiers, tiers == 1 ? "" : "s",
+			n, n == 1 ? "" : "s", bytes);
+	}
+	ortmem__device_put(dev);
 }
 
 ORTMEM_API int ortmem_device_granularity(struct ortmem_device *dev,
@@ -236,6 +270,7 @@ ORTMEM_API int ortmem_device_stats(struct ortmem_device *dev,
 	s.budget = dev->budget;
 	s.granularity = dev->granularity;
 	s.driver_errors = atomic_load(&dev->driver_errors);
+	s.tiers = atomic_load(&dev->refs) - 1;
 	pthread_mutex_lock(&dev->lock);
 	s.used_bytes = dev->used;
 	s.peak_bytes = dev->peak;

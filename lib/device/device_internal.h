@@ -269,7 +269,14 @@ struct ortmem_device {
 	void *bounce[DEV_BOUNCE_SLOTS];
 	struct ortmem_device_event *bounce_ev[DEV_BOUNCE_SLOTS];
 	uint64_t bounce_bytes;
+	/* The open handle's reference and one per governor tier attached
+	 * (backend.c): the last one tears the handle down. */
+	atomic_uint refs;
 };
+
+/* backend.c: a reference to @dev; its put ends the handle at zero. */
+void ortmem__device_get(struct ortmem_device *dev);
+void ortmem__device_put(struct ortmem_device *dev);
 
 /* Make @dev's context current on this thread; -ENXIO when lost. */
 int ortmem__dev_enter(struct ortmem_device *dev, const char *what);

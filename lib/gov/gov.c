@@ -183,13 +183,15 @@ ORTMEM_API void ortmem_gov_close(struct ortmem_gov *gov)
 	ortmem__deferred_fini(gov);
 	gov_close_slots(gov);
 	pthread_mutex_unlock(&gov->lock);
+	/* Spare staging buffers are the backends' (staging_free): before
+	 * close, which may end the backend's ctx (the device handle's). */
+	ortmem__staging_fini(gov);
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
 		if (gov->tiers[t].has_backend && gov->tiers[t].ops.close)
 			gov->tiers[t].ops.close(gov->tiers[t].ctx);
 	ortmem__tctx_fini(gov);
 	ortmem__tag_give(gov);
 	ortmem__binding_fini(gov);
-	ortmem__staging_fini(gov);
 	gov_destroy_locks(gov);
 	free(gov);
 }

@@ -45,7 +45,8 @@ static int backend_check(int tier, const struct ortmem_backend_ops *ops)
 			ORTMEM_OPTS_SPAN(ortmem_backend_ops, promote),
 			ORTMEM_OPTS_SPAN(ortmem_backend_ops, staging_alloc),
 			ORTMEM_OPTS_SPAN(ortmem_backend_ops, staging_free),
-			ORTMEM_OPTS_SPAN(ortmem_backend_ops, flags));
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, flags),
+			ORTMEM_OPTS_SPAN(ortmem_backend_ops, attach));
 
 	if (ret)
 		return ret;
@@ -92,6 +93,8 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 				      const struct ortmem_backend_ops *ops,
 				      void *ctx)
 {
+	void (*old_close)(void *ctx) = NULL;
+	void *old_ctx = NULL;
 	struct gov_tier *t;
 	int ret;
 
@@ -121,6 +124,10 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 	/* Spare staging buffers may belong to the old backend's ctx, which
 	 * its owner can close once it is no longer the tier's. */
 	ortmem__staging_fini(gov);
+	if (t->has_backend) {
+		old_close = t->ops.close;
+		old_ctx = t->ctx;
+	}
 	memset(&t->ops, 0, sizeof(t->ops));
 	t->has_backend = ops != NULL;
 	t->concurrent = ops && (ORTMEM_OPTS_GET(ops, flags, 0) &
@@ -133,8 +140,14 @@ ORTMEM_API int ortmem_gov_set_backend(struct ortmem_gov *gov, int tier,
 		t->ops.sz = sizeof(t->ops);
 		snprintf(t->name, sizeof(t->name), "%s",
 			 t->ops.name ? t->ops.name : "unnamed");
+		/* Under the lock: no hook of the new backend runs before it. */
+		if (t->ops.attach)
+			t->ops.attach(ctx);
 	}
 	pthread_mutex_unlock(&gov->lock);
+	/* The old backend is no longer the tier's: its pair of attach. */
+	if (old_close)
+		old_close(old_ctx);
 	return 0;
 }
 

@@ -298,6 +298,7 @@ struct gov_sharer {
 	uint64_t total;		/* prefix + private tail */
 	uint64_t plen;		/* the prefix's bytes at the start */
 	bool writable;		/* the prefix is writable through it */
+	bool at;		/* in a range the caller reserved (map_at) */
 };
 
 /* Under gov->lock, but for the atomics. */

@@ -9,27 +9,35 @@
  *
  * A move claims the slot and charges the target under gov->lock, copies
  * without it (a device copy or a disk write of a large layer would stall
- * every other governor call), and commits under it again.  While it copies
- * it is counted in both tiers' moving, which keeps their backends set.
+ * every other governor call), frees the source without it too (a GPU free
+ * may synchronise the device), and commits under it again.  While it
+ * copies and frees it is counted in both tiers' moving, which keeps their
+ * backends set.  An in-place demotion or promotion (the host tier's: a
+ * disk write, or a read back) runs its hook the same way, counted in its
+ * tier's moving.  The slot is the mover's (MOVING) throughout: nobody pins,
+ * releases or moves it, so nothing of it changes under the unlocked hook.
  */
 #include <errno.h>
 #include <inttypes.h>
 
 #include "gov_internal.h"
 
-/* Free the source of a finished move; quarantine what stays behind. */
-static void move_free_source(struct ortmem_gov *gov, uint32_t idx, int from,
-			     uint64_t bh, uint64_t size, uint64_t id)
-{
-	uint64_t freed = 0;
+/* How the free of a copied move's source went (move_copy_unlocked()). */
+struct move_freed {
+	uint64_t bytes;
 	int ret;
+};
 
-	(void)idx;
-	ret = ortmem__backend_free(gov, from, bh, size, &freed);
-	ortmem__tier_uncharge(gov, from, freed);
-	if (ret)
+/* Account the source's free (gov->lock held): give its budget back, and
+ * quarantine what stays behind. */
+static void move_source_freed(struct ortmem_gov *gov, int from, uint64_t bh,
+			      uint64_t size, uint64_t id,
+			      const struct move_freed *f)
+{
+	ortmem__tier_uncharge(gov, from, f->bytes);
+	if (f->ret)
 		ortmem__quarantine_add(gov, -1, id, from, ORTMEM_OWNER_BACKEND,
-				       size, size - freed, bh, ret);
+				       size, size - f->bytes, bh, f->ret);
 }
 
 /* Charge the first lower tier that can take the bytes; -errno if none. */
@@ -64,18 +72,40 @@ static int demote_target(struct ortmem_gov *gov, int from, uint32_t role,
  * The backend of @from demotes @bh in place (its address stays): 0, or
  * -EOPNOTSUPP to copy instead, or the backend's error.
  */
+typedef int (*in_place_hook)(void *ctx, uint64_t bh, uint64_t size);
+
+/*
+ * Run @hook (@from's demote or promote) on @bh, ours (MOVING), without
+ * gov->lock, which is held on entry and exit; the tier counted as moving
+ * keeps its backend set meanwhile.
+ */
+static int in_place_unlocked(struct ortmem_gov *gov, int from,
+			     in_place_hook hook, uint64_t bh, uint64_t size)
+{
+	struct gov_tier *t = &gov->tiers[from];
+	void *ctx = t->ctx;
+	bool locked;
+	int ret;
+
+	atomic_fetch_add(&t->moving, 1);
+	pthread_mutex_unlock(&gov->lock);
+	locked = ortmem__hook_lock(t);
+	ret = hook(ctx, bh, size);
+	ortmem__hook_unlock(t, locked);
+	pthread_mutex_lock(&gov->lock);
+	atomic_fetch_sub(&t->moving, 1);
+	return ret;
+}
+
 static int demote_in_place(struct ortmem_gov *gov, struct gov_slot *s,
 			   int from, uint64_t bh, uint64_t size)
 {
 	struct gov_tier *t = &gov->tiers[from];
-	bool locked;
 	int ret;
 
 	if (!t->ops.demote || !t->ops.promote)
 		return -EOPNOTSUPP;
-	locked = ortmem__hook_lock(t);
-	ret = t->ops.demote(t->ctx, bh, size);
-	ortmem__hook_unlock(t, locked);
+	ret = in_place_unlocked(gov, from, t->ops.demote, bh, size);
 	if (ret)
 		return ret;
 	ortmem__tier_uncharge(gov, from, size);
@@ -96,16 +126,23 @@ static void move_end_locked(struct ortmem_gov *gov, int from, int to)
 	atomic_fetch_sub(&gov->tiers[to].moving, 1);
 }
 
-/* Copy the bytes of slot @idx (ours, MOVING) from @from to @to, charged
- * already, with gov->lock held on entry and exit but not while copying. */
+/*
+ * Copy the bytes of slot @idx (ours, MOVING) from @from to @to, charged
+ * already, and once copied free the source, into @freed; gov->lock is
+ * held on entry and exit but not while copying or freeing.
+ */
 static int move_copy_unlocked(struct ortmem_gov *gov, int from, uint64_t bh,
-			      int to, uint64_t size, uint64_t *nbhp)
+			      int to, uint64_t size, uint64_t *nbhp,
+			      struct move_freed *freed)
 {
 	int ret;
 
 	move_begin_locked(gov, from, to);
 	pthread_mutex_unlock(&gov->lock);
 	ret = ortmem__backend_move(gov, from, bh, to, size, nbhp);
+	if (!ret)
+		freed->ret = ortmem__backend_free(gov, from, bh, size,
+						  &freed->bytes);
 	pthread_mutex_lock(&gov->lock);
 	move_end_locked(gov, from, to);
 	return ret;
@@ -116,6 +153,7 @@ static int demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 {
 	struct gov_slot *s = &gov->slots[idx];
 	uint64_t w = atomic_load(&s->word), size, bh, nbh = 0, id;
+	struct move_freed freed = { 0, 0 };
 	int from, to, ret;
 
 	if (slot_gen(w) != gen)
@@ -164,13 +202,13 @@ static int demote_locked(struct ortmem_gov *gov, uint32_t idx, uint32_t gen)
 		atomic_store(&s->word, w);
 		return to;
 	}
-	ret = move_copy_unlocked(gov, from, bh, to, size, &nbh);
+	ret = move_copy_unlocked(gov, from, bh, to, size, &nbh, &freed);
 	if (ret) {
 		ortmem__tier_uncharge(gov, to, size);
 		atomic_store(&s->word, w);
 		return ret;
 	}
-	move_free_source(gov, idx, from, bh, size, id);
+	move_source_freed(gov, from, bh, size, id, &freed);
 	atomic_fetch_add(&gov->tiers[from].demoted, size);
 	ortmem__publish(gov);
 	atomic_store(&s->tier, (uint8_t)to);
@@ -200,6 +238,7 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 	uint32_t gen = slot_gen(atomic_load(&s->word));
 	uint64_t size = atomic_load(&s->size), nbh = 0;
 	uint64_t bh = atomic_load(&s->bh);
+	struct move_freed freed = { 0, 0 };
 	int from = atomic_load(&s->tier), ret;
 
 	if (atomic_load(&s->src)) {
@@ -219,11 +258,9 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 		pthread_mutex_lock(&gov->lock);
 		if (atomic_load(&s->in_place)) {
 			/* Demoted in place: the backend brings it back, same bh. */
-			struct gov_tier *t = &gov->tiers[from];
-			bool locked = ortmem__hook_lock(t);
-
-			ret = t->ops.promote(t->ctx, bh, size);
-			ortmem__hook_unlock(t, locked);
+			ret = in_place_unlocked(gov, from,
+						gov->tiers[from].ops.promote,
+						bh, size);
 			if (!ret) {
 				atomic_store(&s->in_place, 0);
 				atomic_fetch_add(&gov->tiers[home].promoted, size);
@@ -231,13 +268,14 @@ int ortmem__move_in(struct ortmem_gov *gov, uint32_t idx, int home)
 			pthread_mutex_unlock(&gov->lock);
 			return ret;
 		}
-		ret = move_copy_unlocked(gov, from, bh, home, size, &nbh);
+		ret = move_copy_unlocked(gov, from, bh, home, size, &nbh,
+					 &freed);
 		if (ret) {
 			pthread_mutex_unlock(&gov->lock);
 			return ret;
 		}
-		move_free_source(gov, idx, from, bh, size,
-				 handle_make(gen, gov->tag, idx));
+		move_source_freed(gov, from, bh, size,
+				  handle_make(gen, gov->tag, idx), &freed);
 	}
 	atomic_fetch_add(&gov->tiers[home].promoted, size);
 	ortmem__publish(gov);

@@ -65,6 +65,16 @@ static void prefix_destroy_locked(struct ortmem_gov *gov, struct gov_prefix *p,
 
 /* ortmem_gov_drain() of @tier: every prefix and sharer there goes.  The
  * leases are freed by the drain itself, after this. */
+/* Undo a sharer's map (or map_at): 0 or -errno. */
+static int sharer_unmap(struct gov_sharer *sh)
+{
+	struct gov_prefix *p = sh->p;
+
+	if (sh->at)
+		return p->ops.unmap_at(p->ctx, sh->addr, sh->plen, sh->total);
+	return p->ops.unmap(p->ctx, sh->addr, sh->plen, sh->total);
+}
+
 static void prefix_drain(struct ortmem_gov *gov, int tier)
 {
 	struct gov_prefix *p, *next;
@@ -80,7 +90,7 @@ static void prefix_drain(struct ortmem_gov *gov, int tier)
 		sh = (void *)(uintptr_t)atomic_load(&s->share);
 		if (!sh || sh->p->tier != tier)
 			continue;
-		sh->p->ops.unmap(sh->p->ctx, sh->addr, sh->plen, sh->total);
+		sharer_unmap(sh);
 		sh->p->sharers--;
 		gov->reg.sharers[tier]--;
 		atomic_store(&s->share, 0);
@@ -109,6 +119,11 @@ static int prefix_check_ops(int tier, const struct ortmem_share_ops *ops)
 	    !ops->unmap || !ops->destroy)
 		return ortmem__err_invalid(tier, 0,
 			"share ops '%s' lack a hook; create, map, unmap and destroy are all required",
+			ops->name ? ops->name : "(unnamed)");
+	if (!ORTMEM_OPTS_GET(ops, map_at, NULL) !=
+	    !ORTMEM_OPTS_GET(ops, unmap_at, NULL))
+		return ortmem__err_invalid(tier, 0,
+			"share ops '%s' have only one of map_at and unmap_at; give both or neither",
 			ops->name ? ops->name : "(unnamed)");
 	return 0;
 }
@@ -170,7 +185,10 @@ ORTMEM_API int ortmem_prefix_create(struct ortmem_gov *gov, int tier,
 	if (!p)
 		return ortmem__err_plain(-ENOMEM, "cannot allocate a prefix");
 	p->gov = gov;
-	p->ops = *(ops ? ops : ortmem__share_memfd());
+	/* sz bytes only: an older caller's struct ends before map_at. */
+	if (!ops)
+		ops = ortmem__share_memfd();
+	memcpy(&p->ops, ops, ops->sz < sizeof(p->ops) ? ops->sz : sizeof(p->ops));
 	p->ctx = ctx;
 	p->tier = tier;
 	p->flags = flags;
@@ -262,10 +280,10 @@ ORTMEM_API int ortmem_prefix_info(struct ortmem_prefix *pub,
 	return 0;
 }
 
-ORTMEM_API int ortmem_prefix_bind(struct ortmem_prefix *pub, uint64_t tail,
-				  struct ortmem_handle *hp, void **addrp)
+/* A sharer of @p in a range of its own (@at 0) or in the caller's at @at. */
+static int prefix_bind(struct gov_prefix *p, uint64_t tail, uint64_t at,
+		       struct ortmem_handle *hp, void **addrp)
 {
-	struct gov_prefix *p = (struct gov_prefix *)pub;
 	struct ortmem_handle h;
 	struct gov_sharer *sh;
 	struct ortmem_gov *gov;
@@ -276,6 +294,14 @@ ORTMEM_API int ortmem_prefix_bind(struct ortmem_prefix *pub, uint64_t tail,
 			!p ? "the prefix is NULL" : !hp ? "hp is NULL" :
 			!tail ? "a sharer with no tail of its own; pass the private bytes that follow the prefix (at least 1)" :
 			"the prefix and its tail together exceed 2^62 bytes");
+	if (at && !p->ops.map_at)
+		return ortmem__err_plain(-EOPNOTSUPP,
+			"share ops '%s' cannot map a prefix into a range the caller reserved (no map_at); use ortmem_prefix_bind(), which reserves the range itself",
+			p->ops.name ? p->ops.name : "(unnamed)");
+	if (at && at > UINT64_MAX - p->size - tail)
+		return ortmem__err_invalid(p->tier, tail,
+			"the range at %#" PRIx64 " of %" PRIu64 " bytes wraps around the address space",
+			at, p->size + tail);
 	gov = p->gov;
 	sh = calloc(1, sizeof(*sh));
 	if (!sh)
@@ -298,8 +324,19 @@ ORTMEM_API int ortmem_prefix_bind(struct ortmem_prefix *pub, uint64_t tail,
 		goto err_lease;
 	}
 	ortmem_error_clear();
-	ret = p->ops.map(p->ctx, p->phys, p->size, sh->total, sh->writable,
-			 &sh->addr);
+	sh->at = at != 0;
+	sh->addr = at;
+	ret = at ? p->ops.map_at(p->ctx, p->phys, p->size, sh->total,
+				 sh->writable, at) :
+		   p->ops.map(p->ctx, p->phys, p->size, sh->total, sh->writable,
+			      &sh->addr);
+	if (ret == -EINVAL && at) {
+		ret = ortmem__err_invalid(p->tier, sh->total,
+			"share ops '%s' refused the range at %#" PRIx64 " (%" PRIu64 " bytes): it must be aligned (host: to the page size) and lie wholly in address space the caller reserved (host: an anonymous PROT_NONE mapping); nothing was mapped",
+			p->ops.name ? p->ops.name : "(unnamed)", at, sh->total);
+		pthread_mutex_unlock(&gov->lock);
+		goto err_lease;
+	}
 	if (ret) {
 		ret = ortmem__err_alloc_failed(ret, p->tier, sh->total,
 			"share ops '%s' could not map the prefix: %s",
@@ -323,6 +360,22 @@ err_lease:
 err_free:
 	free(sh);
 	return ret;
+}
+
+ORTMEM_API int ortmem_prefix_bind(struct ortmem_prefix *p, uint64_t tail,
+				  struct ortmem_handle *hp, void **addrp)
+{
+	return prefix_bind((struct gov_prefix *)p, tail, 0, hp, addrp);
+}
+
+ORTMEM_API int ortmem_prefix_bind_at(struct ortmem_prefix *p, uint64_t tail,
+				     void *addr, struct ortmem_handle *hp)
+{
+	if (!addr)
+		return ortmem__err_invalid(-1, tail,
+			"addr is NULL; pass the start of a range you reserved, or use ortmem_prefix_bind()");
+	return prefix_bind((struct gov_prefix *)p, tail,
+			   (uint64_t)(uintptr_t)addr, hp, NULL);
 }
 
 ORTMEM_API int ortmem_prefix_unbind(struct ortmem_gov *gov,
@@ -352,7 +405,7 @@ ORTMEM_API int ortmem_prefix_unbind(struct ortmem_gov *gov,
 	/* Unless a new sharer took the slot already (then it is its own). */
 	atomic_compare_exchange_strong(&gov->slots[idx].share,
 				       &(uint64_t){ (uint64_t)(uintptr_t)sh }, 0);
-	ret = p->ops.unmap(p->ctx, sh->addr, sh->plen, sh->total);
+	ret = sharer_unmap(sh);
 	if (ret)
 		pr_err("unmapping a sharer of a prefix: %s", ortmem_strerror(ret));
 	p->sharers--;

@@ -320,6 +320,8 @@ ORTMEM_API int ortmem_host_stats(const struct ortmem_host *host,
 	s.buffers = host->nbufs;
 	s.demoted_bytes = host->demoted_bytes;
 	s.spill_mode = ortmem__host_spill_mode(host);
+	ortmem__host_fixed_stats((struct ortmem_host *)host, &s.fixed_host,
+				 &s.fixed_error, &s.fixed_buffers);
 	pthread_mutex_unlock((pthread_mutex_t *)&host->lock);
 	if (host->dev)
 		ret = module_stats(host, &s);

@@ -67,7 +67,7 @@ static int fixed_probe(struct ortmem_host *host, struct ortmem__fixed *fx)
 		ortmem_error_clear();
 		return ret;
 	}
-	ret = ortmem__fixed_add(fx, b.ptr, b.size);
+	ret = ortmem__fixed_add(fx, NULL, b.ptr, b.size);
 	if (!ret)
 		ortmem__fixed_del(fx, b.ptr);
 	if (host->ops->free(host, &b))
@@ -104,7 +104,7 @@ void ortmem__host_fixed_add(struct ortmem_host *host, struct ortmem__host_buf *b
 
 	if (!host->fixed_on || b->fixed)
 		return;
-	ret = ortmem__fixed_add(host->fixed, b->ptr, b->size);
+	ret = ortmem__fixed_add(host->fixed, &host->fixed_user, b->ptr, b->size);
 	b->fixed = !ret;
 	if (ret)
 		pr_debug("host tier: %p stays on plain reads and writes (%s)",
@@ -139,6 +139,7 @@ void ortmem__host_fixed_detach(struct ortmem_host *host)
 	if (!host->fixed)
 		return;
 	twalk_r(host->bufs, walk_del, host);
+	ortmem__fixed_leave(host->fixed, &host->fixed_user);
 	ortmem__fixed_put(host->fixed);
 	host->fixed = NULL;
 	host->fixed_on = false;
@@ -159,8 +160,8 @@ void ortmem__host_fixed_attach(struct ortmem_host *host, struct ortmem_spill *sp
 	else
 		ret = fixed_probe(host, host->fixed);
 	host->fixed_on = !ret;
-	ortmem__fixed_set_state(host->fixed, ret ? ORTMEM_SPILL_FIXED_OFF :
-				ORTMEM_SPILL_FIXED_ON, ret);
+	ortmem__fixed_join(host->fixed, &host->fixed_user,
+			   ret ? ORTMEM_SPILL_FIXED_OFF : ORTMEM_SPILL_FIXED_ON, ret);
 	if (ret) {
 		pr_info("host tier: %s buffers move to and from disk with plain reads and writes: %s",
 			backend_word(host), fixed_why(ret));
@@ -169,4 +170,15 @@ void ortmem__host_fixed_attach(struct ortmem_host *host, struct ortmem_spill *sp
 	pr_info("host tier: %s buffers are io_uring fixed buffers of the spill engine (READ_FIXED/WRITE_FIXED)",
 		backend_word(host));
 	twalk_r(host->bufs, walk_add, host);
+}
+
+void ortmem__host_fixed_stats(struct ortmem_host *host, uint32_t *state,
+			      int32_t *err, uint64_t *buffers)
+{
+	*state = ORTMEM_SPILL_FIXED_NONE;
+	*err = 0;
+	*buffers = 0;
+	if (host->fixed)
+		ortmem__fixed_user_stats(host->fixed, &host->fixed_user, state,
+					 err, buffers);
 }

@@ -29,6 +29,8 @@
 #include <ortmem/spill.h>
 #include <uapi/linux/ortmem.h>
 
+#include "internal.h"	/* struct ortmem__fixed_user */
+
 /* ---- host_sys.c: one wrapper per command; 0 or -errno, never errno ---- */
 
 int ortmem__sys_get_version(int fd, struct ortmem_version_args *args);
@@ -113,6 +115,7 @@ struct ortmem_host {
 	uint64_t demoted_bytes;
 	struct ortmem__fixed *fixed;	/* the spill's registry, a reference */
 	bool fixed_on;			/* the probe said yes: register */
+	struct ortmem__fixed_user fixed_user;	/* joined while @fixed is set */
 };
 
 /* host_fixed.c, host lock held: attach to @spill's rings (NULL: detach),
@@ -121,6 +124,10 @@ void ortmem__host_fixed_attach(struct ortmem_host *host, struct ortmem_spill *sp
 void ortmem__host_fixed_detach(struct ortmem_host *host);
 void ortmem__host_fixed_add(struct ortmem_host *host, struct ortmem__host_buf *b);
 void ortmem__host_fixed_del(struct ortmem_host *host, struct ortmem__host_buf *b);
+/* This tier's fixed-buffer path, why not, and its buffers registered now
+ * (NONE, 0, 0 without a spill handle). */
+void ortmem__host_fixed_stats(struct ortmem_host *host, uint32_t *state,
+			      int32_t *err, uint64_t *buffers);
 
 /* host_spill.c: order of the buffer tree (by address). */
 int ortmem__host_buf_cmp(const void *a, const void *b);

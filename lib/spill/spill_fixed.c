@@ -28,9 +28,10 @@ struct ortmem__fixed {
 	uint32_t nlanes;
 	uint32_t nslots;		/* slots every lane has */
 	uint64_t regions;		/* slots in use */
-	uint32_t state;			/* ORTMEM_SPILL_FIXED_* */
-	int32_t err;			/* why OFF, a positive errno */
+	struct ortmem__fixed_user *users;	/* the host tiers attached */
 	struct ortmem__ureg slot[ORTMEM__FIXED_SLOTS];
+	/* Whose buffer each slot holds (NULL: the probe's, or none). */
+	struct ortmem__fixed_user *owner[ORTMEM__FIXED_SLOTS];
 };
 
 struct ortmem__fixed *ortmem__fixed_new(struct ortmem__lane *lanes,
@@ -116,7 +117,8 @@ static void slot_clear(struct ortmem__fixed *fx, uint32_t i, uint32_t n)
 	}
 }
 
-int ortmem__fixed_add(struct ortmem__fixed *fx, const void *ptr, uint64_t len)
+int ortmem__fixed_add(struct ortmem__fixed *fx, struct ortmem__fixed_user *user,
+		      const void *ptr, uint64_t len)
 {
 	uint32_t i, k;
 	int ret = 0;
@@ -145,6 +147,9 @@ int ortmem__fixed_add(struct ortmem__fixed *fx, const void *ptr, uint64_t len)
 	}
 	fx->slot[i].ptr = ptr;
 	fx->slot[i].len = len;
+	fx->owner[i] = user;
+	if (user)
+		user->buffers++;
 	fx->regions++;
 out:
 	pthread_mutex_unlock(&fx->lock);
@@ -162,6 +167,9 @@ void ortmem__fixed_del(struct ortmem__fixed *fx, const void *ptr)
 		slot_clear(fx, i, fx->nlanes);
 		fx->slot[i].ptr = NULL;
 		fx->slot[i].len = 0;
+		if (fx->owner[i])
+			fx->owner[i]->buffers--;
+		fx->owner[i] = NULL;
 		fx->regions--;
 		break;
 	}
@@ -170,6 +178,7 @@ void ortmem__fixed_del(struct ortmem__fixed *fx, const void *ptr)
 
 void ortmem__fixed_detach(struct ortmem__fixed *fx)
 {
+	struct ortmem__fixed_user *u;
 	uint32_t i;
 
 	pthread_mutex_lock(&fx->lock);
@@ -178,27 +187,82 @@ void ortmem__fixed_detach(struct ortmem__fixed *fx)
 			continue;
 		slot_clear(fx, i, fx->nlanes);
 		fx->slot[i].ptr = NULL;
+		fx->owner[i] = NULL;
 	}
+	for (u = fx->users; u; u = u->next)
+		u->buffers = 0;
 	fx->regions = 0;
 	fx->lanes = NULL;
 	pthread_mutex_unlock(&fx->lock);
 	ortmem__fixed_put(fx);
 }
 
-void ortmem__fixed_set_state(struct ortmem__fixed *fx, uint32_t state, int err)
+void ortmem__fixed_join(struct ortmem__fixed *fx, struct ortmem__fixed_user *user,
+			uint32_t state, int err)
 {
+	struct ortmem__fixed_user **at;
+
+	user->next = NULL;
+	user->state = state;
+	user->err = err < 0 ? -err : err;
+	user->buffers = 0;
 	pthread_mutex_lock(&fx->lock);
-	fx->state = state;
-	fx->err = err < 0 ? -err : err;
+	for (at = &fx->users; *at; at = &(*at)->next)
+		;
+	*at = user;
 	pthread_mutex_unlock(&fx->lock);
 }
 
+/* After the tier's buffers are unregistered: none of its slots is left. */
+void ortmem__fixed_leave(struct ortmem__fixed *fx, struct ortmem__fixed_user *user)
+{
+	struct ortmem__fixed_user **at;
+
+	pthread_mutex_lock(&fx->lock);
+	for (at = &fx->users; *at && *at != user; at = &(*at)->next)
+		;
+	if (*at)
+		*at = user->next;
+	pthread_mutex_unlock(&fx->lock);
+	user->next = NULL;
+}
+
+void ortmem__fixed_user_stats(struct ortmem__fixed *fx,
+			      const struct ortmem__fixed_user *user,
+			      uint32_t *state, int32_t *err, uint64_t *buffers)
+{
+	pthread_mutex_lock(&fx->lock);
+	*state = user->state;
+	*err = user->err;
+	*buffers = user->buffers;
+	pthread_mutex_unlock(&fx->lock);
+}
+
+/*
+ * Over the tiers attached now: NONE without any, ON or OFF when they all
+ * agree, MIXED when they do not; the error is that of the earliest
+ * attached tier that is off.  @regions counts every tier's buffers.
+ */
 void ortmem__fixed_stats(struct ortmem__fixed *fx, uint32_t *state, int32_t *err,
 			 uint64_t *regions)
 {
+	const struct ortmem__fixed_user *u;
+	bool on = false, off = false;
+
+	*err = 0;
 	pthread_mutex_lock(&fx->lock);
-	*state = fx->state;
-	*err = fx->err;
+	for (u = fx->users; u; u = u->next) {
+		if (u->state == ORTMEM_SPILL_FIXED_ON) {
+			on = true;
+			continue;
+		}
+		if (!off)
+			*err = u->err;
+		off = true;
+	}
 	*regions = fx->regions;
 	pthread_mutex_unlock(&fx->lock);
+	*state = on && off ? ORTMEM_SPILL_FIXED_MIXED :
+		 on ? ORTMEM_SPILL_FIXED_ON :
+		 off ? ORTMEM_SPILL_FIXED_OFF : ORTMEM_SPILL_FIXED_NONE;
 }

@@ -297,12 +297,24 @@ bool ortmem__fixed_usable(struct ortmem__fixed *fx);
  * (nothing left registered); -ENOSPC when the slots are full, -E2BIG over
  * ORTMEM__FIXED_LEN_MAX, -ESHUTDOWN when detached.  Sets no thread error.
  */
-int ortmem__fixed_add(struct ortmem__fixed *fx, const void *ptr, uint64_t len);
+int ortmem__fixed_add(struct ortmem__fixed *fx, struct ortmem__fixed_user *user,
+		      const void *ptr, uint64_t len);
 /* Unregister the buffer at @ptr from every lane, before it is unmapped,
  * released or evicted; nothing when it is not registered. */
 void ortmem__fixed_del(struct ortmem__fixed *fx, const void *ptr);
-/* What the host tier found, for ortmem_spill_stats(). */
-void ortmem__fixed_set_state(struct ortmem__fixed *fx, uint32_t state, int err);
+/*
+ * Each host tier attached to the registry joins it with its verdict (ON,
+ * or OFF and why) and leaves it when it detaches; its registered buffers
+ * are counted on it.  ortmem_spill_stats() sums them up over the tiers
+ * attached now (ortmem__fixed_stats()), ortmem_host_stats() reads one.
+ * struct ortmem__fixed_user is in internal.h: the host tier embeds it.
+ */
+void ortmem__fixed_join(struct ortmem__fixed *fx, struct ortmem__fixed_user *user,
+			uint32_t state, int err);
+void ortmem__fixed_leave(struct ortmem__fixed *fx, struct ortmem__fixed_user *user);
+void ortmem__fixed_user_stats(struct ortmem__fixed *fx,
+			      const struct ortmem__fixed_user *user,
+			      uint32_t *state, int32_t *err, uint64_t *buffers);
 void ortmem__fixed_stats(struct ortmem__fixed *fx, uint32_t *state, int32_t *err,
 			 uint64_t *regions);
 

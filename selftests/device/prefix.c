@@ -133,6 +133,13 @@ TEST_F(dpfx, a_read_only_prefix_is_mapped_read_only)
 	ASSERT_EQ(0, ortmem_prefix_create(self->gov, ORTMEM_TIER_DEVICE, 0, self->g, 0,
 					  ortmem_device_share_ops(), self->dev, &p, NULL));
 	ASSERT_EQ(0, ortmem_prefix_bind(p, self->g, &s, (void **)&at));
+	/* The device's share ops map only into ranges they reserve. */
+	{
+		struct ortmem_handle none;
+
+		EXPECT_EQ(-EOPNOTSUPP, ortmem_prefix_bind_at(p, self->g, (void *)(uintptr_t)at, &none));
+		EXPECT_NE(NULL, strstr(ortmem_last_error_message(), "map_at"));
+	}
 	EXPECT_EQ(-EACCES, ortmem_view_make(self->gov, s, 0, 8, ORTMEM_VIEW_WRITE, &v));
 	EXPECT_EQ(0, ortmem_view_make(self->gov, s, self->g, 8, ORTMEM_VIEW_WRITE, &v));
 	{

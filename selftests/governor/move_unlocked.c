@@ -7,7 +7,9 @@
  * on the way up) until the main thread has made those calls; with the
  * lock held across the copy they would wait for it, the copy's gate would
  * time out (GATE_WAIT_S, a deadlock check, not a timing) and the test
- * fails.  Also: a copy failing half way leaves the slot, its bytes and
+ * fails.  The same holds for the free of a move's source, and for the
+ * hooks of a backend that demotes and promotes in place (the host tier's
+ * disk write and read back).  Also: a copy failing half way leaves the slot, its bytes and
  * every budget as they were, and the hooks of a backend that does not say
  * ORTMEM_BACKEND_CONCURRENT never overlap.
  */
@@ -21,7 +23,8 @@
 #define KIB 1024ull
 #define GATE_WAIT_S 30
 
-enum gate_hook { GATE_NONE, GATE_WRITE, GATE_READ };
+enum gate_hook { GATE_NONE, GATE_WRITE, GATE_READ, GATE_FREE, GATE_DEMOTE,
+		 GATE_PROMOTE };
 
 /* The test backend (alloc + write + read, no CPU pointer) with a gate. */
 struct gated {
@@ -34,6 +37,7 @@ struct gated {
 	bool timed_out;
 	int fail_read;		/* read returns this when non-zero */
 	_Atomic int in_hook, overlaps;
+	int demotes, promotes;	/* in-place hook calls */
 };
 
 /* Wait (bounded) until @flag is true; false when the wait timed out. */
@@ -99,11 +103,43 @@ static int gd_alloc(void *ctx, uint64_t size, uint64_t *bhp)
 
 static int gd_free(void *ctx, uint64_t bh, uint64_t size, uint64_t *freedp)
 {
+	struct gated *g = ctx;
 	int ret;
 
-	hook_enter(ctx);
-	ret = tb_free(&((struct gated *)ctx)->tb, bh, size, freedp);
-	hook_exit(ctx);
+	hook_enter(g);
+	ret = gate_pass(g, GATE_FREE);
+	if (!ret)
+		ret = tb_free(&g->tb, bh, size, freedp);
+	hook_exit(g);
+	return ret;
+}
+
+/* In place: the bytes stay where they are; only the calls are counted. */
+static int gd_demote(void *ctx, uint64_t bh, uint64_t size)
+{
+	struct gated *g = ctx;
+	int ret;
+
+	(void)bh;
+	(void)size;
+	hook_enter(g);
+	ret = gate_pass(g, GATE_DEMOTE);
+	g->demotes += !ret;
+	hook_exit(g);
+	return ret;
+}
+
+static int gd_promote(void *ctx, uint64_t bh, uint64_t size)
+{
+	struct gated *g = ctx;
+	int ret;
+
+	(void)bh;
+	(void)size;
+	hook_enter(g);
+	ret = gate_pass(g, GATE_PROMOTE);
+	g->promotes += !ret;
+	hook_exit(g);
 	return ret;
 }
 
@@ -384,6 +420,63 @@ TEST_F(mu, a_promotion_whose_copy_fails_changes_nothing)
 	expect_bytes(_metadata, self->gov, h, want, sizeof(want));
 	expect_used(_metadata, self->gov, sizeof(want), 0);
 	EXPECT_EQ(0, ortmem_gov_release(self->gov, h, 0));
+}
+
+/* A promotion frees its source (on the gated host tier) unlocked too. */
+TEST_F_TIMEOUT(mu, other_calls_finish_while_a_move_frees_its_source, 2 * GATE_WAIT_S)
+{
+	struct mover m = { .op = MOVE_PIN };
+	unsigned char want[8 * KIB];
+
+	fill(want, sizeof(want), 6);
+	ASSERT_EQ(0, put(self->gov, want, sizeof(want), 0, &m.h));
+	ASSERT_EQ(0, ortmem_gov_demote(self->gov, m.h));
+	self->host.gate = GATE_FREE;
+	while_copying(_metadata, self, &m);
+	EXPECT_EQ(0, m.ret);
+	EXPECT_EQ(ORTMEM_TIER_DEVICE, tier_of(self->gov, m.h));
+	EXPECT_EQ(0, self->host.tb.live);	/* the source was freed */
+	expect_used(_metadata, self->gov, sizeof(want), 0);
+	expect_bytes(_metadata, self->gov, m.h, want, sizeof(want));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, m.h, 0));
+}
+
+/*
+ * A host-tier allocation whose backend demotes and promotes in place: both
+ * hooks run without the governor's lock, and the budget follows them.
+ */
+TEST_F_TIMEOUT(mu, other_calls_finish_while_a_backend_demotes_in_place, 2 * GATE_WAIT_S)
+{
+	struct mover m = { .op = MOVE_DEMOTE };
+	struct ortmem_backend_ops ops;
+	unsigned char want[8 * KIB];
+	void *p;
+
+	self->host.tb.host_pointer = 1;
+	ops = gated_ops(&self->host);
+	ops.demote = gd_demote;
+	ops.promote = gd_promote;
+	ASSERT_EQ(0, ortmem_gov_set_backend(self->gov, ORTMEM_TIER_HOST, &ops, &self->host));
+	fill(want, sizeof(want), 7);
+	ASSERT_EQ(0, ortmem_gov_alloc(self->gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_KV_CACHE,
+				      sizeof(want), 0, &m.h));
+	ASSERT_EQ(0, ortmem_gov_pin(self->gov, m.h, 0, &p));
+	memcpy(p, want, sizeof(want));
+	ASSERT_EQ(0, ortmem_gov_unpin(self->gov, m.h));
+	self->host.gate = GATE_DEMOTE;
+	while_copying(_metadata, self, &m);
+	EXPECT_EQ(0, m.ret);
+	EXPECT_EQ(1, self->host.demotes);
+	expect_used(_metadata, self->gov, 0, 0);	/* budget given back */
+	m.op = MOVE_PIN;
+	self->host.gate = GATE_PROMOTE;
+	while_copying(_metadata, self, &m);
+	EXPECT_EQ(0, m.ret);
+	EXPECT_EQ(1, self->host.promotes);
+	EXPECT_EQ(ORTMEM_TIER_HOST, tier_of(self->gov, m.h));
+	expect_used(_metadata, self->gov, 0, sizeof(want));
+	expect_bytes(_metadata, self->gov, m.h, want, sizeof(want));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, m.h, 0));
 }
 
 /* Threads demoting, promoting and allocating on the gated tier at once:

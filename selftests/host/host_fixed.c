@@ -10,8 +10,10 @@
  * test logs the path it saw.
  */
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <ortmem/ortmem.h>
 
@@ -326,6 +328,173 @@ TEST_F(fx, set_spill_moves_the_registrations)
 	EXPECT_EQ(-1, check(q, 5 * self->page, 4));
 	EXPECT_EQ(0, ortmem_host_free(self->host, p));
 	EXPECT_EQ(0, ortmem_host_free(self->host, q));
+}
+
+static struct ortmem_host_stats host_stats_of(struct ortmem_host *h)
+{
+	ORTMEM_OPTS(ortmem_host_stats, st);
+
+	if (ortmem_host_stats(h, &st))
+		memset(&st, 0xff, sizeof(st));
+	return st;
+}
+
+/*
+ * What the spill handle must say over two tiers' figures, in attach order
+ * (a tier with NONE is not attached): their common verdict or MIXED, the
+ * error of the first that is OFF, the sum of their registered buffers.
+ */
+static void expect_summary(struct __test_metadata *_metadata,
+			   struct ortmem_spill *spill,
+			   const struct ortmem_host_stats *a,
+			   const struct ortmem_host_stats *b)
+{
+	struct ortmem_spill_stats st = stats_of(spill);
+	uint32_t want = a->fixed_host == ORTMEM_SPILL_FIXED_NONE ? b->fixed_host :
+			b->fixed_host == ORTMEM_SPILL_FIXED_NONE ? a->fixed_host :
+			a->fixed_host == b->fixed_host ? a->fixed_host :
+			ORTMEM_SPILL_FIXED_MIXED;
+
+	EXPECT_EQ(want, st.fixed_host);
+	EXPECT_EQ(a->fixed_host == ORTMEM_SPILL_FIXED_OFF ? a->fixed_error :
+		  b->fixed_host == ORTMEM_SPILL_FIXED_OFF ? b->fixed_error : 0,
+		  st.fixed_error);
+	EXPECT_EQ(a->fixed_buffers + b->fixed_buffers, st.fixed_buffers);
+}
+
+/*
+ * Two host tiers on one spill handle, the second on the mlock backend (in
+ * the VM the first is the module's, which 6.1 refuses and 6.12 takes):
+ * each tier reports its own verdict and registered buffers, the spill
+ * handle sums them up (MIXED when they differ), and a tier that detaches
+ * takes its part of the figures with it.
+ */
+TEST_F(fx, several_tiers_report_their_own_figures)
+{
+	ORTMEM_OPTS(ortmem_host_opts, o, .flags = ORTMEM_HOST_FORCE_MLOCK);
+	const struct ortmem_host_stats none = { 0 };
+	struct ortmem_host_stats a, b;
+	struct ortmem_host *second;
+	void *p[2], *q[3];
+	int i;
+
+	OK(ortmem_host_open(&o, &second));
+	OK(ortmem_host_set_spill(second, self->spill));
+	for (i = 0; i < 2; i++)
+		OK(ortmem_host_alloc(self->host, 3 * self->page, -1, &p[i]));
+	for (i = 0; i < 3; i++)
+		OK(ortmem_host_alloc(second, 2 * self->page, -1, &q[i]));
+	a = host_stats_of(self->host);
+	b = host_stats_of(second);
+	printf("# first tier (%s) %s, second (mlock) %s\n",
+	       ortmem_host_backend_name(ortmem_host_backend(self->host)),
+	       path_name(a.fixed_host), path_name(b.fixed_host));
+	ASSERT_NE(ORTMEM_SPILL_FIXED_NONE, a.fixed_host);
+	ASSERT_NE(ORTMEM_SPILL_FIXED_NONE, b.fixed_host);
+	EXPECT_EQ(a.fixed_host == ORTMEM_SPILL_FIXED_ON ? 2 : 0, a.fixed_buffers);
+	EXPECT_EQ(b.fixed_host == ORTMEM_SPILL_FIXED_ON ? 3 : 0, b.fixed_buffers);
+	EXPECT_EQ(a.fixed_host == ORTMEM_SPILL_FIXED_OFF, a.fixed_error != 0);
+	EXPECT_EQ(b.fixed_host == ORTMEM_SPILL_FIXED_OFF, b.fixed_error != 0);
+	expect_summary(_metadata, self->spill, &a, &b);
+
+	/* A freed buffer leaves its own tier's count only. */
+	EXPECT_EQ(0, ortmem_host_free(second, q[2]));
+	b = host_stats_of(second);
+	EXPECT_EQ(b.fixed_host == ORTMEM_SPILL_FIXED_ON ? 2 : 0, b.fixed_buffers);
+	EXPECT_EQ(a.fixed_buffers, host_stats_of(self->host).fixed_buffers);
+	expect_summary(_metadata, self->spill, &a, &b);
+
+	/* The second tier leaves: the handle shows the first tier alone. */
+	OK(ortmem_host_set_spill(second, NULL));
+	b = host_stats_of(second);
+	EXPECT_EQ(ORTMEM_SPILL_FIXED_NONE, b.fixed_host);
+	EXPECT_EQ(0, b.fixed_error);
+	EXPECT_EQ(0, b.fixed_buffers);
+	expect_summary(_metadata, self->spill, &a, &b);
+
+	/* And with no tier attached, no verdict is left. */
+	OK(ortmem_host_set_spill(self->host, NULL));
+	EXPECT_EQ(ORTMEM_SPILL_FIXED_NONE, host_stats_of(self->host).fixed_host);
+	expect_summary(_metadata, self->spill, &none, &none);
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(0, ortmem_host_free(self->host, p[i]));
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(0, ortmem_host_free(second, q[i]));
+	ortmem_host_close(second);
+}
+
+/* Leave CAP_IPC_LOCK out of the effective set: 0 or -errno. */
+static int drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = { { 0 } };
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -errno;
+	data[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+	return syscall(SYS_capset, &hdr, data) ? -errno : 0;
+}
+
+/*
+ * Tiers that disagree on one handle, made so on any machine: a tier
+ * attached while io_uring may register its memory free of charge is ON; a
+ * second one attached after the process gave up CAP_IPC_LOCK under a
+ * finite RLIMIT_MEMLOCK is OFF with EPERM.  The handle says MIXED and
+ * EPERM, and OFF alone once the first tier has left.  (Before the figures
+ * were per tier, the handle showed whichever tier attached last.)
+ */
+TEST_F(fx, tiers_that_disagree_show_as_mixed)
+{
+	ORTMEM_OPTS(ortmem_host_opts, o, .flags = ORTMEM_HOST_FORCE_MLOCK);
+	struct rlimit rl;
+	struct ortmem_host_stats a, b;
+	struct ortmem_spill_stats st;
+	struct ortmem_host *second;
+	void *p, *q;
+
+	a = host_stats_of(self->host);
+	if (a.fixed_host != ORTMEM_SPILL_FIXED_ON)
+		SKIP("the first tier takes plain I/O here (%s)", strerror(a.fixed_error));
+	OK(ortmem_host_alloc(self->host, self->page, -1, &p));
+	ASSERT_EQ(0, drop_ipc_lock());
+	/* Finite, and only ever lowered (raising needs CAP_SYS_RESOURCE). */
+	ASSERT_EQ(0, getrlimit(RLIMIT_MEMLOCK, &rl));
+	if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 64 * MIB)
+		rl.rlim_max = 64 * MIB;
+	rl.rlim_cur = rl.rlim_max;
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	OK(ortmem_host_open(&o, &second));
+	OK(ortmem_host_set_spill(second, self->spill));
+	OK(ortmem_host_alloc(second, self->page, -1, &q));
+	b = host_stats_of(second);
+	EXPECT_EQ(ORTMEM_SPILL_FIXED_OFF, b.fixed_host);
+	EXPECT_EQ(EPERM, b.fixed_error);
+	EXPECT_EQ(0, b.fixed_buffers);
+	a = host_stats_of(self->host);
+	EXPECT_EQ(ORTMEM_SPILL_FIXED_ON, a.fixed_host);
+	EXPECT_EQ(1, a.fixed_buffers);
+	st = stats_of(self->spill);
+	EXPECT_EQ(ORTMEM_SPILL_FIXED_MIXED, st.fixed_host);
+	EXPECT_EQ(EPERM, st.fixed_error);
+	EXPECT_EQ(1, st.fixed_buffers);
+	/* Both tiers' bytes still go to disk and back. */
+	fill(p, self->page, 11);
+	fill(q, self->page, 12);
+	OK(ortmem_host_demote(self->host, p));
+	OK(ortmem_host_demote(second, q));
+	OK(ortmem_host_promote(self->host, p));
+	OK(ortmem_host_promote(second, q));
+	EXPECT_EQ(-1, check(p, self->page, 11));
+	EXPECT_EQ(-1, check(q, self->page, 12));
+	/* The first tier leaves (its buffer goes with it): OFF alone. */
+	EXPECT_EQ(0, ortmem_host_free(self->host, p));
+	OK(ortmem_host_set_spill(self->host, NULL));
+	st = stats_of(self->spill);
+	EXPECT_EQ(ORTMEM_SPILL_FIXED_OFF, st.fixed_host);
+	EXPECT_EQ(EPERM, st.fixed_error);
+	EXPECT_EQ(0, st.fixed_buffers);
+	EXPECT_EQ(0, ortmem_host_free(second, q));
+	ortmem_host_close(second);
 }
 
 TEST_HARNESS_MAIN

@@ -4,8 +4,9 @@
  * file on the VM's ext4 disk (ORTMEM_VM_SPILL_DIR), write it there with
  * O_DIRECT, evict it, and get exactly the same bytes back by touching it,
  * by RESTORE in both forms, and as the source of O_DIRECT and io_uring
- * writes; the charges fall and come back; the argument checks refuse what
- * they must.  spillmap_fail.c has the failures and the lifetime cases.
+ * writes; the charges fall and come back; an EVICT unmaps no other file's
+ * mapping; the argument checks refuse what they must.  spillmap_fail.c has
+ * the failures and the lifetime cases.
  */
 #include <liburing.h>
 #include <sys/stat.h>
@@ -335,6 +336,46 @@ TEST_F(spill, unbind_needs_resident_pages_and_allows_rebinding)
 				 self->fx.map, PAGE));
 	EXPECT_EQ(-1, pattern_check(self->fx.map, 0, variant->pages, 0x5eed, PAGE));
 	free(first);
+}
+
+/*
+ * Every open file's offsets start at page 1, so a second file's region of
+ * the same size has the same offsets.  EVICT unmaps the range from every
+ * mapping of its own file (a second mapping of the region too, else its
+ * freed pages would stay mapped) and from no mapping of another file: the
+ * second file's pages keep their entries (mincore) and their bytes.
+ */
+TEST_F(spill, evict_leaves_other_files_mappings_alone)
+{
+	uint64_t n = variant->pages, len = self->fx.len;
+	struct ortmem_alloc_args b;
+	unsigned char *other, *again;
+	int fd2 = open(ORTMEM_DEV, O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, region_alloc(fd2, len, ORTMEM_NUMA_ANY, 0, &b));
+	/* The premise: the same offsets in both files. */
+	ASSERT_EQ(self->fx.a.mmap_offset, b.mmap_offset);
+	other = region_map(fd2, len, b.mmap_offset, PROT_READ | PROT_WRITE,
+			   MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, other);
+	again = region_map(self->fx.fd, len, self->fx.a.mmap_offset, PROT_READ,
+			   MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, again);
+	pattern_fill(other, 0, n, 0xf00d, PAGE);
+	EXPECT_EQ(-1, pattern_check(again, 0, n, 0x5eed, PAGE));
+	ASSERT_EQ(n, mapped_pages(other, n));
+	ASSERT_EQ(n, mapped_pages(again, n));
+	evict_all(_metadata, self, n);
+	EXPECT_EQ(0, mapped_pages(self->fx.map, n));
+	EXPECT_EQ(0, mapped_pages(again, n));
+	EXPECT_EQ(n, mapped_pages(other, n));
+	EXPECT_EQ(-1, pattern_check(other, 0, n, 0xf00d, PAGE));
+	/* The second mapping of the evicted region faults the bytes back. */
+	EXPECT_EQ(-1, pattern_check(again, 0, n, 0x5eed, PAGE));
+	munmap(again, len);
+	munmap(other, len);
+	close(fd2);
 }
 
 FIXTURE(args) {
