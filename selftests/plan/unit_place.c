@@ -438,7 +438,8 @@ TEST(validator_covers_intervals)
 		 * then changes place on the device, which is refused */
 		for (b = 0; b < p->n_bufs; b++)
 			for (k = p->touch_idx[b]; k + 1 < p->touch_idx[b + 1]; k++)
-				if (p->bufs[b].tier != ORTMEM_TIER_DEVICE && !p->gap_off[k])
+				if (p->bufs[b].tier != ORTMEM_TIER_DEVICE && !p->gap_off[k] &&
+				    !(p->move_step && p->move_step[k]))
 					goto found;
 		ortmem_plan_free(p);
 		continue;
