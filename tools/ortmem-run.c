@@ -412,45 +412,11 @@ static int run_pass(struct source *s, const struct acts *a, void *arena,
 	return 0;
 }
 
-/* The transfer schedule's copies to and from the GPU's arena (from memory
- * registered with it). */
-static int gpu_in(void *ctx, uint64_t off, const void *src, uint64_t len)
-{
-	struct source *s = ctx;
-
-	return ortmem_device_copy_to(s->dt.dev, s->dt.arena + off, src, len, NULL);
-}
-
-static int gpu_out(void *ctx, void *dst, uint64_t off, uint64_t len)
-{
-	struct source *s = ctx;
-
-	return ortmem_device_copy_from(s->dt.dev, dst, s->dt.arena + off, len, NULL);
-}
-
-static int gpu_poison(void *ctx, uint64_t off, uint64_t len)
-{
-	struct source *s = ctx;
-
-	return ortmem_device_copy_to(s->dt.dev, s->dt.arena + off, s->poison, len, NULL);
-}
-
-/* A move within the GPU's arena, through the host mirror where the CPU
- * computes (the device API has no device-to-device copy). */
-static int gpu_move(void *ctx, uint64_t dst, uint64_t src, uint64_t len)
-{
-	struct source *s = ctx;
-	int ret = ortmem_device_copy_from(s->dt.dev, s->dt.astage + dst,
-					  s->dt.arena + src, len, NULL);
-
-	return ret ? ret : devtier_push(&s->dt, dst, len);
-}
-
 /* The values' home (the planner's host tier) and the schedule. */
 static int xfer_setup(struct source *s, const struct acts *a, void *arena)
 {
 	struct xfer_ops host = xfer_host_ops(arena);
-	struct xfer_ops gpu = { gpu_in, gpu_out, gpu_poison, gpu_move, s };
+	struct xfer_ops gpu = devtier_xfer_ops(&s->dt);
 	uint64_t big = a->xb > a->hb ? a->xb : a->hb, len = (a->home + 4095) / 4096 * 4096;
 	int ret;
 
@@ -470,6 +436,7 @@ static int xfer_setup(struct source *s, const struct acts *a, void *arena)
 		if (!s->poison)
 			return -ENOMEM;
 		memset(s->poison, 0xff, big);
+		s->dt.poison = s->poison;
 	}
 	if (a->disk) {
 		/* In $ORTMEM_SPILL_DIR, else /var/tmp; gone at close. */

@@ -16,12 +16,32 @@
  *  - the bytes moved within the arena are the plan's move_bytes, those
  *    the schedule lists and the steps' device_move; in and out as before;
  *  - skipping any of a plan's moves changes an output.
+ * Then the same on a GPU's arena (the fake driver beside the device tests,
+ * unless ORTMEM_CUDA_LIBRARY names another): the copies and moves are
+ * devtier.c's, and each step pulls its inputs to the host mirror and
+ * pushes its output back, as ortmem-run's do.
  */
+#include <libgen.h>
+#include <limits.h>
+
 #include "../../tools/run/acts.c"
+#include "../../tools/run/devtier.c"
 #include "../../tools/run/xfer.c"
 #include "../../tools/run/xfer_move.c"
 
 #include "../harness.h"
+
+__attribute__((constructor)) static void fake_select(void)
+{
+	char exe[PATH_MAX], lib[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	snprintf(lib, sizeof(lib), "%s/../device/fakecuda/libcuda.so.1", dirname(exe));
+	setenv("ORTMEM_CUDA_LIBRARY", lib, 0);
+}
 
 #define GRAPHS 24
 #define NODES 48
@@ -122,29 +142,59 @@ static uint8_t **reference(const struct acts *a)
 	return ref;
 }
 
-/*
- * Run @a's schedule as ortmem-run does, poisoning what leaves the arena,
- * skipping move @drop (0: none): the first step whose output differs from
- * @ref, or UINT32_MAX; the runner's figures in @x (closed by the caller).
- */
-static uint32_t run(const struct acts *a, uint8_t *const *ref, uint64_t drop,
-		    struct xfer *x, int *err)
+/* One step in @arena; on the GPU @d (or NULL) its inputs are pulled to
+ * the host mirror @arena first and its output pushed back after. */
+static int step(const struct acts *a, struct devtier *d, uint8_t *arena, uint32_t s)
 {
-	uint8_t *arena = calloc(1, a->arena + 1), *home = calloc(1, a->home + 1);
-	struct xfer_ops ops = xfer_host_ops(arena);
-	uint32_t s, j, bad_step = UINT32_MAX;
+	const struct act_node *nd = &a->node[s];
 	uint8_t *in[ACTS_MAX_IN];
+	uint32_t j;
+	int ret = 0;
 
-	*err = arena && home ? xfer_open(x, a, &ops, home, NULL) : -ENOMEM;
+	for (j = 0; d && !ret && j < nd->n_in; j++)
+		ret = devtier_pull(d, nd->in_off[j], nd->in_len[j]);
+	for (j = 0; j < nd->n_in; j++)
+		in[j] = arena + nd->in_off[j];
+	compute(arena + nd->out_off, nd->out_len, s, in, nd->in_len, nd->n_in);
+	return ret || !d ? ret : devtier_push(d, nd->out_off, nd->out_len);
+}
+
+/*
+ * Run @a's schedule as ortmem-run does, in host memory or on the GPU @d
+ * (its arena allocated here), poisoning what leaves the arena, skipping
+ * move @drop (0: none): the first step whose output differs from @ref, or
+ * UINT32_MAX; the runner's figures in @x (closed by the caller; on the
+ * GPU closed here, its bytes moved within the arena, in and out in @figs).
+ */
+static uint32_t run(const struct acts *a, struct devtier *d, uint8_t *const *ref,
+		    uint64_t drop, struct xfer *x, int *err, uint64_t *figs)
+{
+	uint64_t hlen = (a->home + 4096) / 4096 * 4096, big = a->hb > a->xb ? a->hb : a->xb;
+	uint8_t *home = aligned_alloc(4096, hlen), *poison = malloc(big);
+	uint8_t *arena = d ? d->astage : calloc(1, a->arena + 1);
+	struct xfer_ops ops = xfer_host_ops(arena);
+	uint32_t s, bad_step = UINT32_MAX;
+
+	memset(x, 0, sizeof(*x));
+	*err = arena && home && poison ? 0 : -ENOMEM;
+	if (d && !*err) {
+		memset(poison, 0xff, big);
+		d->poison = poison;
+		ops = devtier_xfer_ops(d);
+		*err = ortmem_device_alloc(d->dev, a->arena, 0, &d->arena);
+		if (!*err)
+			*err = ortmem_device_register(d->dev, home, hlen);
+	}
+	if (!*err)
+		*err = xfer_open(x, a, &ops, home, NULL);
 	x->do_poison = 1;
 	x->drop_move = drop;
 	for (s = 0; !*err && s < a->n_nodes; s++) {
 		const struct act_node *nd = &a->node[s];
 
 		*err = xfer_before(x, s);
-		for (j = 0; j < nd->n_in; j++)
-			in[j] = arena + nd->in_off[j];
-		compute(arena + nd->out_off, nd->out_len, s, in, nd->in_len, nd->n_in);
+		if (!*err)
+			*err = step(a, d, arena, s);
 		if (bad_step == UINT32_MAX && memcmp(arena + nd->out_off, ref[nd->out], nd->out_len))
 			bad_step = s;
 		if (!*err)
@@ -152,8 +202,19 @@ static uint32_t run(const struct acts *a, uint8_t *const *ref, uint64_t drop,
 	}
 	if (!*err)
 		*err = xfer_drain(x);
-	free(arena);
+	if (d && d->arena) {
+		figs[0] = x->moved_dev;
+		figs[1] = x->moved_in;
+		figs[2] = x->moved_out;
+		xfer_close(x);	/* nothing in flight to the device's memory */
+		ortmem_device_unregister(d->dev, home);
+		ortmem_device_free(d->dev, d->arena);
+		d->arena = 0;
+	}
+	if (!d)
+		free(arena);
 	free(home);
+	free(poison);
 	return bad_step;
 }
 
@@ -208,7 +269,7 @@ TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 
 			ASSERT_EQ(0, plan_graph(&a, NODES, 0x9e3779b97f4a7c15ull * (g + 1), budget));
 			plans++;
-			at = run(&a, ref, 0, &x, &err);
+			at = run(&a, NULL, ref, 0, &x, &err, NULL);
 			if (err || at != UINT32_MAX)
 				TH_LOG("graph %u, budget %lu: step %u differs, or %s", g,
 				       (unsigned long)budget, at, xfer_error(&x) ? xfer_error(&x) : "an error");
@@ -225,7 +286,7 @@ TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 			moving += n > 0;
 			/* Skipping any one move shows in an output. */
 			for (i = 1; i <= n; i++) {
-				at = run(&a, ref, i, &x, &err);
+				at = run(&a, NULL, ref, i, &x, &err, NULL);
 				ASSERT_EQ(0, err);
 				if (at == UINT32_MAX)
 					TH_LOG("graph %u, budget %lu: move %lu of %lu skipped unseen", g,
@@ -242,6 +303,60 @@ TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 	}
 	TH_LOG("%u plans, %u with moves, %u moves skipped and caught", plans, moving, dropped);
 	/* The point of the test: some plans move values. */
+	ASSERT_GT(moving, 0);
+}
+
+/* On the GPU: fewer graphs (each step copies through the driver). */
+TEST_TIMEOUT(moves_run_on_a_gpu_arena, 600)
+{
+	uint32_t g, b, moving = 0, caught = 0;
+	const char *why = NULL;
+
+	for (g = 0; g < GRAPHS / 3; g++) {
+		struct acts u = { 0 };
+		uint64_t foot;
+		uint8_t **ref;
+
+		ASSERT_EQ(0, plan_graph(&u, NODES, 0x9e3779b97f4a7c15ull * (g + 1), 0));
+		ref = reference(&u);
+		ASSERT_NONNULL(ref);
+		foot = footprint(&u);
+		for (b = 0; b < BUDGETS; b++) {
+			struct acts a = { 0 };
+			struct devtier d;
+			struct xfer x;
+			uint64_t budget = foot + (u.arena - foot) * b / (BUDGETS - 1), figs[3];
+			uint32_t at;
+			int err, ret;
+
+			ASSERT_EQ(0, plan_graph(&a, NODES, 0x9e3779b97f4a7c15ull * (g + 1), budget));
+			if (!a.stats.move_bytes) {
+				acts_free(&a);
+				continue;
+			}
+			ret = devtier_open(&d, 0, 64u << 20, 4096, a.arena, &why);
+			if (ret == 1)
+				SKIP("no GPU: %s", why ? why : "none found");
+			ASSERT_EQ(0, ret);
+			at = run(&a, &d, ref, 0, &x, &err, figs);
+			ASSERT_EQ(0, err);
+			ASSERT_EQ(UINT32_MAX, at);
+			ASSERT_EQ(figs[0], a.stats.move_bytes);
+			ASSERT_EQ(figs[1], a.stats.prefetch_bytes);
+			ASSERT_EQ(figs[2], a.stats.spill_bytes);
+			moving++;
+			/* The first move skipped shows in an output. */
+			at = run(&a, &d, ref, 1, &x, &err, figs);
+			ASSERT_EQ(0, err);
+			ASSERT_NE(UINT32_MAX, at);
+			caught++;
+			devtier_close(&d);
+			acts_free(&a);
+		}
+		free_ref(ref, u.n_values);
+		acts_free(&u);
+	}
+	TH_LOG("%u plans with moves run on the GPU, %u skipped moves caught", moving, caught);
 	ASSERT_GT(moving, 0);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "devtier.h"
+#include "xfer.h"
 
 /* Page-aligned and registered with the driver, so copies are DMA. */
 static int stage_alloc(struct devtier *d, uint64_t len, uint8_t **pp)
@@ -100,4 +101,42 @@ int devtier_pull(struct devtier *d, uint64_t off, uint64_t len)
 		return -EINVAL;
 	return ortmem_device_copy_from(d->dev, d->astage + off, d->arena + off,
 				       len, NULL);
+}
+
+static int gpu_in(void *ctx, uint64_t off, const void *src, uint64_t len)
+{
+	struct devtier *d = ctx;
+
+	return ortmem_device_copy_to(d->dev, d->arena + off, src, len, NULL);
+}
+
+static int gpu_out(void *ctx, void *dst, uint64_t off, uint64_t len)
+{
+	struct devtier *d = ctx;
+
+	return ortmem_device_copy_from(d->dev, dst, d->arena + off, len, NULL);
+}
+
+static int gpu_poison(void *ctx, uint64_t off, uint64_t len)
+{
+	struct devtier *d = ctx;
+
+	return d->poison ? ortmem_device_copy_to(d->dev, d->arena + off, d->poison, len, NULL) :
+			   -EINVAL;
+}
+
+static int gpu_move(void *ctx, uint64_t dst, uint64_t src, uint64_t len)
+{
+	struct devtier *d = ctx;
+	int ret;
+
+	if (dst > d->abytes || len > d->abytes - dst)
+		return -EINVAL;
+	ret = ortmem_device_copy_from(d->dev, d->astage + dst, d->arena + src, len, NULL);
+	return ret ? ret : devtier_push(d, dst, len);
+}
+
+struct xfer_ops devtier_xfer_ops(struct devtier *d)
+{
+	return (struct xfer_ops){ gpu_in, gpu_out, gpu_poison, gpu_move, d };
 }

@@ -24,6 +24,8 @@ struct devtier {
 	uint64_t wbytes, abytes;
 	uint64_t budget;
 	uint64_t arena;		/* the arena's device address */
+	const uint8_t *poison;	/* --poison-evicted's pattern, as many bytes
+				 * as the largest value (the caller's) */
 	int ordinal;
 	char name[64];
 };
@@ -43,5 +45,12 @@ int devtier_weights(struct devtier *d, uint64_t dptr, uint64_t len,
 /* Move [off, off + len) of the arena: to the device, or back from it. */
 int devtier_push(struct devtier *d, uint64_t off, uint64_t len);
 int devtier_pull(struct devtier *d, uint64_t off, uint64_t len);
+
+/* The transfer schedule's copies (xfer.h) on the GPU's arena at
+ * d->arena, from and to memory registered with the driver; a move goes
+ * through the host mirror, where the CPU computes (the device API has no
+ * device-to-device copy). */
+struct xfer_ops;
+struct xfer_ops devtier_xfer_ops(struct devtier *d);
 
 #endif /* ORTMEM_TOOLS_RUN_DEVTIER_H */
