@@ -27,7 +27,11 @@
  * footprint.  Each plan is solved RUNS times: the bytes moved are the
  * median (spread in brackets; the packer's search is timed, so a plan can
  * change from run to run), and so is the time; every plan passes
- * ortmem_plan_validate().
+ * ortmem_plan_validate().  "Moved" counts tier bytes (write-outs and
+ * read-backs); the bytes the plan copies within the device arena
+ * (ORTMEM_PLAN_XFER_MOVE, no tier crossed) are printed beside them, and so
+ * are the tier bytes of the same plan under ORTMEM_PLAN_F_NO_MOVE, solved
+ * interleaved with it (the line before the last gives the maxima).
  *
  * For experiments: PLACE_ONLY=name runs one workload, PLACE_DAGS="n:seed,..."
  * adds random DAGs the bench does not show, and PLACE_QUICK=1 skips GLPK
@@ -501,7 +505,10 @@ out:
 struct run {
 	uint64_t moved;		/* the median of the runs */
 	uint64_t moved_lo, moved_hi;
+	uint64_t dmove;		/* bytes moved within the device arena, that run */
+	uint64_t nomove;	/* the median with ORTMEM_PLAN_F_NO_MOVE */
 	double ms[RUNS];
+	double nomove_ms[RUNS];	/* solve times with ORTMEM_PLAN_F_NO_MOVE */
 	int ok;
 };
 
@@ -519,10 +526,11 @@ static int cmp_d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static struct ortmem_plan *build_plan(const struct graph *g, uint64_t budget)
+static struct ortmem_plan *build_plan_flags(const struct graph *g, uint64_t budget,
+					   uint32_t flags)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
-		    .align = { ALIGN, 64, 4096 });
+		    .align = { ALIGN, 64, 4096 }, .flags = flags);
 	struct ortmem_plan *p = NULL;
 	uint32_t v, s;
 
@@ -534,6 +542,11 @@ static struct ortmem_plan *build_plan(const struct graph *g, uint64_t budget)
 		ortmem_plan_add_node(p, g->nodes[s].in, g->nodes[s].n_in,
 				     g->nodes[s].out, g->nodes[s].n_out);
 	return p;
+}
+
+static struct ortmem_plan *build_plan(const struct graph *g, uint64_t budget)
+{
+	return build_plan_flags(g, budget, 0);
 }
 
 static uint64_t all_on_device_bound(const struct graph *g)
@@ -549,38 +562,59 @@ static uint64_t all_on_device_bound(const struct graph *g)
 	return st.lower_bound;
 }
 
+/* One solve with @flags, validated: its stats, or false (reported). */
+static bool solve_once(const struct graph *g, uint64_t budget, uint32_t flags,
+		       struct ortmem_plan_stats *st)
+{
+	struct ortmem_plan *p = build_plan_flags(g, budget, flags);
+	bool ok = p && !ortmem_plan_solve(p) && !ortmem_plan_stats(p, st) &&
+		  !ortmem_plan_validate(p);
+
+	if (!ok)
+		fprintf(stderr, "place_bench: %s at %" PRIu64 "%s: %s\n", g->name, budget,
+			flags ? " (no moves)" : "", ortmem_last_error_message());
+	ortmem_plan_free(p);
+	return ok;
+}
+
 /*
- * One plan, RUNS times: bytes moved (the median: the packer's search is
- * timed, so a plan can differ from one run to the next), times; validated.
+ * One plan, RUNS times: tier bytes (the median: the packer's search is
+ * timed, so a plan can differ from one run to the next), with the bytes
+ * that run moved within the arena, times; and interleaved with each, the
+ * same plan under ORTMEM_PLAN_F_NO_MOVE (what the placement moved without
+ * moves), the median of its tier bytes.  Every plan validated.
  */
 static void ortmem_run(const struct graph *g, uint64_t budget, struct run *r)
 {
 	ORTMEM_OPTS(ortmem_plan_stats, st);
-	uint64_t moved[RUNS];
+	uint64_t moved[RUNS][2], nomove[RUNS];
 	int i;
 
 	r->ok = 1;
 	for (i = 0; i < RUNS; i++) {
-		struct ortmem_plan *p = build_plan(g, budget);
-
-		if (!p || ortmem_plan_solve(p) || ortmem_plan_stats(p, &st) ||
-		    ortmem_plan_validate(p)) {
-			if (r->ok)
-				fprintf(stderr, "place_bench: %s at %" PRIu64 ": %s\n", g->name,
-					budget, ortmem_last_error_message());
+		if (!solve_once(g, budget, 0, &st)) {
 			r->ok = 0;
-			ortmem_plan_free(p);
 			return;
 		}
-		moved[i] = st.prefetch_bytes + st.spill_bytes;
+		moved[i][0] = st.prefetch_bytes + st.spill_bytes;
+		moved[i][1] = st.move_bytes;
 		r->ms[i] = (double)st.solve_ns / 1e6;
-		ortmem_plan_free(p);
+		if (!solve_once(g, budget, ORTMEM_PLAN_F_NO_MOVE, &st)) {
+			r->ok = 0;
+			return;
+		}
+		nomove[i] = st.prefetch_bytes + st.spill_bytes;
+		r->nomove_ms[i] = (double)st.solve_ns / 1e6;
 	}
+	qsort(r->nomove_ms, RUNS, sizeof(r->nomove_ms[0]), cmp_d);
 	qsort(r->ms, RUNS, sizeof(r->ms[0]), cmp_d);
-	qsort(moved, RUNS, sizeof(moved[0]), cmp_u64);
-	r->moved = moved[RUNS / 2];
-	r->moved_lo = moved[0];
-	r->moved_hi = moved[RUNS - 1];
+	qsort(moved, RUNS, sizeof(moved[0]), cmp_u64);	/* by tier bytes */
+	qsort(nomove, RUNS, sizeof(nomove[0]), cmp_u64);
+	r->moved = moved[RUNS / 2][0];
+	r->dmove = moved[RUNS / 2][1];
+	r->moved_lo = moved[0][0];
+	r->moved_hi = moved[RUNS - 1][0];
+	r->nomove = nomove[RUNS / 2];
 }
 
 /* MIP bounds that failed mip_check(): a wrong model, reported at the end */
@@ -588,6 +622,7 @@ static uint32_t mip_bad;
 
 struct totals {
 	double x_struct, x_rand, y, y_off;
+	double dmove, y_nomove;	/* move bytes / tier bytes; no moves x Belady */
 	double t_max;
 	uint32_t solved, feasible, mip_time, mip_skip;
 };
@@ -647,16 +682,22 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		else
 			tot->x_rand = fmax(tot->x_rand, x);
 		tot->y = fmax(tot->y, y);
+		tot->dmove = fmax(tot->dmove, r.moved ? (double)r.dmove / (double)r.moved :
+				  (r.dmove ? INFINITY : 0.0));
+		tot->y_nomove = fmax(tot->y_nomove, bel ? (double)r.nomove / (double)bel :
+				     (r.nomove ? INFINITY : 1.0));
 		tot->t_max = fmax(tot->t_max, r.ms[RUNS / 2]);
 		tot->y_off = fmax(tot->y_off, bel_off && bel_off != UINT64_MAX ?
 				  (double)r.moved / (double)bel_off : (r.moved ? INFINITY : 1.0));
 		printf("  %3d%% %9.1f MiB: moved %10.1f MiB [%.1f-%.1f], Belady %10.1f, bound %10.1f %-14s"
 		       " %5.0f ms  (%.3fx bound, %.3fx Belady)  solve %.2f ms [%.2f-%.2f]"
-		       "  Belady+offsets %.1f (%.3fx)\n",
+		       "  Belady+offsets %.1f (%.3fx)  on-device moves %.1f MiB, no moves %.1f MiB (%.3fx Belady, solve %.2f ms)\n",
 		       pct[i] ? pct[i] : 0, (double)budget / MiB, (double)r.moved / MiB,
 		       (double)r.moved_lo / MiB, (double)r.moved_hi / MiB, (double)bel / MiB, bound / MiB, bound_kind_name(kind), bms, x, y, r.ms[RUNS / 2], r.ms[0],
 		       r.ms[RUNS - 1], bel_off == UINT64_MAX ? -1.0 : (double)bel_off / MiB,
-		       bel_off && bel_off != UINT64_MAX ? (double)r.moved / (double)bel_off : 0.0);
+		       bel_off && bel_off != UINT64_MAX ? (double)r.moved / (double)bel_off : 0.0,
+		       (double)r.dmove / MiB, (double)r.nomove / MiB,
+		       bel ? (double)r.nomove / (double)bel : 0.0, r.nomove_ms[RUNS / 2]);
 	}
 	model_free(&m);
 }
@@ -722,6 +763,8 @@ int main(void)
 	printf("bound: MIP optimum where proven; LP kept where the MIP ran past %d ms (%u cases),"
 	       " the model has over %d gap columns (%u cases) or the LP is within 1%%\n",
 	       MIP_MS, tot.mip_time, MIP_MAX_COLS, tot.mip_skip);
+	printf("place: moved on the device %.2fx the tier bytes (max), without moves %.2fx Belady (max)\n",
+	       tot.dmove, tot.y_nomove);
 	if (mip_bad)
 		printf("!!! WARNING: %u MIP bound(s) failed the sanity check, see above\n", mip_bad);
 	printf("place: moved %.2fx bound (max), %.2fx Belady (max), %u/%u feasible budgets solved, %.1f ms max\n",

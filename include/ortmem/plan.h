@@ -158,17 +158,22 @@ struct ortmem_plan_moves {
  *
  * @value: the value whose buffer moves (the buffer's owner; its views and
  *	in-place successors share it).
- * @dir: ORTMEM_PLAN_XFER_IN or ORTMEM_PLAN_XFER_OUT.
+ * @dir: ORTMEM_PLAN_XFER_IN, ORTMEM_PLAN_XFER_OUT or ORTMEM_PLAN_XFER_MOVE
+ *	(both tiers the device; listed before the step's other transfers).
  * @from_tier, @to_tier: where the bytes come from and go to.
  * @bytes: how many.
  * @device_offset: where the buffer lies in the device arena (for IN, from
- *	the copy's start to its next write-out or end; for OUT, where it is
- *	read from).
+ *	the copy's start to its next write-out, move or end; for OUT, where
+ *	it is read from; for MOVE, where it is copied to).
  * @earliest: for IN, the earliest step before which the read may start:
  *	its device range is free from there to the step, so the copy overlaps
  *	the compute of steps @earliest .. step - 1 (== step: it cannot start
  *	ahead, and stalls).  For OUT, the step after which it may start (the
- *	buffer is immutable: from its production on).
+ *	buffer is immutable: from its production on).  For MOVE, the step: it
+ *	runs after step - 1, before the step's read-backs.
+ * @src_offset: for MOVE, where the buffer is copied from (the two ranges
+ *	never overlap, and no other transfer of the step touches either);
+ *	otherwise @device_offset.
  */
 struct ortmem_plan_transfer {
 	uint32_t value;
@@ -316,7 +321,9 @@ ORTMEM_API int ortmem_plan_deferred(const struct ortmem_plan *plan,
  * @plan: the plan.
  * @value: the value id.
  * @offset: receives the offset of its buffer in the tier's arena (for a
- *	view: its root's buffer).
+ *	view: its root's buffer; for a device buffer that moves within the
+ *	arena, where it is produced: ortmem_plan_staging_offset() gives the
+ *	rest).
  *
  * Return: the tier (>= 0); -ENOENT for a value the plan does not hold (a
  * graph input or a view of one); -EINVAL (unknown value); -ENODATA (no
@@ -336,9 +343,10 @@ ORTMEM_API int ortmem_plan_offset(const struct ortmem_plan *plan,
  *	(the offset of its resident interval there; ortmem_plan_transfers()
  *	lists when it is read back and written out).
  *
- * Return: 0; -ENOENT when there is no staging copy (the buffer is on the
- * device: see ortmem_plan_offset(); a graph input; or @step does not use
- * the value); -EINVAL (unknown value or step, NULL @offset); -ENODATA (no
+ * Return: 0; -ENOENT when there is no staging copy (the buffer stays on
+ * the device at one offset: see ortmem_plan_offset(); a buffer that moves
+ * within the arena has its offset at each step here; a graph input; or
+ * @step does not use the value); -EINVAL (unknown value or step, NULL @offset); -ENODATA (no
  * solved plan).
  */
 ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,

@@ -12,6 +12,13 @@
  * where it was).  Each merge saves the read-back (and the write-out when
  * it was the buffer's last off gap that a touch ends).
  *
+ * A gap in which the buffer moves within the arena (plan_move.c) is kept
+ * as it is: each side of the move is an interval of its own, the first
+ * held until the move's step s, the second from s - 1 (one step earlier
+ * than it needs: so nothing this moves or merges meets a move's
+ * destination at the step before it, where only a buffer whose life ends
+ * may).
+ *
  * Intervals are kept sorted by first step.  A check looks at the short
  * ones that start within CL_SHORT steps before the span, found by binary
  * search, and at the few long ones, listed apart.  O(off gaps x intervals
@@ -30,6 +37,7 @@ struct cl_iv {
 	uint32_t buf;
 	uint32_t next;		/* the buffer's next interval, or UINT32_MAX */
 	bool dead;
+	bool moves;		/* the gap after k1 is kept, with a move */
 };
 
 /* Steps past which an interval counts as long (listed apart). */
@@ -171,9 +179,10 @@ static int cl_cmp(const void *x, const void *y)
 	return (a->lo > b->lo) - (a->lo < b->lo);
 }
 
-/* The intervals of the plan (off, toff), sorted by first step. */
+/* The intervals of the plan (off, toff, mstep), sorted by first step. */
 static struct cl_iv *cl_build(const struct ortmem_plan *plan, const uint64_t *asz,
-			      const uint8_t *off, const uint64_t *toff, uint32_t *count)
+			      const uint8_t *off, const uint64_t *toff, const uint32_t *mstep,
+			      uint32_t *count)
 {
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n = 0, b, k, j, i;
 	struct cl_iv *iv = malloc(sizeof(*iv) * (nt + 1));
@@ -183,14 +192,21 @@ static struct cl_iv *cl_build(const struct ortmem_plan *plan, const uint64_t *as
 		return NULL;
 	for (b = 0; b < plan->n_bufs; b++)
 		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1) {
+			bool moves = false;
+
 			for (j = k; j + 1 < plan->touch_idx[b + 1] && !off[j]; j++)
-				;
+				if (mstep && mstep[j]) {
+					moves = true;
+					break;
+				}
 			iv[n] = (struct cl_iv){
-				.lo = plan->touch_step[k],
-				.hi = off[j] || j + 1 < plan->touch_idx[b + 1] ?
+				.lo = k > plan->touch_idx[b] && mstep && mstep[k - 1] && !off[k - 1] ?
+				      mstep[k - 1] - 1ull : plan->touch_step[k],
+				.hi = moves ? mstep[j] :
+				      off[j] || j + 1 < plan->touch_idx[b + 1] ?
 				      plan->touch_step[j] + 1ull : plan->bufs[b].hi,
 				.addr = toff[k], .size = asz[b], .k0 = k, .k1 = j, .buf = b,
-				.next = UINT32_MAX };
+				.next = UINT32_MAX, .moves = moves };
 			n++;
 		}
 	qsort(iv, n, sizeof(*iv), cl_cmp);
@@ -382,8 +398,9 @@ static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 	uint64_t addr, s;
 	uint32_t n_moved = 0, i;
 
-	/* the next interval must be the same buffer's (k1 + 1 is its touch) */
-	if (b == UINT32_MAX || iv[b].dead || iv[b].buf != iv[a].buf ||
+	/* the next interval must be the same buffer's (k1 + 1 is its touch),
+	 * past an off gap (not a move) */
+	if (b == UINT32_MAX || iv[b].dead || iv[b].buf != iv[a].buf || iv[a].moves ||
 	    iv[b].k0 != iv[a].k1 + 1)
 		return false;
 	if (cl_free(c, a, b, iv[a].hi, iv[b].hi, iv[a].addr, iv[a].size))
@@ -409,6 +426,7 @@ static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 		c->lng[c->n_lng++] = a;
 	iv[a].hi = iv[b].hi;
 	iv[a].k1 = iv[b].k1;
+	iv[a].moves = iv[b].moves;
 	iv[a].next = iv[b].next;
 	iv[b].dead = true;
 	return true;
@@ -446,6 +464,13 @@ static bool cl_passes(struct cl *c, uint8_t *off, uint64_t *toff, uint64_t deadl
 int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
 			    uint8_t *off, uint64_t *toff, unsigned int how, uint64_t deadline)
 {
+	return ortmem__plan_close_gaps_mv(plan, asz, off, toff, NULL, how, deadline);
+}
+
+int ortmem__plan_close_gaps_mv(const struct ortmem_plan *plan, const uint64_t *asz,
+			       uint8_t *off, uint64_t *toff, const uint32_t *mstep,
+			       unsigned int how, uint64_t deadline)
+{
 	struct cl c = { .budget = ortmem__plan_dev_budget(plan),
 			.anywhere = how & (ORTMEM__PLAN_CLOSE_ANY | ORTMEM__PLAN_CLOSE_MOVE),
 		};
@@ -457,7 +482,7 @@ int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
 	if (move)
 		c.deadline = deadline ? deadline :
 			     ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2;
-	c.iv = cl_build(plan, asz, off, toff, &c.n);
+	c.iv = cl_build(plan, asz, off, toff, mstep, &c.n);
 	if (!c.iv)
 		return -ENOMEM;
 	c.lng = malloc(sizeof(*c.lng) * (c.n + 1));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device residency per gap (Documentation/lib/planner.rst, "Placement").
+ * Device residency per gap (Documentation/lib/placement.rst).
  *
  * A buffer's life is split at the steps that touch it (read or write it):
  * gap k runs from its k-th touch to the next one (the last gap of a graph
@@ -86,29 +86,6 @@ struct gap_ctx {
 static uint64_t gp_align_up(uint64_t x, uint64_t a)
 {
 	return (x + a - 1) & ~(a - 1);
-}
-
-/* Bytes a plan with these off gaps moves: one write per buffer sent off,
- * one read per off gap a touch ends. */
-uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off)
-{
-	uint64_t cost = 0;
-	uint32_t b, k;
-
-	for (b = 0; b < plan->n_bufs; b++) {
-		bool w = false;
-
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
-			if (!off[k])
-				continue;
-			w = true;
-			if (k + 1 < plan->touch_idx[b + 1])
-				cost += plan->bufs[b].size;
-		}
-		if (w)
-			cost += plan->bufs[b].size;
-	}
-	return cost;
 }
 
 static int gp_alloc(struct gap_ctx *c)
@@ -490,15 +467,19 @@ static void gp_free(struct gap_ctx *c)
 	free(c->order);
 }
 
-/* The cheapest plan found so far: its off gaps, offsets and height. */
+/* The cheapest plan found so far: its off gaps, offsets, moves within the
+ * arena (NULL: none allowed) and height; its cost is its tier bytes plus
+ * its bytes moved within the arena >> ORTMEM__PLAN_MOVE_SHIFT. */
 struct gp_win {
 	uint64_t cost;
 	uint8_t *off;
 	uint64_t *toff;
+	uint32_t *mv;
 	struct pk_result res;
 	/* scratch for one allocator's pass */
 	uint8_t *try_off;
 	uint64_t *try_toff;
+	uint32_t *try_mv;
 	uint8_t *guide;
 	uint64_t *hint;
 	uint64_t deadline, retro_by;	/* for closing gaps, moving back; 0: none */
@@ -519,16 +500,19 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n_win = 0;
 	uint64_t h, cost;
 
-	h = ortmem__plan_online_alt(plan, c->asz, c->budget, rule, alt, guide, hint,
-				    w->try_off, w->try_toff, &n_win, w->retro_by);
-	if (h == UINT64_MAX ||
-	    ortmem__plan_close_gaps(plan, c->asz, w->try_off, w->try_toff, 0, w->deadline))
+	h = ortmem__plan_online_mv(plan, c->asz, c->budget, rule, alt, guide, hint,
+				   w->try_off, w->try_toff, w->try_mv, &n_win, w->retro_by);
+	if (h == UINT64_MAX || ortmem__plan_close_gaps_mv(plan, c->asz, w->try_off, w->try_toff,
+							  w->try_mv, 0, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
-	cost = ortmem__plan_gap_cost(plan, w->try_off);
+	cost = ortmem__plan_gap_cost(plan, w->try_off) +
+	       (ortmem__plan_move_bytes(plan, w->try_off, w->try_mv) >> ORTMEM__PLAN_MOVE_SHIFT);
 	if (cost < w->cost) {
 		w->cost = cost;
 		memcpy(w->off, w->try_off, nt);
 		memcpy(w->toff, w->try_toff, sizeof(*w->toff) * nt);
+		if (w->mv)
+			memcpy(w->mv, w->try_mv, sizeof(*w->mv) * nt);
 		w->res.height = h;
 		w->res.optimal = false;
 		w->win_rule = hint ? -1 : rule;
@@ -610,6 +594,23 @@ static int gp_slack(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	return ret;
 }
 
+/* The sweep's plan at the packer's offsets (c->best, plan->touch_off; no
+ * moves), kept when it fits and costs less. */
+static void gp_keep_packed(struct gap_ctx *c, struct gp_win *w, const struct pk_result *pres)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint32_t nt = plan->touch_idx[plan->n_bufs];
+
+	if (pres->height > c->budget || ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+		return;
+	w->cost = ortmem__plan_gap_cost(plan, c->best);
+	memcpy(w->off, c->best, nt);
+	memcpy(w->toff, plan->touch_off, sizeof(*w->toff) * nt);
+	if (w->mv)
+		memset(w->mv, 0, sizeof(*w->mv) * nt);
+	w->res = *pres;
+}
+
 /*
  * The search's plan, when cheaper than the sweep's (in w->guide): packed
  * by the packer's first heuristic (it stands when that fits), and followed
@@ -630,14 +631,8 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 	if (ortmem__plan_gap_cost(plan, c->best) >= cost)
 		return 0;
 	ret = gp_pack(c, 0, &pres);
-	if (!ret && pres.height <= c->budget &&
-	    ortmem__plan_gap_cost(plan, c->best) < w->cost) {
-		w->cost = ortmem__plan_gap_cost(plan, c->best);
-		memcpy(w->off, c->best, nt);
-		memcpy(w->toff, plan->touch_off, sizeof(*w->toff) * nt);
-		w->res = pres;
-	}
 	if (!ret) {
+		gp_keep_packed(c, w, &pres);
 		memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
 		ret = gp_online(c, w, 1, c->best, w->hint);
 	}
@@ -673,12 +668,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	if (ret)
 		return ret;
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
-	if (pres.height <= c->budget && ortmem__plan_gap_cost(plan, c->best) < w->cost) {
-		w->cost = ortmem__plan_gap_cost(plan, c->best);
-		memcpy(w->off, c->best, nt);
-		memcpy(w->toff, plan->touch_off, sizeof(*w->toff) * nt);
-		w->res = pres;
-	}
+	gp_keep_packed(c, w, &pres);
 	/* The allocator following the sweep's plan at the packer's offsets,
 	 * and on its own: always (every budget gets a plan).  The others
 	 * while time is left, or always on a small graph, where they cost a
@@ -726,7 +716,12 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	w.hint = malloc(sizeof(*w.hint) * (nt + 1));
 	w.win_guide = malloc(nt + 1);
 	w.win_rule = -1;
-	ret = w.off && w.toff && w.try_off && w.try_toff && w.guide && w.hint && w.win_guide ?
+	if (!(plan->o.flags & ORTMEM_PLAN_F_NO_MOVE)) {
+		w.mv = calloc(nt + 1, sizeof(*w.mv));
+		w.try_mv = malloc(sizeof(*w.try_mv) * (nt + 1));
+	}
+	ret = w.off && w.toff && w.try_off && w.try_toff && w.guide && w.hint && w.win_guide &&
+	      (plan->o.flags & ORTMEM_PLAN_F_NO_MOVE || (w.mv && w.try_mv)) ?
 	      gp_alloc(&c) :
 	      ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret)
@@ -736,8 +731,9 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	/* The winner's off gaps that some free range holds across, or one the
 	 * intervals in the way move out of, are kept on the device (once: too
 	 * dear for every candidate); on a big graph for half the time budget. */
-	if (!ret && ortmem__plan_close_gaps(plan, c.asz, w.off, w.toff, getenv("NOMV") ? ORTMEM__PLAN_CLOSE_ANY : ORTMEM__PLAN_CLOSE_MOVE,
-			!w.deadline ? 0 : ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2))
+	if (!ret && ortmem__plan_close_gaps_mv(plan, c.asz, w.off, w.toff, w.mv,
+			ORTMEM__PLAN_CLOSE_MOVE, !w.deadline ? 0 :
+			ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2))
 		ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret && ortmem__plan_height(plan, c.asz, w.toff) != w.res.height) {
 		w.res.height = ortmem__plan_height(plan, c.asz, w.toff);
@@ -759,6 +755,9 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		}
 		plan->gap_off = w.off;
 		w.off = NULL;
+		plan->move_step = w.mv;
+		w.mv = NULL;
+		ret = ortmem__plan_move_record(plan);
 	}
 	free(w.off);
 	free(w.toff);
@@ -767,6 +766,8 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	free(w.guide);
 	free(w.hint);
 	free(w.win_guide);
+	free(w.mv);
+	free(w.try_mv);
 	free(c.best);
 	gp_free(&c);
 	return ret;

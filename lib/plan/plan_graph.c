@@ -48,7 +48,8 @@ static uint32_t pl_default_threads(void)
 static int pl_opts_fill(struct ortmem_plan_opts *o,
 			const struct ortmem_plan_opts *in)
 {
-	const uint32_t known = ORTMEM_PLAN_F_VALIDATE | ORTMEM_PLAN_F_NO_INPLACE;
+	const uint32_t known = ORTMEM_PLAN_F_VALIDATE | ORTMEM_PLAN_F_NO_INPLACE |
+			       ORTMEM_PLAN_F_NO_MOVE;
 	const uint32_t all_tiers = (1u << ORTMEM_TIER_COUNT) - 1;
 	int ret = ORTMEM_OPTS_VALID(in, ortmem_plan_opts) ?:
 		  ORTMEM_OPTS_WHOLE(in, ortmem_plan_opts,
@@ -147,7 +148,11 @@ void ortmem__plan_reset(struct ortmem_plan *plan)
 	free(plan->touch_step);
 	free(plan->touch_off);
 	free(plan->gap_off);
+	free(plan->move_step);
+	free(plan->dev_move);
 	plan->gap_off = NULL;
+	plan->move_step = NULL;
+	plan->dev_move = NULL;
 	plan->touch_idx = NULL;
 	plan->touch_step = NULL;
 	plan->touch_off = NULL;

@@ -10,6 +10,8 @@
  *   plan_live.c      sizes, liveness, views folded, in-place hints
  *   plan_validate.c  the independent validator
  *   plan_retro.c     room made by moving resident intervals back in time
+ *   plan_move.c      room made by moving residents within the device arena;
+ *                    what a plan's gaps and moves cost
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
  *   plan_gaps.c      device residency per gap and its offsets
@@ -90,6 +92,16 @@ struct ortmem_plan {
 	uint32_t *touch_step;
 	uint64_t *touch_off;	/* device offset of the interval holding it */
 	uint8_t *gap_off;	/* per touch: the gap after it is off-device */
+	/* per touch: in a kept gap whose next touch has another offset, the
+	 * step s (touch_step[k] < s <= touch_step[k + 1]) before which the
+	 * buffer moves there (ORTMEM_PLAN_XFER_MOVE); 0 otherwise.  NULL when
+	 * no buffer moves.  The old range is held over [.., s), the new one
+	 * over [s, ..), and the new one must not meet, at step s - 1, a range
+	 * still in use after it: another move's source, or a range that
+	 * leaves the device after step s - 1 (only one whose buffer's life
+	 * ends with step s - 1). */
+	uint32_t *move_step;
+	uint64_t *dev_move;	/* per step: bytes moved before it; NULL: none */
 	uint64_t *prefetch;	/* [step * ORTMEM_TIER_COUNT + tier] */
 	uint64_t *spill;
 	struct ortmem_plan_stats st;
@@ -133,6 +145,26 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
 				 const uint8_t *guide, const uint64_t *hint,
 				 uint8_t *off, uint64_t *toff, uint32_t *n_win,
 				 uint64_t retro_by);
+/* ortmem__plan_online_alt() that may also move residents within the arena
+ * where that costs less than evicting (plan_move.c): the move steps into
+ * @mstep (one per touch, 0: none; NULL: never move). */
+uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *asz,
+				uint64_t budget, int rule, uint32_t alt,
+				const uint8_t *guide, const uint64_t *hint,
+				uint8_t *off, uint64_t *toff, uint32_t *mstep,
+				uint32_t *n_win, uint64_t retro_by);
+/* A byte moved within the device arena costs 2^-ORTMEM__PLAN_MOVE_SHIFT of
+ * a byte moved between tiers: a device-to-device copy runs at the memory's
+ * bandwidth (reading and writing), 16x-40x what a host link carries
+ * (H100/H200: ~1.5-2.4 TB/s copy, ~25-55 GB/s PCIe 4/5); 1/16 is the low
+ * end, so a move is chosen only where it clearly pays. */
+#define ORTMEM__PLAN_MOVE_SHIFT 4
+/* plan_move.c: bytes moved within the arena by @mstep (kept gaps only). */
+uint64_t ortmem__plan_move_bytes(const struct ortmem_plan *plan, const uint8_t *off,
+				 const uint32_t *mstep);
+/* plan_move.c: fill plan->dev_move and st.move_bytes from plan->move_step;
+ * 0 or -ENOMEM. */
+int ortmem__plan_move_record(struct ortmem_plan *plan);
 /* plan_online.c: the top of the highest interval with offsets @toff. */
 uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz,
 			     const uint64_t *toff);
@@ -144,10 +176,17 @@ uint64_t ortmem__plan_height(const struct ortmem_plan *plan, const uint64_t *asz
 #define ORTMEM__PLAN_CLOSE_MOVE 2u
 int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
 			    uint8_t *off, uint64_t *toff, unsigned int how, uint64_t deadline);
+/* ortmem__plan_close_gaps() on a plan with moves @mstep (NULL: none): a
+ * gap with a move is never closed, and each side of it is an interval. */
+int ortmem__plan_close_gaps_mv(const struct ortmem_plan *plan, const uint64_t *asz,
+			       uint8_t *off, uint64_t *toff, const uint32_t *mstep,
+			       unsigned int how, uint64_t deadline);
 /* plan_gaps.c: which gaps of each buffer leave the device (under its
  * budget, buffers sent off going to @home) and the device offsets. */
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		      struct pk_result *res);
+/* plan_move.c: tier bytes of a plan with off gaps @off (one write-out per
+ * buffer sent off, one read-back per off gap a touch ends). */
 uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off);
 uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */

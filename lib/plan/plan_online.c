@@ -18,7 +18,9 @@
  *
  * With ORTMEM__PLAN_RETRO, before sending residents off it tries to make
  * the room by moving them, back in time, to ranges free since their
- * intervals began (plan_retro.c): no bytes move for that.
+ * intervals began (plan_retro.c): no bytes move for that.  Given room for
+ * moves (ortmem__plan_online_mv()), it then tries copying them elsewhere
+ * in the arena before the step, where that costs less (plan_move.c).
  *
  * Unlike the profile sweep and the packer (plan_gaps.c) this cannot lose to
  * fragmentation: what it places fits by construction, so it is both the
@@ -275,6 +277,12 @@ static void ol_send_off(struct ol *o, uint32_t at)
 	uint32_t b = o->live[at];
 
 	o->off[o->cur[b]] = 1;
+	if (o->mstep)	/* it left before any move in this gap */
+		o->mstep[o->cur[b]] = 0;
+	/* written out (or, once gaps close, maybe) after step s - 1: no move
+	 * before step s lands there */
+	if (o->plan->touch_step[o->cur[b]] + 1 >= o->s)
+		ortmem__plan_move_gone(o, o->addr[b], o->asz[b]);
 	o->written[b] = true;
 	ol_drop(o, at, o->plan->touch_step[o->cur[b]] + 1);
 }
@@ -338,6 +346,8 @@ static void ol_reseat(struct ol *o, uint32_t s)
 			k = k > plan->touch_idx[b] ? k - 1 : UINT32_MAX;
 		if (k != UINT32_MAX) {
 			o->off[k] = 1;
+			if (o->mstep)
+				o->mstep[k] = 0;
 			o->written[b] = true;
 		}
 		ol_drop(o, i, k != UINT32_MAX ? plan->touch_step[k] + 1 : s);
@@ -371,6 +381,7 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 	uint32_t i, j, d;
 
 	o->s = s;
+	o->n_gone = 0;
 	for (i = 0; i < o->n_live;) {
 		uint32_t b = o->live[i];
 
@@ -405,6 +416,11 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 		if (addr == UINT64_MAX && o->retro &&
 		    (!o->retro_by || ortmem__now_ns() < o->retro_by))
 			addr = ortmem__plan_retro(o, d, o->asz[b]);
+		if (addr == UINT64_MAX && o->mstep) {
+			addr = ortmem__plan_move(o, d, o->asz[b]);
+			if (addr != UINT64_MAX)	/* what did not move goes off */
+				ol_clear(o, addr, o->asz[b]);
+		}
 		if (addr == UINT64_MAX) {
 			addr = ol_window(o, d, o->asz[b], s, rule);
 			if (addr != UINT64_MAX)
@@ -538,10 +554,42 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
 				 uint8_t *off, uint64_t *toff, uint32_t *n_win,
 				 uint64_t retro_by)
 {
+	return ortmem__plan_online_mv(plan, asz, budget, rule, alt, guide, hint, off, toff,
+				      NULL, n_win, retro_by);
+}
+
+/* The scratch of moves within the arena (plan_move.c); false: no memory. */
+static bool ol_move_alloc(struct ol *o, uint32_t nb, uint32_t nt)
+{
+	uint32_t b;
+
+	memset(o->mstep, 0, sizeof(*o->mstep) * nt);
+	o->mgap = malloc(sizeof(*o->mgap) * (nb + 1));
+	o->gone = malloc(sizeof(*o->gone) * (2 * nb + 2));
+	o->mr = malloc(sizeof(*o->mr) * (4 * nb + 4));
+	o->mbase = malloc(sizeof(*o->mbase) * (4 * nb + 4));
+	o->mpre = malloc(sizeof(*o->mpre) * (nb + 2));
+	o->mwin = malloc(sizeof(*o->mwin) * 16);	/* the windows a move tries */
+	o->mb = malloc(sizeof(*o->mb) * (nb + 1));
+	o->mto = malloc(sizeof(*o->mto) * (nb + 1));
+	if (!o->mgap || !o->gone || !o->mr || !o->mwin || !o->mb || !o->mto || !o->mbase ||
+	    !o->mpre)
+		return false;
+	for (b = 0; b < nb; b++)
+		o->mgap[b] = UINT32_MAX;
+	return true;
+}
+
+uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *asz,
+				uint64_t budget, int rule, uint32_t alt,
+				const uint8_t *guide, const uint64_t *hint,
+				uint8_t *off, uint64_t *toff, uint32_t *mstep,
+				uint32_t *n_win, uint64_t retro_by)
+{
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s;
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
 			.hint = hint, .off = off, .toff = toff, .alt = alt,
-			.retro_by = retro_by };
+			.retro_by = retro_by, .mstep = mstep };
 	uint64_t h = UINT64_MAX;
 
 	o.cur = malloc(sizeof(*o.cur) * (nb + 1));
@@ -560,16 +608,17 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
 	if (o.retro) {
 		o.istart = malloc(sizeof(*o.istart) * (nb + 1));
 		o.ik = malloc(sizeof(*o.ik) * (nb + 1));
-		o.past = malloc(sizeof(*o.past) * (nt + 1));
+		/* a move splits an interval: up to two per touch */
+		o.past = malloc(sizeof(*o.past) * (2 * nt + 1));
 		o.out = calloc(nb + 1, 1);
-		o.rr = malloc(sizeof(*o.rr) * (nt + 3 * nb + 4));
+		o.rr = malloc(sizeof(*o.rr) * (2 * nt + 3 * nb + 4));
 		o.mv = malloc(sizeof(*o.mv) * (nb + 1));
 		o.mv_was = malloc(sizeof(*o.mv_was) * (nb + 1));
 		if (!o.istart || !o.ik || !o.past || !o.out || !o.rr || !o.mv || !o.mv_was)
 			goto out;
 	}
 	if (!o.end || !o.cur || !o.addr || !o.res || !o.pin || !o.written || !o.live ||
-	    !o.hole || !o.st_idx || !o.st_k)
+	    !o.hole || !o.st_idx || !o.st_k || (mstep && !ol_move_alloc(&o, nb, nt)))
 		goto out;
 	memset(off, 0, nt);
 	if (ol_index(&o) || (guide && hint && ol_layout(&o)) || (guide && ol_guide_writes(&o)))
@@ -599,5 +648,13 @@ out:
 	free(o.rr);
 	free(o.mv);
 	free(o.mv_was);
+	free(o.mgap);
+	free(o.gone);
+	free(o.mr);
+	free(o.mbase);
+	free(o.mpre);
+	free(o.mwin);
+	free(o.mb);
+	free(o.mto);
 	return h;
 }

@@ -42,6 +42,18 @@ struct ol {
 	uint64_t (*rr)[2];	/* scratch: occupied ranges */
 	uint32_t *mv;		/* scratch: the residents a move displaces */
 	uint64_t *mv_was;
+	/* moves within the device arena (plan_move.c); mstep NULL: none */
+	uint32_t *mstep;	/* per touch: the step its gap's buffer moves before, or 0 */
+	uint32_t *mgap;		/* per buffer: the touch whose gap it moved in, or UINT32_MAX */
+	uint64_t (*gone)[2];	/* ranges in use after step s - 1, not resident now */
+	uint32_t n_gone;
+	uint64_t (*mr)[2];	/* scratch: occupied ranges for a move's destination */
+	uint64_t (*mbase)[2];	/* scratch: those in use after step s - 1 */
+	uint64_t (*mpre)[4];	/* scratch: prefix sums over the residents */
+	uint64_t (*mwin)[2];	/* scratch: candidate windows, bytes in the way */
+	uint32_t *mb;		/* scratch: the residents a move displaces */
+	uint64_t *mto;		/* and where they go */
+	uint64_t n_moved;	/* bytes moved so far (aligned) */
 };
 
 /* A closed resident interval: steps [lo, hi) at @addr, closed at step @drop. */
@@ -62,5 +74,15 @@ struct ol_iv {
  * began (no bytes move), or UINT64_MAX.  o->hole holds the @d residents'
  * ranges (ol_fit()). */
 uint64_t ortmem__plan_retro(struct ol *o, uint32_t d, uint64_t size);
+
+/* plan_move.c: where no hole holds @size at step o->s, the start of a
+ * window cleared by moving the residents in its way within the arena
+ * before the step, when that costs less than the cheapest eviction
+ * (bytes moved weighted by ORTMEM__PLAN_MOVE_SHIFT), or UINT64_MAX.
+ * o->hole holds the @d residents' ranges (ol_fit()). */
+uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size);
+/* Record in o->gone a range in use after step o->s - 1 (a move's source, a
+ * range sent off after it) that is not resident now. */
+void ortmem__plan_move_gone(struct ol *o, uint64_t addr, uint64_t size);
 
 #endif /* ORTMEM_LIB_PLAN_ONLINE_H */

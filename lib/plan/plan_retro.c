@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Room made by moving resident intervals back in time (Documentation/
- * lib/planner.rst, "Tier placement").
+ * lib/placement.rst).
  *
  * Each resident interval of a buffer (a run of touches joined by gaps
  * kept on the device) has its own device offset, and nothing but the

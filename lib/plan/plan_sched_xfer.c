@@ -6,6 +6,12 @@
  * read-back lands in a device range that other items may hold until some
  * step; it can start once the last of them ends (and not before the touch
  * that opened its gap), so the copy overlaps the compute in between.
+ *
+ * A buffer that moves within the device arena before step s (plan_move.c)
+ * holds its old range until s and its new one from s: a read-back into
+ * the old range starts at s, after the move (a step's moves run before its
+ * read-backs).  Moves are listed first, each once, at the step they
+ * precede.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,45 +34,99 @@ static uint32_t sx_touch_at(const struct ortmem_plan *plan, uint32_t b, uint32_t
 	return lo < plan->touch_idx[b + 1] && plan->touch_step[lo] == step ? lo : UINT32_MAX;
 }
 
-/* Latest end, before @step, of a device item over [off, off + size). */
-static uint32_t sx_busy_until(const struct ortmem_plan *plan, uint32_t self,
-			      uint32_t step, uint64_t off, uint64_t size)
-{
-	uint64_t a = plan->o.align[ORTMEM_TIER_DEVICE];
-	uint32_t b, k, j, busy = 0;
-
-	for (b = 0; b < plan->n_bufs; b++) {
-		const struct pl_buf *pb = &plan->bufs[b];
-		uint64_t sz = (pb->size + a - 1) & ~(a - 1);
-
-		if (b == self || !sz)
-			continue;
-		if (pb->tier == ORTMEM_TIER_DEVICE) {
-			if (pb->lo < step && pb->off < off + size && off < pb->off + sz &&
-			    pb->hi > busy)
-				busy = pb->hi;
-			continue;
-		}
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1) {
-			uint32_t end;
-
-			for (j = k; j + 1 < plan->touch_idx[b + 1] && !plan->gap_off[j]; j++)
-				;
-			end = plan->gap_off[j] || j + 1 < plan->touch_idx[b + 1] ?
-			      plan->touch_step[j] + 1 : pb->hi;
-			if (plan->touch_step[k] < step && plan->touch_off[k] < off + size &&
-			    off < plan->touch_off[k] + sz && end > busy)
-				busy = end;
-		}
-	}
-	return busy;
-}
-
 static void sx_put(struct ortmem_plan_transfer *x, size_t cap, int n,
 		   const struct ortmem_plan_transfer *t)
 {
 	if ((size_t)n < cap)
 		x[n] = *t;
+}
+
+/* The gap of @b holding @step (its last touch before it), or UINT32_MAX. */
+static uint32_t sx_gap_at(const struct ortmem_plan *plan, uint32_t b, uint32_t step)
+{
+	uint32_t lo = plan->touch_idx[b], hi = plan->touch_idx[b + 1];
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (plan->touch_step[mid] < step)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > plan->touch_idx[b] ? lo - 1 : UINT32_MAX;
+}
+
+static bool sx_moves(const struct ortmem_plan *plan, uint32_t b)
+{
+	uint32_t k;
+
+	if (!plan->move_step)	/* no touches indexed when nothing left the device */
+		return false;
+	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+		if (plan->move_step[k])
+			return true;
+	return false;
+}
+
+/* Latest end, before @step, of a device item over [off, off + size): a
+ * buffer's resident intervals, split at its moves. */
+static uint32_t sx_busy_until(const struct ortmem_plan *plan, uint32_t self,
+			      uint32_t step, uint64_t off, uint64_t size)
+{
+	uint64_t a = plan->o.align[ORTMEM_TIER_DEVICE];
+	const uint32_t *ms = plan->move_step;
+	uint32_t b, k, j, busy = 0;
+
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+		uint64_t sz = (pb->size + a - 1) & ~(a - 1);
+		uint32_t end = plan->touch_idx[b + 1];
+
+		if (b == self || !sz)
+			continue;
+		if (pb->tier == ORTMEM_TIER_DEVICE && !sx_moves(plan, b)) {
+			if (pb->lo < step && pb->off < off + size && off < pb->off + sz &&
+			    pb->hi > busy)
+				busy = pb->hi;
+			continue;
+		}
+		for (k = plan->touch_idx[b]; k < end; k = j + 1) {
+			uint32_t lo = k > plan->touch_idx[b] && ms && ms[k - 1] ?
+				      ms[k - 1] : plan->touch_step[k], hi;
+
+			for (j = k; j + 1 < end && !plan->gap_off[j] && !(ms && ms[j]); j++)
+				;
+			hi = ms && ms[j] ? ms[j] : plan->gap_off[j] || j + 1 < end ?
+			     plan->touch_step[j] + 1 : pb->hi;
+			if (lo < step && plan->touch_off[k] < off + size &&
+			    off < plan->touch_off[k] + sz && hi > busy)
+				busy = hi;
+		}
+	}
+	return busy;
+}
+
+/* The moves before @step, each once, into @xfers from @n; the new count. */
+static int sx_moves_at(const struct ortmem_plan *plan, uint32_t step,
+		       struct ortmem_plan_transfer *xfers, size_t cap, int n)
+{
+	uint32_t b, j;
+
+	for (b = 0; plan->move_step && b < plan->n_bufs; b++) {
+		struct ortmem_plan_transfer t = {
+			.value = plan->bufs[b].owner, .bytes = plan->bufs[b].size,
+			.dir = ORTMEM_PLAN_XFER_MOVE, .from_tier = ORTMEM_TIER_DEVICE,
+			.to_tier = ORTMEM_TIER_DEVICE, .earliest = step };
+
+		j = sx_gap_at(plan, b, step);
+		if (j == UINT32_MAX || plan->move_step[j] != step || plan->gap_off[j])
+			continue;
+		t.src_offset = plan->touch_off[j];
+		t.device_offset = plan->touch_off[j + 1];
+		sx_put(xfers, cap, n++, &t);
+	}
+	return n;
 }
 
 ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,
@@ -88,6 +148,7 @@ ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,
 			"ortmem_plan_transfers: step %u of %u, or NULL xfers with room for %zu",
 			step, plan->n_nodes, cap);
 	a = plan->o.align[ORTMEM_TIER_DEVICE];
+	n = sx_moves_at(plan, step, xfers, cap, n);
 	for (b = 0; plan->gap_off && b < plan->n_bufs; b++) {
 		const struct pl_buf *pb = &plan->bufs[b];
 		struct ortmem_plan_transfer t = { .value = pb->owner, .bytes = pb->size };

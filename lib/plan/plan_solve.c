@@ -188,6 +188,19 @@ static bool pl_step_uses(const struct ortmem_plan *plan, uint32_t step,
 	return false;
 }
 
+/* Does buffer @b move within the device arena? */
+static bool pl_moves(const struct ortmem_plan *plan, uint32_t b)
+{
+	uint32_t k;
+
+	if (!plan->move_step)
+		return false;
+	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+		if (plan->move_step[k])
+			return true;
+	return false;
+}
+
 ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
 					  uint32_t value, uint32_t step,
 					  uint64_t *offset)
@@ -207,9 +220,10 @@ ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
 		return ortmem__err_plain(-ENOENT,
 			"ortmem_plan_staging_offset: value %u is a graph input (or a view of one)", value);
 	b = (uint32_t)(x->inplace_of >= 0 ? x->buf : plan->vals[x->root].buf);
-	if (plan->bufs[b].tier == ORTMEM_TIER_DEVICE)
+	/* a buffer that stays on the device has one offset, unless it moves */
+	if (plan->bufs[b].tier == ORTMEM_TIER_DEVICE && !pl_moves(plan, b))
 		return ortmem__err_plain(-ENOENT,
-			"ortmem_plan_staging_offset: value %u lives on the device; ortmem_plan_offset() gives its offset",
+			"ortmem_plan_staging_offset: value %u lives on the device at one offset; ortmem_plan_offset() gives it",
 			value);
 	/* The steps using the buffer are ascending: bisect. */
 	lo = plan->touch_idx[b];
@@ -264,7 +278,7 @@ ORTMEM_API int ortmem_plan_step_moves(const struct ortmem_plan *plan,
 			"ortmem_plan_step_moves: step %u of %u, or moves NULL or too small",
 			step, plan->n_nodes);
 	if (moves->sz >= sizeof(*moves))
-		moves->device_move = 0;	/* no plan moves buffers within the arena yet */
+		moves->device_move = plan->dev_move ? plan->dev_move[step] : 0;
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		/* No moves recorded: every buffer is on the device. */
 		moves->prefetch[t] = plan->prefetch ?

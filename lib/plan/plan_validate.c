@@ -265,29 +265,137 @@ static int vl_arenas(const struct ortmem_plan *plan)
 	return 0;
 }
 
+/* Does buffer @b move within the device arena (a move step in a gap)? */
+static bool vl_moves(const struct ortmem_plan *plan, uint32_t b)
+{
+	uint32_t k;
+
+	if (!plan->move_step)	/* no touches indexed when nothing left the device */
+		return false;
+	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+		if (plan->move_step[k])
+			return true;
+	return false;
+}
+
+/* Each move of buffer @b lies in a gap it spends on the device, one with a
+ * touch after it, at a step of that gap, and goes somewhere else. */
+static int vl_move_steps(const struct ortmem_plan *plan, uint32_t b)
+{
+	uint32_t j, end = plan->touch_idx[b + 1], s;
+
+	for (j = plan->touch_idx[b]; j < end; j++) {
+		if (!(s = plan->move_step[j]))
+			continue;
+		if (j + 1 == end || plan->gap_off[j])
+			return ortmem__err_plain(-EFAULT,
+				"validator: buffer %u moves within the device arena before step %u, after its last touch or while it is off the device",
+				b, s);
+		if (s <= plan->touch_step[j] || s > plan->touch_step[j + 1] ||
+		    plan->touch_off[j + 1] == plan->touch_off[j])
+			return ortmem__err_plain(-EFAULT,
+				"validator: buffer %u moves before step %u, outside its gap [%u, %u] or to where it is (offset %llu)",
+				b, s, plan->touch_step[j] + 1, plan->touch_step[j + 1],
+				(unsigned long long)plan->touch_off[j]);
+	}
+	if (plan->bufs[b].tier == ORTMEM_TIER_DEVICE && plan->bufs[b].off != plan->touch_off[plan->touch_idx[b]])
+		return ortmem__err_plain(-EFAULT,
+			"validator: buffer %u moves on the device, but its offset is not where it is produced",
+			b);
+	return 0;
+}
+
 /*
- * The device intervals of a buffer sent off it: from a touch, over the kept
- * gaps, to the touch that opens an off gap (or the buffer's end).  Every
- * touch of one interval must have the interval's offset.
+ * The device intervals of a buffer sent off it (or moved within the
+ * arena): from a touch, over the kept gaps, to the touch that opens an off
+ * gap (or the buffer's end).  Every touch of one interval must have the
+ * interval's offset.  A move before step s ends one interval at s and
+ * starts the next at s; vl_move_dests() checks the step before.
  */
 static int vl_intervals(const struct ortmem_plan *plan, uint32_t b,
 			struct pk_item *it, uint64_t *off, uint32_t *n)
 {
 	const struct pl_buf *pb = &plan->bufs[b];
+	const uint32_t *ms = plan->move_step;
 	uint32_t k, j, end = plan->touch_idx[b + 1];
+	int ret = ms ? vl_move_steps(plan, b) : 0;
 
-	for (k = plan->touch_idx[b]; k < end; k = j + 1) {
-		for (j = k; j + 1 < end && !plan->gap_off[j]; j++)
+	for (k = plan->touch_idx[b]; k < end && !ret; k = j + 1) {
+		uint64_t lo = k > plan->touch_idx[b] && ms && ms[k - 1] ?
+			      ms[k - 1] : plan->touch_step[k];
+
+		for (j = k; j + 1 < end && !plan->gap_off[j] && !(ms && ms[j]); j++)
 			if (plan->touch_off[j + 1] != plan->touch_off[k])
 				return ortmem__err_plain(-EFAULT,
-					"validator: buffer %u moves on the device between steps %u and %u without leaving it",
+					"validator: buffer %u moves on the device between steps %u and %u without leaving it or a move step",
 					b, plan->touch_step[j], plan->touch_step[j + 1]);
 		off[*n] = plan->touch_off[k];
-		it[(*n)++] = (struct pk_item){ plan->touch_step[k],
-			plan->gap_off[j] || j + 1 < end ? plan->touch_step[j] + 1ull : pb->hi,
-			pb->size };
+		it[(*n)++] = (struct pk_item){ lo,
+			ms && ms[j] ? ms[j] : plan->gap_off[j] || j + 1 < end ?
+			plan->touch_step[j] + 1ull : pb->hi, pb->size };
 	}
-	return 0;
+	return ret;
+}
+
+struct vl_end {
+	uint32_t step;		/* the step it is still used after, + 1 */
+	uint32_t buf;
+	uint64_t off, size;
+};
+
+static int vl_end_cmp(const void *x, const void *y)
+{
+	const struct vl_end *a = x, *b = y;
+
+	return (a->step > b->step) - (a->step < b->step);
+}
+
+/*
+ * A move before step s lands where nothing is still in use after step
+ * s - 1: no move's source (its own included), no range that leaves the
+ * device after step s - 1 (a write-out may read it).  Only an interval
+ * that ends with its buffer's life gives its range up at once.  The
+ * intervals still used after their last step, sorted by that step, are
+ * looked up per move: O((intervals + moves) log intervals).
+ */
+static int vl_move_dests(const struct ortmem_plan *plan)
+{
+	const uint32_t *ms = plan->move_step;
+	uint32_t b, k, n = 0, lo, hi, i, nt = plan->touch_idx[plan->n_bufs];
+	struct vl_end *e = malloc(sizeof(*e) * (nt + 1));
+	int ret = 0;
+
+	if (!e)
+		return ortmem__err_plain(-ENOMEM, "validator: out of memory");
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k + 1 < plan->touch_idx[b + 1]; k++)
+			if (ms[k] || plan->gap_off[k])
+				e[n++] = (struct vl_end){ ms[k] ? ms[k] : plan->touch_step[k] + 1,
+					b, plan->touch_off[k], plan->bufs[b].size };
+	qsort(e, n, sizeof(*e), vl_end_cmp);
+	for (b = 0; b < plan->n_bufs && !ret; b++)
+		for (k = plan->touch_idx[b]; k + 1 < plan->touch_idx[b + 1] && !ret; k++) {
+			uint64_t to = plan->touch_off[k + 1], size = plan->bufs[b].size;
+
+			if (!ms[k] || !size)
+				continue;
+			for (lo = 0, hi = n; lo < hi;) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (e[mid].step < ms[k])
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (i = lo; i < n && e[i].step == ms[k] && !ret; i++)
+				if (e[i].size && e[i].off < to + size && to < e[i].off + e[i].size)
+					ret = ortmem__err_plain(-EFAULT,
+						"validator: buffer %u moves before step %u to [%llu, +%llu), which buffer %u still uses after step %u (a move's source or a write-out)",
+						b, ms[k], (unsigned long long)to,
+						(unsigned long long)size, e[i].buf, ms[k] - 1);
+		}
+	free(e);
+	return ret;
 }
 
 /* Buffers and device intervals of one tier must not collide. */
@@ -307,7 +415,7 @@ static int vl_overlap(const struct ortmem_plan *plan, int tier)
 	for (b = 0; b < plan->n_bufs && !ret; b++) {
 		const struct pl_buf *pb = &plan->bufs[b];
 
-		if (pb->tier == tier) {
+		if (pb->tier == tier && !(tier == ORTMEM_TIER_DEVICE && vl_moves(plan, b))) {
 			off[n] = pb->off;
 			it[n++] = (struct pk_item){ pb->lo, pb->hi, pb->size };
 		} else if (tier == ORTMEM_TIER_DEVICE) {
@@ -326,6 +434,8 @@ static int vl_overlap(const struct ortmem_plan *plan, int tier)
 				(unsigned long long)plan->st.arena[tier]);
 	if (!ret)
 		ret = ortmem__plan_check_disjoint(it, off, n, NULL, NULL);
+	if (!ret && tier == ORTMEM_TIER_DEVICE && plan->move_step)
+		ret = vl_move_dests(plan);
 out:
 	free(it);
 	free(off);

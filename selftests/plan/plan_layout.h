@@ -12,10 +12,13 @@
 
 #include "plan/plan_internal.h"
 
+/* Without moves within the arena: these tests check the passes that
+ * make none (unit_move checks the moves). */
 static inline struct ortmem_plan *plan_with(uint64_t budget)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
-		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20);
+		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20,
+		    .flags = ORTMEM_PLAN_F_NO_MOVE);
 	struct ortmem_plan *p = NULL;
 
 	return ortmem_plan_new(&o, &p) ? NULL : p;

@@ -374,7 +374,7 @@ TEST_TIMEOUT(transfer_schedule_matches_the_moves, 120)
 		ORTMEM_OPTS(ortmem_plan_stats, st);
 		struct ortmem_plan *p = plan_with(0);
 		uint32_t n = 8 + (uint32_t)(rnd(&seed) % 40), at = 0, s;
-		uint64_t s2 = seed, foot, in = 0, out = 0, stall;
+		uint64_t s2 = seed, foot, in = 0, out = 0, moved = 0, stall;
 		struct ortmem_plan_transfer x[64];
 
 		random_graph(p, n, &seed);
@@ -392,6 +392,13 @@ TEST_TIMEOUT(transfer_schedule_matches_the_moves, 120)
 			ASSERT_GE(64, c);
 			for (i = 0; i < c; i++) {
 				ASSERT_LE(x[i].earliest, s);
+				if (x[i].dir == ORTMEM_PLAN_XFER_MOVE) {
+					/* moves come first, at their step */
+					ASSERT_TRUE(!i || x[i - 1].dir == ORTMEM_PLAN_XFER_MOVE);
+					ASSERT_EQ(s, x[i].earliest);
+					moved += x[i].bytes;
+					continue;
+				}
 				if (x[i].dir == ORTMEM_PLAN_XFER_OUT) {
 					out += x[i].bytes;
 					continue;
@@ -404,6 +411,7 @@ TEST_TIMEOUT(transfer_schedule_matches_the_moves, 120)
 		}
 		EXPECT_EQ(st.prefetch_bytes, in);
 		EXPECT_EQ(st.spill_bytes, out);
+		EXPECT_EQ(st.move_bytes, moved);
 		ortmem_plan_free(p);
 	}
 }
@@ -430,7 +438,8 @@ TEST(validator_covers_intervals)
 		 * then changes place on the device, which is refused */
 		for (b = 0; b < p->n_bufs; b++)
 			for (k = p->touch_idx[b]; k + 1 < p->touch_idx[b + 1]; k++)
-				if (p->bufs[b].tier != ORTMEM_TIER_DEVICE && !p->gap_off[k])
+				if (p->bufs[b].tier != ORTMEM_TIER_DEVICE && !p->gap_off[k] &&
+				    !(p->move_step && p->move_step[k]))
 					goto found;
 		ortmem_plan_free(p);
 		continue;

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Moves within the device arena (lib/plan/plan_move.c): on random graphs
+ * under budgets from the largest step's footprint to the all-on-device
+ * bound, the plans that move buffers pass the validator, list each move
+ * once in ortmem_plan_transfers() (source and destination, at the step it
+ * precedes, before the read-backs), count it in the stats and per step,
+ * and give the moved buffer's offsets through ortmem_plan_staging_offset();
+ * under ORTMEM_PLAN_F_NO_MOVE nothing moves; the validator refuses planted
+ * bad moves; and the tier bytes are set against Belady's.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ortmem/ortmem.h>
+
+#include "plan/plan_internal.h"
+#include "../harness.h"
+#define PLAN_TEST_GRAPH
+#include "plan_test.h"
+#include "plan_belady.h"
+
+#define GRAPHS 40
+#define BUDGETS 7
+
+/* The budget @i of BUDGETS from the largest step's footprint up to the
+ * bound, aligned down. */
+static uint64_t budget_at(uint64_t foot, uint64_t lb, uint32_t i)
+{
+	uint64_t b = foot + (lb > foot ? (lb - foot) * i / (BUDGETS - 1) : 0);
+
+	return b & ~(uint64_t)(ALIGN - 1);
+}
+
+static uint32_t buf_of_touch(const struct ortmem_plan *p, uint32_t k)
+{
+	uint32_t b = 0;
+
+	while (p->touch_idx[b + 1] <= k)
+		b++;
+	return b;
+}
+
+/* Moves the plan lists: each once, at its step, ahead of the tier
+ * transfers, matching move_step; their bytes. */
+static uint64_t check_listed(struct __test_metadata *_metadata, struct ortmem_plan *p)
+{
+	struct ortmem_plan_transfer x[256];
+	ORTMEM_OPTS(ortmem_plan_moves, mv);
+	uint32_t s, nt = p->touch_idx[p->n_bufs], k, listed = 0, planned = 0;
+	uint64_t bytes = 0, a = ALIGN - 1;
+	int c, i;
+
+	for (k = 0; p->move_step && k < nt; k++)
+		planned += p->move_step[k] != 0;
+	for (s = 0; s < p->n_nodes; s++) {
+		uint64_t step_bytes = 0;
+
+		c = ortmem_plan_transfers(p, s, x, 256, NULL);
+		ASSERT_LE(0, c);
+		ASSERT_GE(256, c);
+		for (i = 0; i < c; i++) {
+			uint64_t sz = (x[i].bytes + a) & ~a, off;
+
+			if (x[i].dir != ORTMEM_PLAN_XFER_MOVE)
+				continue;
+			ASSERT_TRUE(!i || x[i - 1].dir == ORTMEM_PLAN_XFER_MOVE);
+			ASSERT_EQ(ORTMEM_TIER_DEVICE, x[i].from_tier);
+			ASSERT_EQ(ORTMEM_TIER_DEVICE, x[i].to_tier);
+			ASSERT_EQ(s, x[i].earliest);
+			ASSERT_EQ(0, (x[i].src_offset | x[i].device_offset) & a);
+			/* source and destination apart */
+			ASSERT_TRUE(x[i].src_offset + sz <= x[i].device_offset ||
+				    x[i].device_offset + sz <= x[i].src_offset);
+			ASSERT_LE(x[i].device_offset + x[i].bytes, p->o.budget[ORTMEM_TIER_DEVICE]);
+			/* the buffer sits at the destination from the step on */
+			if (!ortmem_plan_staging_offset(p, x[i].value, s, &off))
+				EXPECT_EQ(x[i].device_offset, off);
+			step_bytes += x[i].bytes;
+			listed++;
+		}
+		ASSERT_EQ(0, ortmem_plan_step_moves(p, s, &mv));
+		EXPECT_EQ(step_bytes, mv.device_move);
+		bytes += step_bytes;
+	}
+	EXPECT_EQ(planned, listed);
+	return bytes;
+}
+
+/* A buffer that stays on the device and moves: ortmem_plan_offset() gives
+ * where it is produced, ortmem_plan_staging_offset() where it is at each
+ * step that uses it. */
+static void check_offsets(struct __test_metadata *_metadata, struct ortmem_plan *p)
+{
+	uint32_t b, k;
+	uint64_t off;
+
+	for (b = 0; b < p->n_bufs; b++) {
+		const struct pl_buf *pb = &p->bufs[b];
+		bool moves = false;
+
+		for (k = p->touch_idx[b]; p->move_step && k < p->touch_idx[b + 1]; k++)
+			moves |= p->move_step[k] != 0;
+		if (pb->tier != ORTMEM_TIER_DEVICE)
+			continue;
+		ASSERT_EQ(ORTMEM_TIER_DEVICE, ortmem_plan_offset(p, pb->owner, &off));
+		EXPECT_EQ(p->touch_off[p->touch_idx[b]], off);
+		if (!moves) {
+			EXPECT_EQ(-ENOENT, ortmem_plan_staging_offset(p, pb->owner, p->touch_step[p->touch_idx[b]], &off));
+			continue;
+		}
+		for (k = p->touch_idx[b]; k < p->touch_idx[b + 1]; k++)
+			if (!ortmem_plan_staging_offset(p, pb->owner, p->touch_step[k], &off))
+				EXPECT_EQ(p->touch_off[k], off);
+	}
+}
+
+TEST_TIMEOUT(moves_pass_the_validator_and_are_listed_once, 300)
+{
+	uint32_t g, i, plans = 0, moving = 0, over = 0, over_nm = 0;
+	uint64_t tier = 0, moved = 0, tier_nm = 0, bel_sum = 0;
+
+	for (g = 0; g < GRAPHS; g++) {
+		uint32_t n = 20 + 10 * (g % 10);
+		uint64_t foot, lb;
+
+		graph_limits(n, 2000 + g, &foot, &lb);
+		ASSERT_NE(0, foot);
+		for (i = 0; i < BUDGETS; i++) {
+			ORTMEM_OPTS(ortmem_plan_stats, st);
+			uint64_t budget = budget_at(foot, lb, i), bel;
+			struct ortmem_plan *p = graph_at(n, 2000 + g, budget);
+
+			ASSERT_NONNULL(p);
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			ASSERT_EQ(0, ortmem_plan_validate(p));
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			EXPECT_EQ(st.move_bytes, check_listed(_metadata, p));
+			check_offsets(_metadata, p);
+			plans++;
+			moving += st.move_bytes != 0;
+			bel = p->touch_idx ? belady(p, budget) : 0;
+			ASSERT_NE(UINT64_MAX, bel);
+			over += st.prefetch_bytes + st.spill_bytes > bel;
+			tier += st.prefetch_bytes + st.spill_bytes;
+			moved += st.move_bytes;
+			bel_sum += bel;
+			ortmem_plan_free(p);
+			/* the same without moves, for comparison */
+			p = graph_at_flags(n, 2000 + g, budget, ORTMEM_PLAN_F_NO_MOVE);
+			ASSERT_NONNULL(p);
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			over_nm += st.prefetch_bytes + st.spill_bytes > bel;
+			tier_nm += st.prefetch_bytes + st.spill_bytes;
+			ortmem_plan_free(p);
+		}
+	}
+	TH_LOG("%u plans, %u with moves: %llu bytes moved on the device, %llu tier bytes (%.3fx Belady's %llu), above Belady in %u; without moves %llu tier bytes (%.3fx), above Belady in %u",
+	       plans, moving, (unsigned long long)moved, (unsigned long long)tier,
+	       (double)tier / (double)bel_sum, (unsigned long long)bel_sum, over,
+	       (unsigned long long)tier_nm, (double)tier_nm / (double)bel_sum, over_nm);
+	EXPECT_GT(moving, 0);
+}
+
+TEST_TIMEOUT(no_move_flag_moves_nothing, 300)
+{
+	uint32_t g, i;
+
+	for (g = 0; g < GRAPHS / 4; g++) {
+		uint32_t n = 20 + 10 * (g % 10);
+		uint64_t foot, lb;
+
+		graph_limits(n, 2000 + g, &foot, &lb);
+		for (i = 0; i < BUDGETS; i++) {
+			ORTMEM_OPTS(ortmem_plan_stats, st);
+			struct ortmem_plan *p = graph_at_flags(n, 2000 + g, budget_at(foot, lb, i),
+							       ORTMEM_PLAN_F_NO_MOVE);
+
+			ASSERT_NONNULL(p);
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			ASSERT_EQ(0, ortmem_plan_validate(p));
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			EXPECT_EQ(0, st.move_bytes);
+			EXPECT_NULL(p->move_step);
+			EXPECT_EQ(0, check_listed(_metadata, p));
+			check_offsets(_metadata, p);
+			ortmem_plan_free(p);
+		}
+	}
+}
+
+/* Set the offset of the interval after touch @j (up to its end) to @off. */
+static void set_after(struct ortmem_plan *p, uint32_t j, uint64_t off)
+{
+	uint32_t b = buf_of_touch(p, j), k;
+
+	for (k = j + 1; k < p->touch_idx[b + 1]; k++) {
+		p->touch_off[k] = off;
+		if (p->gap_off[k] || p->move_step[k])
+			break;
+	}
+}
+
+/* A solved plan with a move (the first one found), its touch in *@j. */
+static struct ortmem_plan *plan_with_move(uint32_t *j)
+{
+	uint32_t g, i, k;
+
+	for (g = 0; g < GRAPHS; g++) {
+		uint32_t n = 20 + 10 * (g % 10);
+		uint64_t foot, lb;
+
+		graph_limits(n, 3000 + g, &foot, &lb);
+		for (i = 0; i < BUDGETS; i++) {
+			struct ortmem_plan *p = graph_at(n, 3000 + g, budget_at(foot, lb, i));
+
+			if (!p || ortmem_plan_solve(p) || !p->move_step) {
+				ortmem_plan_free(p);
+				continue;
+			}
+			for (k = 0; k < p->touch_idx[p->n_bufs]; k++)
+				if (p->move_step[k] && p->bufs[buf_of_touch(p, k)].size > ALIGN) {
+					*j = k;
+					return p;
+				}
+			ortmem_plan_free(p);
+		}
+	}
+	return NULL;
+}
+
+TEST_TIMEOUT(planted_bad_moves_are_refused, 300)
+{
+	uint32_t j, k, b, s, nt, c, refused = 0;
+	struct ortmem_plan *p = plan_with_move(&j);
+	uint64_t *toff;
+	uint32_t *ms;
+
+	ASSERT_NONNULL(p);
+	nt = p->touch_idx[p->n_bufs];
+	toff = malloc(sizeof(*toff) * nt);
+	ms = malloc(sizeof(*ms) * nt);
+	ASSERT_TRUE(toff && ms);
+	memcpy(toff, p->touch_off, sizeof(*toff) * nt);
+	memcpy(ms, p->move_step, sizeof(*ms) * nt);
+	b = buf_of_touch(p, j);
+	s = p->move_step[j];
+	ASSERT_EQ(0, ortmem_plan_validate(p));
+#define PLANT(what) do {						\
+		what;							\
+		EXPECT_EQ(-EFAULT, ortmem_plan_validate(p));		\
+		refused++;						\
+		memcpy(p->touch_off, toff, sizeof(*toff) * nt);		\
+		memcpy(p->move_step, ms, sizeof(*ms) * nt);		\
+		ASSERT_EQ(0, ortmem_plan_validate(p));			\
+	} while (0)
+	/* outside its gap: at the touch before it, after the touch after it */
+	PLANT(p->move_step[j] = p->touch_step[j]);
+	PLANT(p->move_step[j] = p->touch_step[j + 1] + 1);
+	/* a changed offset with no move step */
+	PLANT(p->move_step[j] = 0);
+	/* to where it is; onto part of its own source; misaligned; out of
+	 * the arena */
+	PLANT(set_after(p, j, toff[j]));
+	PLANT(set_after(p, j, toff[j] + ALIGN));
+	PLANT(set_after(p, j, toff[j + 1] + 1));
+	PLANT(set_after(p, j, p->o.budget[ORTMEM_TIER_DEVICE]));
+	/* onto a buffer the step uses */
+	for (k = 0; k < nt; k++)
+		if (p->touch_step[k] == s && buf_of_touch(p, k) != b &&
+		    p->bufs[buf_of_touch(p, k)].size && toff[k] != toff[j + 1]) {
+			PLANT(set_after(p, j, toff[k]));
+			break;
+		}
+	/* a move in a gap spent off the device, and after the last touch */
+	for (k = 0; k + 1 < nt; k++)
+		if (p->gap_off[k] && buf_of_touch(p, k) == buf_of_touch(p, k + 1)) {
+			PLANT(p->move_step[k] = p->touch_step[k] + 1);
+			break;
+		}
+	c = p->touch_idx[b + 1] - 1;
+	PLANT(p->move_step[c] = p->touch_step[c] + 1);
+	/* onto a range that leaves the device after the step before (a
+	 * write-out may still read it) */
+	for (k = 0; k + 1 < nt; k++)
+		if (p->gap_off[k] && p->touch_step[k] + 1 == s && buf_of_touch(p, k) != b &&
+		    p->bufs[buf_of_touch(p, k)].size) {
+			PLANT(set_after(p, j, toff[k]));
+			break;
+		}
+	TH_LOG("%u planted bad moves refused", refused);
+	free(toff);
+	free(ms);
+	ortmem_plan_free(p);
+#undef PLANT
+}
+
+TEST_HARNESS_MAIN
