@@ -147,7 +147,10 @@ int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
 
 	if (budget) {
 		po.tiers |= 1u << ORTMEM_TIER_HOST;
-		po.flags |= ORTMEM_PLAN_F_VALIDATE;
+		/* no moves within the arena: this runner does not run
+		 * ORTMEM_PLAN_XFER_MOVE transfers (yet), and it reads a device
+		 * value's offset from ortmem_plan_offset() */
+		po.flags |= ORTMEM_PLAN_F_VALIDATE | ORTMEM_PLAN_F_NO_MOVE;
 	}
 	if (budget && host_budget)
 		po.tiers |= 1u << ORTMEM_TIER_DISK;
