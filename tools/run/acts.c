@@ -147,10 +147,9 @@ int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
 
 	if (budget) {
 		po.tiers |= 1u << ORTMEM_TIER_HOST;
-		/* no moves within the arena: this runner does not run
-		 * ORTMEM_PLAN_XFER_MOVE transfers (yet), and it reads a device
-		 * value's offset from ortmem_plan_offset() */
-		po.flags |= ORTMEM_PLAN_F_VALIDATE | ORTMEM_PLAN_F_NO_MOVE;
+		/* Moves within the arena allowed: xfer_move.c runs them, and
+		 * arena_off() reads the offsets of values that move. */
+		po.flags |= ORTMEM_PLAN_F_VALIDATE;
 	}
 	if (budget && host_budget)
 		po.tiers |= 1u << ORTMEM_TIER_DISK;
