@@ -114,15 +114,7 @@ static int plan_graph(struct acts *a, uint32_t n, uint64_t seed, uint64_t budget
 		}
 		ret = add_node(a, in, nin, i);
 	}
-	if (!ret)
-		ret = ortmem_plan_solve(a->plan);
-	if (!ret)
-		ret = ortmem_plan_stats(a->plan, &a->stats);
-	if (ret)
-		return ret;
-	a->arena = a->stats.arena[ORTMEM_TIER_DEVICE];
-	a->home = a->stats.arena[ORTMEM_TIER_HOST];
-	return locate(a);
+	return ret ?: acts_solve(a);
 }
 
 /* The steps' outputs without a budget, per value. */

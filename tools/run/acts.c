@@ -134,6 +134,19 @@ static int locate(struct acts *a)
 	return 0;
 }
 
+/* Solve @a's graph, then size its arenas and locate every value. */
+static int acts_solve(struct acts *a)
+{
+	int ret = ortmem_plan_solve(a->plan) ?: ortmem_plan_stats(a->plan, &a->stats);
+
+	if (ret)
+		return ret;
+	a->arena = a->stats.arena[ORTMEM_TIER_DEVICE];
+	a->home = a->stats.arena[ORTMEM_TIER_HOST];
+	a->disk = a->stats.arena[ORTMEM_TIER_DISK];
+	return locate(a);
+}
+
 int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
 	      uint64_t budget, uint64_t host_budget, struct acts *a)
 {
@@ -169,16 +182,7 @@ int acts_plan(const struct model_cfg *c, uint32_t batch, uint32_t skip,
 		ret = add_values(c, a);
 	if (!ret)
 		ret = add_nodes(c, a);
-	if (!ret)
-		ret = ortmem_plan_solve(a->plan);
-	if (!ret)
-		ret = ortmem_plan_stats(a->plan, &a->stats);
-	if (ret)
-		return ret;
-	a->arena = a->stats.arena[ORTMEM_TIER_DEVICE];
-	a->home = a->stats.arena[ORTMEM_TIER_HOST];
-	a->disk = a->stats.arena[ORTMEM_TIER_DISK];
-	return locate(a);
+	return ret ?: acts_solve(a);
 }
 
 float *act_in(const struct acts *a, void *arena, uint32_t step, uint32_t i)

@@ -486,18 +486,38 @@ void xfer_close(struct xfer *x)
 	memset(x, 0, sizeof(*x));
 }
 
-int xfer_check_drop(const struct xfer *x, uint64_t nth, uint32_t passes,
-		    uint64_t act_budget)
+/* Is the @nth of a run's @per_pass transfers a pass (the first 1) there to
+ * skip under option @opt?  Else say why not, naming @what they are and
+ * what to try when there are none (@none). */
+static int check_nth(const char *opt, const char *what, const char *none,
+		     uint64_t nth, uint32_t per_pass, uint32_t passes,
+		     uint64_t act_budget)
 {
-	uint64_t n = (uint64_t)x->n_reads * passes;
+	uint64_t n = (uint64_t)per_pass * passes;
 
 	if (nth <= n)
 		return 0;
 	if (!n)
-		fprintf(stderr, "ortmem-run: --drop-read-back %" PRIu64 ": under --act-budget %" PRIu64 " every activation stays in the arena, so this run has no read-back to skip; give a smaller --act-budget\n",
-			nth, act_budget);
+		fprintf(stderr, "ortmem-run: %s %" PRIu64 ": under --act-budget %" PRIu64 " %s\n",
+			opt, nth, act_budget, none);
 	else
-		fprintf(stderr, "ortmem-run: --drop-read-back %" PRIu64 " is past the run's read-backs: under --act-budget %" PRIu64 " it has %" PRIu64 " (%u a pass, times --passes %u); give a number from 1 to %" PRIu64 "\n",
-			nth, act_budget, n, x->n_reads, passes, n);
+		fprintf(stderr, "ortmem-run: %s %" PRIu64 " is past the run's %s: under --act-budget %" PRIu64 " it has %" PRIu64 " (%u a pass, times --passes %u); give a number from 1 to %" PRIu64 "\n",
+			opt, nth, what, act_budget, n, per_pass, passes, n);
 	return -1;
+}
+
+int xfer_check_drop(const struct xfer *x, uint64_t nth, uint32_t passes,
+		    uint64_t act_budget)
+{
+	return check_nth("--drop-read-back", "read-backs",
+			 "every activation stays in the arena, so this run has no read-back to skip; give a smaller --act-budget",
+			 nth, x->n_reads, passes, act_budget);
+}
+
+int xfer_check_drop_move(const struct xfer *x, uint64_t nth, uint32_t passes,
+			 uint64_t act_budget)
+{
+	return check_nth("--drop-move", "moves",
+			 "the plan moves no value within the arena, so this run has no move to skip; try another --act-budget",
+			 nth, x->n_moves, passes, act_budget);
 }

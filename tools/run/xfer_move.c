@@ -147,19 +147,3 @@ int xfer_run_moves(struct xfer *x, uint32_t step)
 			ret = x->ops.poison(x->ops.ctx, x->it[i].src, x->it[i].len);
 	return ret;
 }
-
-int xfer_check_drop_move(const struct xfer *x, uint64_t nth, uint32_t passes,
-			 uint64_t act_budget)
-{
-	uint64_t n = (uint64_t)x->n_moves * passes;
-
-	if (nth <= n)
-		return 0;
-	if (!n)
-		fprintf(stderr, "ortmem-run: --drop-move %" PRIu64 ": under --act-budget %" PRIu64 " the plan moves no value within the arena, so this run has no move to skip; try another --act-budget\n",
-			nth, act_budget);
-	else
-		fprintf(stderr, "ortmem-run: --drop-move %" PRIu64 " is past the run's moves: under --act-budget %" PRIu64 " it has %" PRIu64 " (%u a pass, times --passes %u); give a number from 1 to %" PRIu64 "\n",
-			nth, act_budget, n, x->n_moves, passes, n);
-	return -1;
-}
