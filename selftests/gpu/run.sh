@@ -3,9 +3,11 @@
 #
 # The device tier on a real NVIDIA GPU, in one run:
 #   1. builds the library, the tests and the bandwidth bench (make);
-#   2. runs the device-tier tests (selftests/device/) against the real
-#      driver (ORTMEM_CUDA_LIBRARY=libcuda.so.1; the tests that need the
-#      fake driver's fault injection skip there);
+#   2. runs the device-tier tests (selftests/device/, copies within the
+#      GPU included) and ortmem-run's moves within a GPU arena
+#      (selftests/run/xfer_moves) against the real driver
+#      (ORTMEM_CUDA_LIBRARY=libcuda.so.1; the tests that need the fake
+#      driver's fault injection skip there);
 #   3. runs ortmem-run with the GPU as the weights' home at three device
 #      budgets and checks each output is bit-identical to the ram mode's;
 #   4. measures h2d and d2h from pinned host-tier buffers against
@@ -82,7 +84,8 @@ fi
 echo "# device tests against $lib"
 out=$(ORTMEM_CUDA_LIBRARY=$lib "$top/selftests/run_tests.sh" -p gpu \
 	"$build/selftests/device/memory" "$build/selftests/device/transfers" \
-	"$build/selftests/device/prefix" "$build/selftests/device/staging" 2>&1)
+	"$build/selftests/device/prefix" "$build/selftests/device/staging" \
+	"$build/selftests/device/within" "$build/selftests/run/xfer_moves" 2>&1)
 echo "$out"
 summary=$(echo "$out" | tail -n 1)
 passed=$(echo "$summary" | sed -n 's/^gpu: \([0-9]*\) passed.*/\1/p')
