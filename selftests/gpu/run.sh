@@ -11,8 +11,9 @@
 #   3. runs ortmem-run with the GPU as the weights' home at three device
 #      budgets and checks each output is bit-identical to the ram mode's;
 #   4. measures h2d and d2h from pinned host-tier buffers against
-#      cuMemcpyHtoD/DtoH from cuMemHostAlloc memory, and disk->VRAM
-#      streaming against min(fio read, h2d) (bench/device/bw.c);
+#      cuMemcpyHtoD/DtoH from cuMemHostAlloc memory, disk->VRAM
+#      streaming against min(fio read, h2d), and a move within the GPU
+#      against the host round trip it replaces (bench/device/bw.c);
 # and ends with
 #   gpu: N passed, N failed; h2d X.XXx, d2h Y.YYx, disk->vram Z.ZZx bound
 #
@@ -126,6 +127,7 @@ echo "$bw"
 h2d=$(echo "$bw" | sed -n 's/^RESULT h2d=\([0-9.]*\) .*/\1/p')
 d2h=$(echo "$bw" | sed -n 's/^RESULT .* d2h=\([0-9.]*\) .*/\1/p')
 disk=$(echo "$bw" | sed -n 's/^RESULT .* disk=\([0-9.]*\)$/\1/p')
+move=$(echo "$bw" | sed -n 's/^RESULT move=\([0-9.]*\)$/\1/p')
 if [ $rc -ne 0 ] || [ -z "$h2d" ]; then
 	failed=$((failed + 1))
 	h2d=0.00 d2h=0.00 disk=0.00
@@ -136,5 +138,7 @@ echo "$h2d $d2h $disk" | awk '{
 	printf "# targets: h2d %s (>= 0.95), d2h %s (>= 0.95), disk->vram %s (>= 0.90)\n",
 		($1 >= 0.95 ? "met" : "MISSED"), ($2 >= 0.95 ? "met" : "MISSED"),
 		($3 >= 0.90 ? "met" : "MISSED") }'
+# A move within the GPU against the PCIe round trip it replaced (said).
+echo "# move within the GPU: ${move:-?}x faster than through the host and back"
 echo "gpu: $passed passed, $failed failed; h2d ${h2d}x, d2h ${d2h}x, disk->vram ${disk}x bound"
 [ "$failed" -eq 0 ]
