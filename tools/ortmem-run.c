@@ -623,6 +623,7 @@ static int do_run(struct opts *o)
 		if (!ortmem_device_stats(s.dt.dev, &ds)) {
 			r.dev_h2d = ds.h2d_bytes;
 			r.dev_d2h = ds.d2h_bytes;
+			r.dev_d2d = ds.d2d_bytes;
 		}
 	}
 	report(o, &r, &s, &a);

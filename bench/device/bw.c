@@ -11,11 +11,16 @@
  *    against the bound min(disk, h2d): disk is fio's sequential O_DIRECT
  *    read of a file of the same size in the same directory (without fio,
  *    the spill engine's own batch read of the same extents, said so), h2d
- *    the cuMemcpyHtoD figure of the same run.
+ *    the cuMemcpyHtoD figure of the same run;
+ *  - move: ortmem_device_copy_within() of half the device buffer onto its
+ *    other half (a plan's move within the arena), against the same bytes
+ *    through a registered host buffer and back (copy_from, then copy_to:
+ *    how ortmem-run moved them before the device API had the call).
  *
  * Each ratio is ours / peer per run; the median and the spread over the
- * runs are printed, and a last line "RESULT h2d=R d2h=R disk=R" for
- * selftests/gpu/run.sh.  Exit 4 (skip) without a GPU.
+ * runs are printed, and the lines "RESULT h2d=R d2h=R disk=R" and
+ * "RESULT move=R" (round trip time / within) for selftests/gpu/run.sh.
+ * Exit 4 (skip) without a GPU.
  *
  *   bw [-s MiB] [-r runs] [-d dir]
  */
@@ -174,6 +179,22 @@ static double time_peer(struct bench *b, bool to_device)
 	return now_s() - t0;
 }
 
+/* Half the buffer onto the other half: within the GPU, or through the
+ * host and back. */
+static double time_move(struct bench *b, bool within)
+{
+	uint64_t half = b->size / 2;
+	double t0 = now_s();
+
+	if (within) {
+		CHECK(ortmem_device_copy_within(b->dev, b->dptr + half, b->dptr, half, NULL));
+	} else {
+		CHECK(ortmem_device_copy_from(b->dev, b->ours, b->dptr, half, NULL));
+		CHECK(ortmem_device_copy_to(b->dev, b->dptr + half, b->ours, half, NULL));
+	}
+	return now_s() - t0;
+}
+
 static void setup_disk(struct bench *b, const char *dir)
 {
 	ORTMEM_OPTS(ortmem_spill_opts, so, .dir = dir);
@@ -224,6 +245,8 @@ int main(int argc, char **argv)
 	struct series peer_h2d = { .name = "h2d cuMemHostAlloc" };
 	struct series stream_bw = { .name = "disk->vram" };
 	struct series dsk = { .name = "disk read" };
+	struct series move = { .name = "move round trip/within" };
+	struct series move_bw = { .name = "move within" };
 	const char *dir = getenv("ORTMEM_SPILL_DIR") ?: "/var/tmp";
 	struct bench b = { .dev = NULL };
 	int runs = 7, opt, i;
@@ -264,6 +287,7 @@ int main(int argc, char **argv)
 	time_ours(&b, true);
 	time_peer(&b, true);
 	CHECK(ortmem_device_stream_in(b.dev, b.spill, b.ext, b.next, b.dptr));
+	time_move(&b, true);
 	for (i = 0; i < runs; i++) {
 		double tp = time_peer(&b, true), to = time_ours(&b, true), t0, sb, db;
 
@@ -279,7 +303,11 @@ int main(int argc, char **argv)
 		stream_bw.v[i] = sb / 1e9;
 		dsk.v[i] = db / 1e9;
 		disk.v[i] = sb / (db < b.size / tp ? db : b.size / tp);
+		to = time_move(&b, true);
+		move.v[i] = time_move(&b, false) / to;
+		move_bw.v[i] = (double)(b.size / 2) / to / 1e9;
 		h2d.n = d2h.n = disk.n = h2d_bw.n = peer_h2d.n = stream_bw.n = dsk.n = i + 1;
+		move.n = move_bw.n = i + 1;
 	}
 	printf("bw: %llu MiB, GPU 0, %d runs interleaved; disk peer: %s\n",
 	       (unsigned long long)(b.size / MiB), runs,
@@ -292,10 +320,13 @@ int main(int argc, char **argv)
 	report(&h2d, "x");
 	report(&d2h, "x");
 	report(&disk, "x");
+	report(&move_bw, "GB/s");
+	report(&move, "x");
 	r[0] = median(&h2d, &lo, &hi);
 	r[1] = median(&d2h, &lo, &hi);
 	r[2] = median(&disk, &lo, &hi);
 	printf("RESULT h2d=%.2f d2h=%.2f disk=%.2f\n", r[0], r[1], r[2]);
+	printf("RESULT move=%.2f\n", median(&move, &lo, &hi));
 	unlink(b.file);
 	b.peer.free_host(b.theirs);
 	CHECK(ortmem_device_host_free(b.dev, b.host, b.ours));

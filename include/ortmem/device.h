@@ -124,6 +124,11 @@ ORTMEM_API int ortmem_device_copy_to(struct ortmem_device *dev, uint64_t dptr,
 ORTMEM_API int ortmem_device_copy_from(struct ortmem_device *dev, void *dst,
 				       uint64_t dptr, uint64_t len,
 				       struct ortmem_device_event **evp);
+/* Within the GPU's memory, at its own speed; the ranges must not overlap. */
+ORTMEM_API int ortmem_device_copy_within(struct ortmem_device *dev,
+					 uint64_t dst_dptr, uint64_t src_dptr,
+					 uint64_t len,
+					 struct ortmem_device_event **evp);
 ORTMEM_API int ortmem_device_event_query(struct ortmem_device_event *ev);
 ORTMEM_API int ortmem_device_event_wait(struct ortmem_device_event *ev);
 ORTMEM_API void ortmem_device_event_put(struct ortmem_device_event *ev);
@@ -191,6 +196,8 @@ struct ortmem_device_stats {
 	/* Governor tiers this handle is the backend of (added in 0.2): while
 	 * any is, ortmem_device_close() leaves the handle to them. */
 	uint64_t tiers;
+	/* Bytes of ortmem_device_copy_within() (added in 0.2). */
+	uint64_t d2d_bytes;
 };
 
 ORTMEM_API int ortmem_device_stats(struct ortmem_device *dev,

@@ -10,6 +10,8 @@
  * stream that touched it: a copy in the other direction waits for it on
  * the GPU (cuStreamWaitEvent), and freeing, unmapping or a governor
  * release (busy) waits for it too, so nothing is freed under a copy.
+ * Copies within the GPU (ortmem_device_copy_within) share the
+ * host->device stream.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -272,11 +274,50 @@ static int copy_order(struct ortmem_device *dev, struct dev_alloc *a, int s)
 	return res ? ortmem__cu_fail(dev, "cuStreamWaitEvent", res, 0) : 0;
 }
 
+/*
+ * The copy just issued on stream @s touches @a and @b (the same, or NULL):
+ * record its event as their last on @s, count @len bytes in @counter, and
+ * hand the event over (@evp) or wait for it.
+ */
+static int copy_issued(struct ortmem_device *dev, int s, struct dev_alloc *a,
+		       struct dev_alloc *b, uint64_t len, uint64_t *counter,
+		       struct ortmem_device_event **evp)
+{
+	struct ortmem_device_event *ev, *old[2] = { NULL, NULL };
+	int ret = ortmem__event_new(dev, s, &ev);
+
+	if (ret) {
+		/* Without an event nobody could wait for it: wait now. */
+		dev->cu->cuStreamSynchronize(dev->streams[s]);
+		return ret;
+	}
+	event_get(ev);
+	pthread_mutex_lock(&dev->lock);
+	old[0] = a->last[s];
+	a->last[s] = ev;
+	if (b && b != a) {
+		event_get(ev);
+		old[1] = b->last[s];
+		b->last[s] = ev;
+	}
+	dev->copies++;
+	*counter += len;
+	pthread_mutex_unlock(&dev->lock);
+	ortmem_device_event_put(old[0]);
+	ortmem_device_event_put(old[1]);
+	if (evp) {
+		*evp = ev;
+		return 0;
+	}
+	ret = ortmem_device_event_wait(ev);
+	ortmem_device_event_put(ev);
+	return ret;
+}
+
 int ortmem__copy(struct ortmem_device *dev, bool to_device, void *host,
 		 uint64_t dptr, uint64_t len, struct ortmem_device_event **evp)
 {
 	int s = to_device ? DEV_STREAM_H2D : DEV_STREAM_D2H, ret;
-	struct ortmem_device_event *ev, *old;
 	struct dev_alloc *a;
 	CUresult res;
 
@@ -298,27 +339,8 @@ int ortmem__copy(struct ortmem_device *dev, bool to_device, void *host,
 	if (res)
 		return ortmem__cu_fail(dev, to_device ? "cuMemcpyHtoDAsync" :
 				       "cuMemcpyDtoHAsync", res, len);
-	ret = ortmem__event_new(dev, s, &ev);
-	if (ret) {
-		/* Without an event nobody could wait for it: wait now. */
-		dev->cu->cuStreamSynchronize(dev->streams[s]);
-		return ret;
-	}
-	event_get(ev);
-	pthread_mutex_lock(&dev->lock);
-	old = a->last[s];
-	a->last[s] = ev;
-	dev->copies++;
-	*(to_device ? &dev->h2d : &dev->d2h) += len;
-	pthread_mutex_unlock(&dev->lock);
-	ortmem_device_event_put(old);
-	if (evp) {
-		*evp = ev;
-		return 0;
-	}
-	ret = ortmem_device_event_wait(ev);
-	ortmem_device_event_put(ev);
-	return ret;
+	return copy_issued(dev, s, a, NULL, len,
+			   to_device ? &dev->h2d : &dev->d2h, evp);
 }
 
 ORTMEM_API int ortmem_device_copy_to(struct ortmem_device *dev, uint64_t dptr,
@@ -337,6 +359,51 @@ ORTMEM_API int ortmem_device_copy_from(struct ortmem_device *dev, void *dst,
 	if (!dev)
 		return ortmem__err_invalid(ORTMEM_TIER_DEVICE, len, "dev is NULL");
 	return ortmem__copy(dev, false, dst, dptr, len, evp);
+}
+
+/*
+ * Within the GPU: on the host->device stream, since it writes device
+ * memory as those copies do, so it runs after their writes to either range
+ * and before later ones.  It waits for the device->host stream's last copy
+ * of the destination, which may still be reading the bytes it overwrites,
+ * and becomes the last copy of both allocations, so that neither is freed
+ * under it.  The driver leaves overlapping ranges undefined: refused.
+ */
+ORTMEM_API int ortmem_device_copy_within(struct ortmem_device *dev,
+					 uint64_t dst_dptr, uint64_t src_dptr,
+					 uint64_t len,
+					 struct ortmem_device_event **evp)
+{
+	struct dev_alloc *da, *sa;
+	CUresult res;
+	int ret;
+
+	if (!dev || !len)
+		return ortmem__err_invalid(ORTMEM_TIER_DEVICE, len, "%s",
+					   dev ? "len is 0" : "dev is NULL");
+	if (dst_dptr > UINT64_MAX - len || src_dptr > UINT64_MAX - len)
+		return ortmem__err_invalid(ORTMEM_TIER_DEVICE, len,
+			"%s %#" PRIx64 " + len %" PRIu64 " wraps around",
+			dst_dptr > UINT64_MAX - len ? "dst_dptr" : "src_dptr",
+			dst_dptr > UINT64_MAX - len ? dst_dptr : src_dptr, len);
+	if (dst_dptr < src_dptr + len && src_dptr < dst_dptr + len)
+		return ortmem__err_invalid(ORTMEM_TIER_DEVICE, len,
+			"[%#" PRIx64 ", +%" PRIu64 ") and [%#" PRIx64 ", +%" PRIu64 ") overlap, and the driver does not define an overlapping copy; copy through a range that overlaps neither",
+			src_dptr, len, dst_dptr, len);
+	ret = copy_target(dev, src_dptr, len, &sa);
+	if (!ret)
+		ret = copy_target(dev, dst_dptr, len, &da);
+	if (!ret)
+		ret = ortmem__dev_enter(dev, "ortmem_device_copy_within");
+	if (!ret)
+		ret = copy_order(dev, da, DEV_STREAM_H2D);
+	if (ret)
+		return ret;
+	res = dev->cu->cuMemcpyDtoDAsync(dst_dptr, src_dptr, len,
+					 dev->streams[DEV_STREAM_H2D]);
+	if (res)
+		return ortmem__cu_fail(dev, "cuMemcpyDtoDAsync", res, len);
+	return copy_issued(dev, DEV_STREAM_H2D, da, sa, len, &dev->d2d, evp);
 }
 
 /* ---- releases gated on an event ---- */

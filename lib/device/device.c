@@ -279,6 +279,7 @@ ORTMEM_API int ortmem_device_stats(struct ortmem_device *dev,
 	s.copies = dev->copies;
 	s.h2d_bytes = dev->h2d;
 	s.d2h_bytes = dev->d2h;
+	s.d2d_bytes = dev->d2d;
 	s.streamed_bytes = dev->streamed;
 	pthread_mutex_unlock(&dev->lock);
 	memcpy(st, &s, st->sz < sizeof(s) ? st->sz : sizeof(s));

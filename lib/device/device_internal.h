@@ -136,6 +136,7 @@ typedef struct CUmemAccessDesc_st {
 	X(cuMemcpyDtoH, cuMemcpyDtoH_v2, 1, (void *, CUdeviceptr, size_t)) \
 	X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, 1, (CUdeviceptr, const void *, size_t, CUstream)) \
 	X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, 1, (void *, CUdeviceptr, size_t, CUstream)) \
+	X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, 1, (CUdeviceptr, CUdeviceptr, size_t, CUstream)) \
 	X(cuStreamCreate, cuStreamCreate, 1, (CUstream *, unsigned int)) \
 	X(cuStreamDestroy, cuStreamDestroy_v2, 1, (CUstream))	\
 	X(cuStreamSynchronize, cuStreamSynchronize, 1, (CUstream))	\
@@ -262,7 +263,7 @@ struct ortmem_device {
 	struct dev_registration *regs;
 	struct ortmem_device_event *events;
 	uint64_t used, peak, nallocs, registered;
-	uint64_t copies, h2d, d2h, streamed;
+	uint64_t copies, h2d, d2h, d2d, streamed;
 	atomic_uint_fast64_t driver_errors;
 	/* Disk->device bounce buffers (stream.c), made on first use. */
 	pthread_mutex_t stream_lock;

@@ -3,14 +3,17 @@
 #
 # The device tier on a real NVIDIA GPU, in one run:
 #   1. builds the library, the tests and the bandwidth bench (make);
-#   2. runs the device-tier tests (selftests/device/) against the real
-#      driver (ORTMEM_CUDA_LIBRARY=libcuda.so.1; the tests that need the
-#      fake driver's fault injection skip there);
+#   2. runs the device-tier tests (selftests/device/, copies within the
+#      GPU included) and ortmem-run's moves within a GPU arena
+#      (selftests/run/xfer_moves) against the real driver
+#      (ORTMEM_CUDA_LIBRARY=libcuda.so.1; the tests that need the fake
+#      driver's fault injection skip there);
 #   3. runs ortmem-run with the GPU as the weights' home at three device
 #      budgets and checks each output is bit-identical to the ram mode's;
 #   4. measures h2d and d2h from pinned host-tier buffers against
-#      cuMemcpyHtoD/DtoH from cuMemHostAlloc memory, and disk->VRAM
-#      streaming against min(fio read, h2d) (bench/device/bw.c);
+#      cuMemcpyHtoD/DtoH from cuMemHostAlloc memory, disk->VRAM
+#      streaming against min(fio read, h2d), and a move within the GPU
+#      against the host round trip it replaces (bench/device/bw.c);
 # and ends with
 #   gpu: N passed, N failed; h2d X.XXx, d2h Y.YYx, disk->vram Z.ZZx bound
 #
@@ -82,7 +85,8 @@ fi
 echo "# device tests against $lib"
 out=$(ORTMEM_CUDA_LIBRARY=$lib "$top/selftests/run_tests.sh" -p gpu \
 	"$build/selftests/device/memory" "$build/selftests/device/transfers" \
-	"$build/selftests/device/prefix" "$build/selftests/device/staging" 2>&1)
+	"$build/selftests/device/prefix" "$build/selftests/device/staging" \
+	"$build/selftests/device/within" "$build/selftests/run/xfer_moves" 2>&1)
 echo "$out"
 summary=$(echo "$out" | tail -n 1)
 passed=$(echo "$summary" | sed -n 's/^gpu: \([0-9]*\) passed.*/\1/p')
@@ -123,6 +127,7 @@ echo "$bw"
 h2d=$(echo "$bw" | sed -n 's/^RESULT h2d=\([0-9.]*\) .*/\1/p')
 d2h=$(echo "$bw" | sed -n 's/^RESULT .* d2h=\([0-9.]*\) .*/\1/p')
 disk=$(echo "$bw" | sed -n 's/^RESULT .* disk=\([0-9.]*\)$/\1/p')
+move=$(echo "$bw" | sed -n 's/^RESULT move=\([0-9.]*\)$/\1/p')
 if [ $rc -ne 0 ] || [ -z "$h2d" ]; then
 	failed=$((failed + 1))
 	h2d=0.00 d2h=0.00 disk=0.00
@@ -133,5 +138,7 @@ echo "$h2d $d2h $disk" | awk '{
 	printf "# targets: h2d %s (>= 0.95), d2h %s (>= 0.95), disk->vram %s (>= 0.90)\n",
 		($1 >= 0.95 ? "met" : "MISSED"), ($2 >= 0.95 ? "met" : "MISSED"),
 		($3 >= 0.90 ? "met" : "MISSED") }'
+# A move within the GPU against the PCIe round trip it replaced (said).
+echo "# move within the GPU: ${move:-?}x faster than through the host and back"
 echo "gpu: $passed passed, $failed failed; h2d ${h2d}x, d2h ${d2h}x, disk->vram ${disk}x bound"
 [ "$failed" -eq 0 ]

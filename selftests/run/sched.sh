@@ -201,6 +201,7 @@ j = json.load(open(sys.argv[1])); a = j["activations"]
 assert j["output"] == sys.argv[2] and a["in_bytes"] > 0
 assert a["in_bytes"] == 2 * a["plan_prefetch_bytes"] and a["out_bytes"] == 2 * a["plan_spill_bytes"]
 assert a["move_bytes"] == 2 * a["plan_move_bytes"]
+assert j["device"]["d2d_bytes"] == a["move_bytes"], "moves not made within the GPU"
 PY
 	if [ "$mvd" -gt 0 ]; then
 		run_gpu --skip $mskip --act-budget $mb --poison-evicted --passes 2 > "$tmp/g.json" || fail "GPU moves"
@@ -209,6 +210,7 @@ import json, sys
 j = json.load(open(sys.argv[1])); a = j["activations"]
 assert j["output"] == sys.argv[2], "output differs from ram"
 assert a["move_bytes"] == 2 * a["plan_move_bytes"] > 0
+assert j["device"]["d2d_bytes"] == a["move_bytes"], "moves not made within the GPU"
 PY
 		run_gpu --skip $mskip --act-budget $mb --poison-evicted --drop-move 1 > "$tmp/g.json" || fail "GPU drop move"
 		[ "$(json "$tmp/g.json" 'j["output"]')" != "$mwant" ] || fail "GPU: a skipped move went unnoticed"

@@ -298,6 +298,13 @@ TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 	ASSERT_GT(moving, 0);
 }
 
+static uint64_t d2d_bytes(struct devtier *d)
+{
+	ORTMEM_OPTS(ortmem_device_stats, st);
+
+	return ortmem_device_stats(d->dev, &st) ? 0 : st.d2d_bytes;
+}
+
 /* On the GPU: fewer graphs (each step copies through the driver). */
 TEST_TIMEOUT(moves_run_on_a_gpu_arena, 600)
 {
@@ -317,7 +324,7 @@ TEST_TIMEOUT(moves_run_on_a_gpu_arena, 600)
 			struct acts a = { 0 };
 			struct devtier d;
 			struct xfer x;
-			uint64_t budget = foot + (u.arena - foot) * b / (BUDGETS - 1), figs[3];
+			uint64_t budget = foot + (u.arena - foot) * b / (BUDGETS - 1), figs[3], d2d;
 			uint32_t at;
 			int err, ret;
 
@@ -330,10 +337,13 @@ TEST_TIMEOUT(moves_run_on_a_gpu_arena, 600)
 			if (ret == 1)
 				SKIP("no GPU: %s", why ? why : "none found");
 			ASSERT_EQ(0, ret);
+			d2d = d2d_bytes(&d);
 			at = run(&a, &d, ref, 0, &x, &err, figs);
 			ASSERT_EQ(0, err);
 			ASSERT_EQ(UINT32_MAX, at);
 			ASSERT_EQ(figs[0], a.stats.move_bytes);
+			/* Every byte moved went device to device. */
+			ASSERT_EQ(a.stats.move_bytes, d2d_bytes(&d) - d2d);
 			ASSERT_EQ(figs[1], a.stats.prefetch_bytes);
 			ASSERT_EQ(figs[2], a.stats.spill_bytes);
 			moving++;

@@ -125,15 +125,26 @@ static int gpu_poison(void *ctx, uint64_t off, uint64_t len)
 			   -EINVAL;
 }
 
+/*
+ * A move within the arena: device to device, at the GPU's own speed, and
+ * the same on the host mirror, which holds the value at @src as the device
+ * does (its last step pulled or computed it there), so no byte crosses
+ * PCIe.  The step that reads the value next pulls it from the device: a
+ * move the device did not make still shows.
+ */
 static int gpu_move(void *ctx, uint64_t dst, uint64_t src, uint64_t len)
 {
 	struct devtier *d = ctx;
 	int ret;
 
-	if (dst > d->abytes || len > d->abytes - dst)
+	if (dst > d->abytes || len > d->abytes - dst ||
+	    src > d->abytes || len > d->abytes - src)
 		return -EINVAL;
-	ret = ortmem_device_copy_from(d->dev, d->astage + dst, d->arena + src, len, NULL);
-	return ret ? ret : devtier_push(d, dst, len);
+	ret = ortmem_device_copy_within(d->dev, d->arena + dst, d->arena + src,
+					len, NULL);
+	if (!ret)
+		memmove(d->astage + dst, d->astage + src, len);
+	return ret;
 }
 
 struct xfer_ops devtier_xfer_ops(struct devtier *d)

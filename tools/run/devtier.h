@@ -47,9 +47,9 @@ int devtier_push(struct devtier *d, uint64_t off, uint64_t len);
 int devtier_pull(struct devtier *d, uint64_t off, uint64_t len);
 
 /* The transfer schedule's copies (xfer.h) on the GPU's arena at
- * d->arena, from and to memory registered with the driver; a move goes
- * through the host mirror, where the CPU computes (the device API has no
- * device-to-device copy). */
+ * d->arena, from and to memory registered with the driver; a move is a
+ * copy within the device (ortmem_device_copy_within()), made on the host
+ * mirror too, where the CPU computes. */
 struct xfer_ops;
 struct xfer_ops devtier_xfer_ops(struct devtier *d);
 

@@ -41,9 +41,10 @@ void report(const struct opts *o, const struct result *r,
 		if (s->on_device)
 			printf("\"device\":{\"ordinal\":%d,\"name\":\"%s\",\"budget_bytes\":%" PRIu64
 			       ",\"peak_bytes\":%" PRIu64 ",\"promoted_bytes\":%" PRIu64
-			       ",\"h2d_bytes\":%" PRIu64 ",\"d2h_bytes\":%" PRIu64 "},",
+			       ",\"h2d_bytes\":%" PRIu64 ",\"d2h_bytes\":%" PRIu64
+			       ",\"d2d_bytes\":%" PRIu64 "},",
 			       s->dt.ordinal, s->dt.name, s->dt.budget, r->dev_peak,
-			       r->dev_promoted, r->dev_h2d, r->dev_d2h);
+			       r->dev_promoted, r->dev_h2d, r->dev_d2h, r->dev_d2d);
 		if (a->skip || o->act_budget)
 			printf("\"activations\":{\"skip\":%u,\"budget_bytes\":%" PRIu64 ",\"arena_bytes\":%" PRIu64
 			       ",\"home_bytes\":%" PRIu64 ",\"host_budget_bytes\":%" PRIu64 ",\"disk_bytes\":%" PRIu64
@@ -81,9 +82,10 @@ void report(const struct opts *o, const struct result *r,
 		printf("disk        %.1f MiB read, %.1f MiB/s effective\n",
 		       r->disk_bytes / MIB, r->disk_bytes / MIB / sum);
 	if (s->on_device)
-		printf("device      GPU %d (%s): budget %.1f MiB (peak %.1f MiB), %.1f MiB promoted from the file, %.1f MiB to and %.1f MiB from it in all\n",
+		printf("device      GPU %d (%s): budget %.1f MiB (peak %.1f MiB), %.1f MiB promoted from the file, %.1f MiB to and %.1f MiB from it in all, %.1f MiB within it\n",
 		       s->dt.ordinal, s->dt.name, s->dt.budget / MIB, r->dev_peak / MIB,
-		       r->dev_promoted / MIB, r->dev_h2d / MIB, r->dev_d2h / MIB);
+		       r->dev_promoted / MIB, r->dev_h2d / MIB, r->dev_d2h / MIB,
+		       r->dev_d2d / MIB);
 	else if (r->have_gov && r->dev_absent && o->device >= 0)
 		printf("device      none, the host tier takes the hot buffers: %s\n", r->dev_absent);
 	if (r->have_gov)

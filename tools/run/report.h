@@ -34,7 +34,7 @@ struct result {
 	int have_gov;
 	uint64_t dev_peak;
 	uint64_t dev_promoted;	/* disk -> device, by the governor */
-	uint64_t dev_h2d, dev_d2h;
+	uint64_t dev_h2d, dev_d2h, dev_d2d;
 	const char *dev_absent;	/* why no GPU took the hot buffers */
 };
 

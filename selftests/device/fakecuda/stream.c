@@ -395,3 +395,34 @@ FAKE_API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr d, size_t len,
 	return copy_async("cuMemcpyDtoHAsync", dst, (void *)(uintptr_t)d, d,
 			  len, s);
 }
+
+/*
+ * Both ranges must lie in the context's device memory.  The real driver
+ * leaves overlapping ranges undefined; the fake refuses them, so a caller
+ * that passes one is caught.  Neither end is host memory: no pageable
+ * bytes to count.
+ */
+FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
+				       size_t len, CUstream s)
+{
+	struct CUctx_st *ctx;
+	struct fake_op *op;
+	CUresult async, res = copy_check("cuMemcpyDtoDAsync", src, len, &async, &ctx);
+
+	if (res)
+		return res;
+	if (!fake_dev_range(ctx->dev, dst, len) ||
+	    (dst < src + len && src < dst + len))
+		return fake_result(ctx, CUDA_ERROR_INVALID_VALUE);
+	if (!s || s->ctx != ctx)
+		return CUDA_ERROR_INVALID_HANDLE;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	op->kind = OP_COPY;
+	op->dst = (void *)(uintptr_t)dst;
+	op->src = (const void *)(uintptr_t)src;
+	op->len = len;
+	op->fail = async;
+	return stream_push(s, op);
+}
