@@ -217,4 +217,35 @@ static inline uint64_t ortmem__plan_best_gap(const uint64_t *r, size_t stride,
 	return best;
 }
 
+/* The first of buffer @b's touches at or after @step (touch_idx[b + 1]
+ * when none): its touches' steps ascend, so bisect. */
+static inline uint32_t ortmem__plan_touch_from(const struct ortmem_plan *plan,
+					       uint32_t b, uint32_t step)
+{
+	uint32_t lo = plan->touch_idx[b], hi = plan->touch_idx[b + 1];
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (plan->touch_step[mid] < step)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Does buffer @b move within the device arena (a move step in a gap)? */
+static inline bool ortmem__plan_buf_moves(const struct ortmem_plan *plan, uint32_t b)
+{
+	uint32_t k;
+
+	if (!plan->move_step)	/* no touches indexed when nothing left the device */
+		return false;
+	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+		if (plan->move_step[k])
+			return true;
+	return false;
+}
+
 #endif /* ORTMEM_LIB_PLAN_INTERNAL_H */

@@ -21,16 +21,8 @@
 /* Index of @b's touch at @step, or UINT32_MAX. */
 static uint32_t sx_touch_at(const struct ortmem_plan *plan, uint32_t b, uint32_t step)
 {
-	uint32_t lo = plan->touch_idx[b], hi = plan->touch_idx[b + 1];
+	uint32_t lo = ortmem__plan_touch_from(plan, b, step);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (plan->touch_step[mid] < step)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < plan->touch_idx[b + 1] && plan->touch_step[lo] == step ? lo : UINT32_MAX;
 }
 
@@ -44,29 +36,9 @@ static void sx_put(struct ortmem_plan_transfer *x, size_t cap, int n,
 /* The gap of @b holding @step (its last touch before it), or UINT32_MAX. */
 static uint32_t sx_gap_at(const struct ortmem_plan *plan, uint32_t b, uint32_t step)
 {
-	uint32_t lo = plan->touch_idx[b], hi = plan->touch_idx[b + 1];
+	uint32_t lo = ortmem__plan_touch_from(plan, b, step);
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (plan->touch_step[mid] < step)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo > plan->touch_idx[b] ? lo - 1 : UINT32_MAX;
-}
-
-static bool sx_moves(const struct ortmem_plan *plan, uint32_t b)
-{
-	uint32_t k;
-
-	if (!plan->move_step)	/* no touches indexed when nothing left the device */
-		return false;
-	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-		if (plan->move_step[k])
-			return true;
-	return false;
 }
 
 /* Latest end, before @step, of a device item over [off, off + size): a
@@ -85,7 +57,7 @@ static uint32_t sx_busy_until(const struct ortmem_plan *plan, uint32_t self,
 
 		if (b == self || !sz)
 			continue;
-		if (pb->tier == ORTMEM_TIER_DEVICE && !sx_moves(plan, b)) {
+		if (pb->tier == ORTMEM_TIER_DEVICE && !ortmem__plan_buf_moves(plan, b)) {
 			if (pb->lo < step && pb->off < off + size && off < pb->off + sz &&
 			    pb->hi > busy)
 				busy = pb->hi;

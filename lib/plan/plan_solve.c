@@ -188,25 +188,12 @@ static bool pl_step_uses(const struct ortmem_plan *plan, uint32_t step,
 	return false;
 }
 
-/* Does buffer @b move within the device arena? */
-static bool pl_moves(const struct ortmem_plan *plan, uint32_t b)
-{
-	uint32_t k;
-
-	if (!plan->move_step)
-		return false;
-	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-		if (plan->move_step[k])
-			return true;
-	return false;
-}
-
 ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
 					  uint32_t value, uint32_t step,
 					  uint64_t *offset)
 {
 	const struct pl_value *x;
-	uint32_t b, lo, hi;
+	uint32_t b, lo;
 	int ret = pl_check_solved(plan, __func__);
 
 	if (ret)
@@ -221,21 +208,11 @@ ORTMEM_API int ortmem_plan_staging_offset(const struct ortmem_plan *plan,
 			"ortmem_plan_staging_offset: value %u is a graph input (or a view of one)", value);
 	b = (uint32_t)(x->inplace_of >= 0 ? x->buf : plan->vals[x->root].buf);
 	/* a buffer that stays on the device has one offset, unless it moves */
-	if (plan->bufs[b].tier == ORTMEM_TIER_DEVICE && !pl_moves(plan, b))
+	if (plan->bufs[b].tier == ORTMEM_TIER_DEVICE && !ortmem__plan_buf_moves(plan, b))
 		return ortmem__err_plain(-ENOENT,
 			"ortmem_plan_staging_offset: value %u lives on the device at one offset; ortmem_plan_offset() gives it",
 			value);
-	/* The steps using the buffer are ascending: bisect. */
-	lo = plan->touch_idx[b];
-	hi = plan->touch_idx[b + 1];
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (plan->touch_step[mid] < step)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = ortmem__plan_touch_from(plan, b, step);
 	if (lo == plan->touch_idx[b + 1] || plan->touch_step[lo] != step ||
 	    !pl_step_uses(plan, step, value))
 		return ortmem__err_plain(-ENOENT,

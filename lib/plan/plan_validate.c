@@ -265,19 +265,6 @@ static int vl_arenas(const struct ortmem_plan *plan)
 	return 0;
 }
 
-/* Does buffer @b move within the device arena (a move step in a gap)? */
-static bool vl_moves(const struct ortmem_plan *plan, uint32_t b)
-{
-	uint32_t k;
-
-	if (!plan->move_step)	/* no touches indexed when nothing left the device */
-		return false;
-	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-		if (plan->move_step[k])
-			return true;
-	return false;
-}
-
 /* Each move of buffer @b lies in a gap it spends on the device, one with a
  * touch after it, at a step of that gap, and goes somewhere else. */
 static int vl_move_steps(const struct ortmem_plan *plan, uint32_t b)
@@ -415,7 +402,7 @@ static int vl_overlap(const struct ortmem_plan *plan, int tier)
 	for (b = 0; b < plan->n_bufs && !ret; b++) {
 		const struct pl_buf *pb = &plan->bufs[b];
 
-		if (pb->tier == tier && !(tier == ORTMEM_TIER_DEVICE && vl_moves(plan, b))) {
+		if (pb->tier == tier && !(tier == ORTMEM_TIER_DEVICE && ortmem__plan_buf_moves(plan, b))) {
 			off[n] = pb->off;
 			it[n++] = (struct pk_item){ pb->lo, pb->hi, pb->size };
 		} else if (tier == ORTMEM_TIER_DEVICE) {
