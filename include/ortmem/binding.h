@@ -175,8 +175,16 @@ struct ortmem_share_ops {
 		      int writable, uint64_t addr);
 	int (*unmap_at)(void *ctx, uint64_t addr, uint64_t plen,
 			uint64_t total);
+	/* Optional, together (added in 0.2): attach is called by
+	 * ortmem_prefix_create() before create, detach once the prefix is
+	 * gone (after destroy, or when the create fails).  The device's ops
+	 * take a reference to the handle here, so that its CUDA context and
+	 * memory outlive the prefix and its sharers, whatever the order of
+	 * ortmem_device_close() and the prefix's release. */
+	void (*attach)(void *ctx);
+	void (*detach)(void *ctx);
 };
-#define ortmem_share_ops__last_field unmap_at
+#define ortmem_share_ops__last_field detach
 
 /* ortmem_prefix_create() flags */
 /* Sharers map the prefix writable too (the owner allows it). */

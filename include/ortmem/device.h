@@ -198,6 +198,10 @@ struct ortmem_device_stats {
 	uint64_t tiers;
 	/* Bytes of ortmem_device_copy_within() (added in 0.2). */
 	uint64_t d2d_bytes;
+	/* Shared prefixes made with ortmem_device_share_ops() on this
+	 * handle and not yet freed (added in 0.2): each holds the handle
+	 * as a tier does. */
+	uint64_t prefixes;
 };
 
 ORTMEM_API int ortmem_device_stats(struct ortmem_device *dev,

@@ -166,6 +166,7 @@ ORTMEM_API int ortmem_device_open(int ordinal,
 	pthread_mutex_init(&dev->vm_lock, NULL);
 	pthread_mutex_init(&dev->stream_lock, NULL);
 	atomic_init(&dev->refs, 1);
+	atomic_init(&dev->prefix_refs, 0);
 	ret = dev_setup(dev);
 	budget = ORTMEM_OPTS_GET(opts, budget, 0) ?: dev->total;
 	if (!ret && budget > dev->total)
@@ -206,27 +207,31 @@ void ortmem__device_put(struct ortmem_device *dev)
 
 /*
  * The handle's CUDA context, streams and memory are what a governor's
- * device tier allocates under: freeing them under a tier that still holds
- * bindings (or only still points at the handle) is the "free after context
- * destroy" crash.  So a close while tiers are attached tears nothing down:
- * it says what still holds the handle, and the last tier to let go
- * (ortmem_gov_close(), or another backend set) ends it.
+ * device tier and a shared prefix (ortmem_device_share_ops()) allocate
+ * under: freeing them under a holder that still has memory there (or only
+ * still points at the handle) is the "free after context destroy" crash.
+ * So a close while tiers or prefixes hold the handle tears nothing down:
+ * it says what still holds it, and the last holder to let go
+ * (ortmem_gov_close(), another backend set, or the prefix's free) ends it.
  */
 ORTMEM_API void ortmem_device_close(struct ortmem_device *dev)
 {
-	unsigned int tiers;
+	unsigned int holders, prefixes, tiers;
 	uint64_t n, bytes;
 
 	if (!dev)
 		return;
-	tiers = atomic_load(&dev->refs) - 1;
-	if (tiers) {
+	holders = atomic_load(&dev->refs) - 1;
+	prefixes = atomic_load(&dev->prefix_refs);
+	tiers = holders - prefixes;
+	if (holders) {
 		pthread_mutex_lock(&dev->lock);
 		n = dev->nallocs;
 		bytes = dev->used;
 		pthread_mutex_unlock(&dev->lock);
-		pr_warn("ortmem_device_close: GPU %d (%s) is still the device tier of %u governor%s, with %" PRIu64 " allocation%s (%" PRIu64 " bytes) on it; its context, streams and memory stay until the last of them lets go (ortmem_gov_close(), or ortmem_gov_set_backend() with another backend). Close the governors first",
+		pr_warn("ortmem_device_close: GPU %d (%s) is still the device tier of %u governor%s and holds %u shared prefix%s, with %" PRIu64 " allocation%s (%" PRIu64 " bytes) on it; its context, streams and memory stay until the last of them lets go (ortmem_gov_close() or ortmem_gov_set_backend() with another backend for a tier; ortmem_prefix_release() and the last ortmem_prefix_unbind(), or its governor's close, for a prefix). Release the prefixes and close the governors first",
 			dev->ordinal, dev->name, tiers, tiers == 1 ? "" : "s",
+			prefixes, prefixes == 1 ? "" : "es",
 			n, n == 1 ? "" : "s", bytes);
 	}
 	ortmem__device_put(dev);
@@ -270,7 +275,8 @@ ORTMEM_API int ortmem_device_stats(struct ortmem_device *dev,
 	s.budget = dev->budget;
 	s.granularity = dev->granularity;
 	s.driver_errors = atomic_load(&dev->driver_errors);
-	s.tiers = atomic_load(&dev->refs) - 1;
+	s.prefixes = atomic_load(&dev->prefix_refs);
+	s.tiers = atomic_load(&dev->refs) - 1 - s.prefixes;
 	pthread_mutex_lock(&dev->lock);
 	s.used_bytes = dev->used;
 	s.peak_bytes = dev->peak;

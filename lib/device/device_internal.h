@@ -273,6 +273,9 @@ struct ortmem_device {
 	/* The open handle's reference and one per governor tier attached
 	 * (backend.c): the last one tears the handle down. */
 	atomic_uint refs;
+	/* Of refs, those of live shared prefixes (share.c); the rest past
+	 * the open handle's are governor tiers. */
+	atomic_uint prefix_refs;
 };
 
 /* backend.c: a reference to @dev; its put ends the handle at zero. */

@@ -240,6 +240,28 @@ static void share_destroy(void *ctx, uint64_t phys, uint64_t addr,
 	dev->cu->cuMemRelease(phys);
 }
 
+/* A prefix holds the handle: its context and memory outlive the prefix
+ * and its sharers, even when ortmem_device_close() comes first. */
+static void share_attach(void *ctx)
+{
+	struct ortmem_device *dev = ctx;
+
+	if (!dev)
+		return;
+	atomic_fetch_add(&dev->prefix_refs, 1);
+	ortmem__device_get(dev);
+}
+
+static void share_detach(void *ctx)
+{
+	struct ortmem_device *dev = ctx;
+
+	if (!dev)
+		return;
+	atomic_fetch_sub(&dev->prefix_refs, 1);
+	ortmem__device_put(dev);
+}
+
 static const struct ortmem_share_ops device_share_ops = {
 	.sz = sizeof(struct ortmem_share_ops),
 	.name = "cuMemMap",
@@ -247,6 +269,8 @@ static const struct ortmem_share_ops device_share_ops = {
 	.map = share_map,
 	.unmap = share_unmap,
 	.destroy = share_destroy,
+	.attach = share_attach,
+	.detach = share_detach,
 };
 
 ORTMEM_API const struct ortmem_share_ops *ortmem_device_share_ops(void)

@@ -48,6 +48,10 @@ static void prefix_destroy_locked(struct ortmem_gov *gov, struct gov_prefix *p,
 	struct gov_prefix **pp;
 
 	p->ops.destroy(p->ctx, p->phys, p->addr, p->size);
+	/* The pair of create's attach: may end the ctx (a device handle
+	 * closed while the prefix lived), so after the last hook. */
+	if (p->ops.detach)
+		p->ops.detach(p->ctx);
 	atomic_fetch_sub(&gov->reg.shared[p->tier], p->size);
 	gov->reg.prefixes[p->tier]--;
 	for (pp = &gov->reg.prefix_list; *pp; pp = &(*pp)->next)
@@ -125,6 +129,11 @@ static int prefix_check_ops(int tier, const struct ortmem_share_ops *ops)
 		return ortmem__err_invalid(tier, 0,
 			"share ops '%s' have only one of map_at and unmap_at; give both or neither",
 			ops->name ? ops->name : "(unnamed)");
+	if (!ORTMEM_OPTS_GET(ops, attach, NULL) !=
+	    !ORTMEM_OPTS_GET(ops, detach, NULL))
+		return ortmem__err_invalid(tier, 0,
+			"share ops '%s' have only one of attach and detach; give both or neither",
+			ops->name ? ops->name : "(unnamed)");
 	return 0;
 }
 
@@ -197,6 +206,9 @@ ORTMEM_API int ortmem_prefix_create(struct ortmem_gov *gov, int tier,
 	ret = ortmem_gov_reserve(gov, tier, role, size, &p->owner);
 	if (ret)
 		goto err_free;
+	/* The prefix holds its ctx (the device handle) until detach. */
+	if (p->ops.attach)
+		p->ops.attach(ctx);
 	ortmem_error_clear();
 	ret = p->ops.create(ctx, size, &p->phys, &p->addr);
 	if (ret) {
@@ -226,6 +238,8 @@ ORTMEM_API int ortmem_prefix_create(struct ortmem_gov *gov, int tier,
 		*addrp = (void *)(uintptr_t)p->addr;
 	return 0;
 err_lease:
+	if (p->ops.detach)
+		p->ops.detach(ctx);
 	ortmem_gov_release(gov, p->owner, 0);
 err_free:
 	free(p);
