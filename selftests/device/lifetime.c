@@ -103,6 +103,16 @@ TEST(a_tier_holds_the_handle_while_it_is_its_backend)
 	ortmem_device_close(dev);
 }
 
+static char last_warning[1024];
+
+static void keep_warning(enum ortmem_log_level level, const char *msg,
+			 void *user)
+{
+	(void)user;
+	if (level == ORTMEM_LOG_WARN)
+		snprintf(last_warning, sizeof(last_warning), "%s", msg);
+}
+
 static uint64_t prefixes_of(struct ortmem_device *dev)
 {
 	ORTMEM_OPTS(ortmem_device_stats, st);
@@ -148,8 +158,14 @@ TEST(a_device_closed_before_its_prefix_lives_until_the_prefix_is_freed)
 	held = before - gpu_free(watch);
 	EXPECT_GE(held, 2 * g);
 
-	/* The wrong order: the handle's owner closes it first. */
+	/* The wrong order: the handle's owner closes it first, and is told
+	 * what still holds the handle. */
+	last_warning[0] = 0;
+	ASSERT_EQ(0, ortmem_set_log_fn(keep_warning, NULL, ORTMEM_LOG_WARN));
 	ortmem_device_close(dev);
+	ortmem_set_log_fn(NULL, NULL, ORTMEM_LOG_ERROR);
+	EXPECT_NE(NULL, strstr(last_warning, "holds 1 shared prefix,"));
+	EXPECT_NE(NULL, strstr(last_warning, "device tier of 0 governors"));
 	EXPECT_EQ(held, before - gpu_free(watch));
 	/* The prefix still maps through the closed handle's context. */
 	ASSERT_EQ(0, ortmem_prefix_bind(p, 100, &s[1], (void **)&at));
