@@ -38,23 +38,6 @@
  * way first: a pass stays O(steps x residents log residents). */
 #define MV_TRIES 8	/* at most 16: o->mwin */
 
-static int mv_rng_cmp(const void *x, const void *y)
-{
-	const uint64_t *a = x, *b = y;
-
-	return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
-/* By bytes in the way, then address. */
-static int mv_win_cmp(const void *x, const void *y)
-{
-	const uint64_t *a = x, *b = y;
-
-	if (a[1] != b[1])
-		return (a[1] > b[1]) - (a[1] < b[1]);
-	return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
 void ortmem__plan_move_gone(struct ol *o, uint64_t addr, uint64_t size)
 {
 	if (o->mstep && size) {
@@ -145,10 +128,10 @@ static void mv_keep(struct ol *o, uint32_t *n, uint64_t a, uint64_t w)
 	for (j = 0; j < *n; j++)
 		if (c[j][0] == a)
 			return;
-	if (*n == MV_TRIES && mv_win_cmp(x, c[MV_TRIES - 1]) >= 0)
+	if (*n == MV_TRIES && ortmem__plan_rng_cmp_way(x, c[MV_TRIES - 1]) >= 0)
 		return;
 	j = *n < MV_TRIES ? (*n)++ : MV_TRIES - 1;
-	for (; j && mv_win_cmp(x, c[j - 1]) < 0; j--) {
+	for (; j && ortmem__plan_rng_cmp_way(x, c[j - 1]) < 0; j--) {
 		c[j][0] = c[j - 1][0];
 		c[j][1] = c[j - 1][1];
 	}
@@ -221,7 +204,7 @@ static uint32_t mv_base(struct ol *o, uint32_t d)
 		o->mbase[n++][1] = o->gone[i][1];
 	}
 	if (o->n_gone)
-		qsort(o->mbase, n, sizeof(*o->mbase), mv_rng_cmp);
+		qsort(o->mbase, n, sizeof(*o->mbase), ortmem__plan_rng_cmp);
 	return n;
 }
 

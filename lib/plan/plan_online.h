@@ -85,4 +85,22 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size);
  * range sent off after it) that is not resident now. */
 void ortmem__plan_move_gone(struct ol *o, uint64_t addr, uint64_t size);
 
+/* qsort() orders of ranges kept as {address, bytes in the way}: by
+ * address; by bytes in the way, then address. */
+static inline int ortmem__plan_rng_cmp(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+static inline int ortmem__plan_rng_cmp_way(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+
+	if (a[1] != b[1])
+		return (a[1] > b[1]) - (a[1] < b[1]);
+	return ortmem__plan_rng_cmp(x, y);
+}
+
 #endif /* ORTMEM_LIB_PLAN_ONLINE_H */

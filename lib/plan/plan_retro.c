@@ -22,23 +22,6 @@
 
 #include "plan_online.h"
 
-static int ol_rng_cmp(const void *x, const void *y)
-{
-	const uint64_t *a = x, *b = y;
-
-	return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
-/* By bytes in the way, then address. */
-static int ol_rng_cmp_way(const void *x, const void *y)
-{
-	const uint64_t *a = x, *b = y;
-
-	if (a[1] != b[1])
-		return (a[1] > b[1]) - (a[1] < b[1]);
-	return (a[0] > b[0]) - (a[0] < b[0]);
-}
-
 /*
  * The tightest range for resident @r, taken out of the way, that was free
  * from the first step of its interval until now and is free now (the
@@ -73,7 +56,7 @@ static uint64_t ol_retro_fit(struct ol *o, uint32_t r, uint64_t a, uint64_t size
 		}
 	o->rr[d][0] = a;
 	o->rr[d++][1] = a + size;
-	qsort(o->rr, d, sizeof(*o->rr), ol_rng_cmp);
+	qsort(o->rr, d, sizeof(*o->rr), ortmem__plan_rng_cmp);
 	return ortmem__plan_best_gap(&o->rr[0][0], 2, d, o->budget, o->asz[r]);
 }
 
@@ -199,7 +182,7 @@ uint64_t ortmem__plan_retro(struct ol *o, uint32_t d, uint64_t size)
 	}
 	for (i = 0; i < n; i++)
 		cand[i][1] = ol_in_way(o, d, cand[i][0], size);
-	qsort(cand, n, sizeof(*cand), ol_rng_cmp_way);
+	qsort(cand, n, sizeof(*cand), ortmem__plan_rng_cmp_way);
 	/* no more windows than ol_window() looks at: a pass stays O(steps x
 	 * residents^2) */
 	for (i = 0; i < n && i <= d; i++)
