@@ -40,24 +40,25 @@ struct model {
 
 void *xrealloc(void *p, size_t n);
 
-/* Which bound a case got, and why. */
-enum bound_kind { BOUND_NONE, BOUND_LP, BOUND_MIP, BOUND_MIP_TIME,
-		  BOUND_MIP_SKIP, BOUND_LP_CLOSE };
+/* Which bound a case got (see cover_bound()). */
+enum bound_kind { BOUND_NONE, BOUND_LP, BOUND_KC, BOUND_TREE, BOUND_MIP, BOUND_KINDS };
 
 /*
- * MIP limits, to keep the whole run under two minutes on small CI machines.
- * A case the MIP cannot close in MIP_MS keeps the LP bound: glp_intopt
- * reports no proven bound when stopped early, so only a proven optimum
- * replaces the LP.  Measured, GLPK finds ortmem's bytes as an incumbent at
- * once on the training graphs but never lifts the tree's bound off the LP
- * (many equal-cost fractional covers), so spending more time there buys
- * nothing.  Hence: no MIP when the LP is already within MIP_CLOSE of the
- * best feasible bytes known, nor on models with more than MIP_MAX_COLS gap
- * columns (dag-1500: all of its cases ran out of time).
+ * Effort on the bound, per case.  No more is spent once the bound is within
+ * MIP_CLOSE of the best plan known.  Knapsack cover cuts: at most KC_ROUNDS
+ * rounds or KC_MS, stopping after KC_STALL_ROUNDS rounds that each raise
+ * the LP by less than KC_STALL; a cut is added when violated by more than
+ * KC_TOL of its right-hand side.  The branch and cut then runs MIP_MS at
+ * most, stopping once its bound has not risen for MIP_STALL_MS.
  */
 #define MIP_MS 2000
-#define MIP_MAX_COLS 2000
+#define MIP_STALL_MS 500
 #define MIP_CLOSE 1.01
+#define KC_ROUNDS 50
+#define KC_MS 2000
+#define KC_TOL 1e-4
+#define KC_STALL 1e-4
+#define KC_STALL_ROUNDS 3
 
 double cover_bound(const struct graph *g, const struct model *m, uint64_t budget,
 		   double best, double *lp_out, enum bound_kind *kind);

@@ -1,133 +1,412 @@
 // SPDX-License-Identifier: MIT
 /*
  * make bench-place: the lower bound on bytes moved, from the gap covering
- * model solved by GLPK (the LP relaxation, then the MIP where it closes).
+ * model solved by GLPK: the LP relaxation with its covering rows tightened,
+ * then the branch and cut, whose proven bound is kept even when it does not
+ * close in time.
  */
 #include <glpk.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "place_bench.h"
 
-/*
- * The gap covering model (GLPK): its LP relaxation, then the same model
- * with integral gap columns.  Sets *lp_out to the LP optimum (-1 if the
- * simplex failed) and *kind to the bound returned.  @best: the fewest bytes
- * of a feasible plan known (ortmem's, Belady's), to skip a needless MIP.
- *
- * Why the MIP optimum is a lower bound on any feasible plan: map a plan to
- * the model by setting x_g = 1 when the buffer is off the device at any
- * step of gap g and w_v = 1 when v is ever written out.  The plan pays a
- * read-back for every non-tail gap with x_g = 1 (the buffer is on the
- * device at the gap's closing touch) and one write per written buffer, so
- * its bytes are >= the objective; a buffer off for part of a gap is counted
- * off for all of it, which only frees device bytes, so every step's
- * covering row holds (offsets and alignment waste are ignored, which again
- * only helps the model).  That point is integral and feasible, so the MIP
- * optimum is <= the plan's bytes, and >= the LP optimum (a relaxation of
- * it).  Only the x_g must be integral: a fractional x_g would count a gap
- * partly off, which no plan can do.  w_v needs no integrality constraint:
- * with the x_g integral its only rows are w_v >= x_g and w_v <= 1 and its
- * cost is positive, so any optimum has w_v = max x_g, already 0 or 1;
- * leaving it continuous spares the branch and bound a column per buffer.
- */
-double cover_bound(const struct graph *g, const struct model *m, uint64_t budget,
-			  double best, double *lp_out, enum bound_kind *kind)
+/* The model's columns and rows while it is built, in GLPK's 1-based form. */
+struct cover {
+	glp_prob *lp;
+	int *ia, *ja, nz, cap;
+	double *ar;
+	uint64_t *deficit;	/* per step: bytes that must be off the device */
+	int n_gap;
+	/* per gap (0-based; its column is gap + 1 + the w columns before it) */
+	int *g_col;
+	uint64_t *g_bytes;
+	uint32_t *g_lo, *g_end;
+	/* per step: the gaps that span it, CSR */
+	uint32_t *s_idx, *s_gap;
+};
+
+static void cover_nz(struct cover *c, int row, int col, double a)
 {
-	glp_prob *lp = glp_create_prob();
-	int *ia = NULL, *ja = NULL, nz = 0, cap = 0, col, row, ret, n_gap = 0;
-	double *ar = NULL, obj = -1, mip;
-	uint32_t v, k, s, end, *wcol = calloc(g->n_vals, sizeof(*wcol));
-	uint64_t *need = calloc(m->n, sizeof(*need));
-	glp_smcp parm;
-	glp_iocp iparm;
+	if (c->nz + 1 >= c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 4096;
+		c->ia = xrealloc(c->ia, sizeof(int) * (size_t)c->cap);
+		c->ja = xrealloc(c->ja, sizeof(int) * (size_t)c->cap);
+		c->ar = xrealloc(c->ar, sizeof(double) * (size_t)c->cap);
+	}
+	c->nz++;
+	c->ia[c->nz] = row;
+	c->ja[c->nz] = col;
+	c->ar[c->nz] = a;
+}
 
-#define NZ(r, c, a) do { if (nz + 1 >= cap) { cap = cap ? cap * 2 : 4096; \
-	ia = xrealloc(ia, sizeof(int) * cap); ja = xrealloc(ja, sizeof(int) * cap); \
-	ar = xrealloc(ar, sizeof(double) * cap); } \
-	nz++; ia[nz] = (r); ja[nz] = (c); ar[nz] = (a); } while (0)
+/* First step of @v's life: its first touch (an output lives to the end). */
+static uint32_t life_lo(const struct model *m, uint32_t v)
+{
+	return m->t_idx[v] < m->t_idx[v + 1] ? m->t_step[m->t_idx[v]] : m->hi[v];
+}
 
-	*kind = BOUND_NONE;
-	glp_set_obj_dir(lp, GLP_MIN);
-	/* rows 1..n: covering per step, scaled to MiB for the solver */
-	glp_add_rows(lp, (int)m->n);
-	for (v = 0; v < g->n_vals; v++)
-		for (s = m->t_idx[v] < m->t_idx[v + 1] ? m->t_step[m->t_idx[v]] : m->hi[v];
-		     s < m->hi[v]; s++)
-			need[s] += m->asz[v];
+/* Per step, the gaps that span it (CSR over c->s_idx, c->s_gap). */
+static void cover_steps(struct cover *c, uint32_t n)
+{
+	uint32_t s, *fill;
+	int i;
+
+	c->s_idx = calloc(n + 1, sizeof(*c->s_idx));
+	for (i = 0; i < c->n_gap; i++)
+		for (s = c->g_lo[i]; s < c->g_end[i]; s++)
+			c->s_idx[s + 1] += c->deficit[s] > 0;
+	for (s = 0; s < n; s++)
+		c->s_idx[s + 1] += c->s_idx[s];
+	c->s_gap = xrealloc(NULL, sizeof(*c->s_gap) * (c->s_idx[n] + 1));
+	fill = xrealloc(NULL, sizeof(*fill) * (n + 1));
+	memcpy(fill, c->s_idx, sizeof(*fill) * (n + 1));
+	for (i = 0; i < c->n_gap; i++)
+		for (s = c->g_lo[i]; s < c->g_end[i]; s++)
+			if (c->deficit[s])
+				c->s_gap[fill[s]++] = (uint32_t)i;
+	free(fill);
+}
+
+/*
+ * Row s (1-based s + 1): the bytes of the gaps spent off the device at step
+ * s must reach its deficit, the live bytes over the budget.  With @tight,
+ * a gap's coefficient is its bytes capped at the deficit (see cover_bound()
+ * for why that is valid).  A gap that spans no step with a deficit gets no
+ * column: off the device it frees nothing and costs bytes, so it is 0 in
+ * every optimum (of the LP and the MIP alike).
+ */
+static void cover_build(struct cover *c, const struct graph *g, const struct model *m)
+{
+	uint32_t *wcol = calloc(g->n_vals, sizeof(*wcol)), v, k, s, end;
+	int col, row;
+
+	glp_set_obj_dir(c->lp, GLP_MIN);
+	glp_add_rows(c->lp, (int)m->n);
 	for (s = 0; s < m->n; s++)
-		glp_set_row_bnds(lp, (int)s + 1, GLP_LO,
-				 need[s] > budget ? (double)(need[s] - budget) / MiB : 0, 0);
+		glp_set_row_bnds(c->lp, (int)s + 1, GLP_LO, (double)c->deficit[s] / MiB, 0);
 	for (v = 0; v < g->n_vals; v++)
 		for (k = m->t_idx[v]; k < m->t_idx[v + 1]; k++) {
-			bool tail = k + 1 == m->t_idx[v + 1];
+			bool tail = k + 1 == m->t_idx[v + 1], useful = false;
 
 			end = tail ? m->hi[v] : m->t_step[k + 1];
-			if (end <= m->t_step[k] + 1)
+			for (s = m->t_step[k] + 1; s < end; s++)
+				useful |= c->deficit[s] > 0;
+			if (!useful)
 				continue;
 			if (!wcol[v]) {
-				wcol[v] = (uint32_t)glp_add_cols(lp, 1);
-				glp_set_col_bnds(lp, (int)wcol[v], GLP_DB, 0, 1);
-				glp_set_obj_coef(lp, (int)wcol[v], (double)g->size[v] / MiB);
+				wcol[v] = (uint32_t)glp_add_cols(c->lp, 1);
+				glp_set_col_bnds(c->lp, (int)wcol[v], GLP_DB, 0, 1);
+				glp_set_obj_coef(c->lp, (int)wcol[v], (double)g->size[v] / MiB);
 			}
-			col = glp_add_cols(lp, 1);
-			n_gap++;
-			glp_set_col_kind(lp, col, GLP_BV);	/* simplex ignores it */
-			glp_set_obj_coef(lp, col, tail ? 0 : (double)g->size[v] / MiB);
+			col = glp_add_cols(c->lp, 1);
+			c->g_col = xrealloc(c->g_col, sizeof(int) * (size_t)(c->n_gap + 1));
+			c->g_bytes = xrealloc(c->g_bytes, sizeof(uint64_t) * (size_t)(c->n_gap + 1));
+			c->g_lo = xrealloc(c->g_lo, sizeof(uint32_t) * (size_t)(c->n_gap + 1));
+			c->g_end = xrealloc(c->g_end, sizeof(uint32_t) * (size_t)(c->n_gap + 1));
+			c->g_col[c->n_gap] = col;
+			c->g_bytes[c->n_gap] = m->asz[v];
+			c->g_lo[c->n_gap] = m->t_step[k] + 1;
+			c->g_end[c->n_gap] = end;
+			c->n_gap++;
+			glp_set_col_kind(c->lp, col, GLP_BV);	/* simplex ignores it */
+			glp_set_obj_coef(c->lp, col, tail ? 0 : (double)g->size[v] / MiB);
 			for (s = m->t_step[k] + 1; s < end; s++)
-				NZ((int)s + 1, col, (double)m->asz[v] / MiB);
-			row = glp_add_rows(lp, 1);	/* w_v - x_g >= 0 */
-			glp_set_row_bnds(lp, row, GLP_LO, 0, 0);
-			NZ(row, (int)wcol[v], 1.0);
-			NZ(row, col, -1.0);
+				if (c->deficit[s])
+					cover_nz(c, (int)s + 1, col, (double)m->asz[v] / MiB);
+			row = glp_add_rows(c->lp, 1);	/* w_v - x_g >= 0 */
+			glp_set_row_bnds(c->lp, row, GLP_LO, 0, 0);
+			cover_nz(c, row, (int)wcol[v], 1.0);
+			cover_nz(c, row, col, -1.0);
 		}
-	glp_load_matrix(lp, nz, ia, ja, ar);
+	glp_load_matrix(c->lp, c->nz, c->ia, c->ja, c->ar);
+	free(wcol);
+	cover_steps(c, m->n);
+}
+
+static void cover_free(struct cover *c)
+{
+	glp_delete_prob(c->lp);
+	free(c->g_col);
+	free(c->g_bytes);
+	free(c->g_lo);
+	free(c->g_end);
+	free(c->s_idx);
+	free(c->s_gap);
+	free(c->ia);
+	free(c->ja);
+	free(c->ar);
+}
+
+/* The LP optimum in bytes, or -1 if the simplex failed. */
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int env_int(const char *name, int def)
+{
+	const char *e = getenv(name);
+
+	return e ? atoi(e) : def;
+}
+
+static double cover_lp(struct cover *c)
+{
+	glp_smcp parm;
+	int ret;
+
 	glp_init_smcp(&parm);
 	parm.msg_lev = GLP_MSG_OFF;
 	parm.presolve = GLP_ON;
-	ret = glp_simplex(lp, &parm);
-	*lp_out = ret == 0 && glp_get_status(lp) == GLP_OPT ? glp_get_obj_val(lp) * MiB : -1;
-	if (*lp_out < 0)
-		goto out;
-	obj = *lp_out;
-	*kind = BOUND_LP;
-	if (obj * MIP_CLOSE >= best) {
-		*kind = BOUND_LP_CLOSE;
-		goto out;
+	ret = glp_simplex(c->lp, &parm);
+	return ret == 0 && glp_get_status(c->lp) == GLP_OPT ? glp_get_obj_val(c->lp) * MiB : -1;
+}
+
+/* Gaps of one step, most off first (x), then the biggest. */
+struct kc_item {
+	double x, a;	/* LP value, bytes (MiB) */
+	int col;
+};
+
+static int kc_cmp(const void *p, const void *q)
+{
+	const struct kc_item *i = p, *j = q;
+
+	if (i->x != j->x)
+		return i->x < j->x ? 1 : -1;
+	return (i->a < j->a) - (i->a > j->a);
+}
+
+/*
+ * The knapsack cover inequality of step s most violated by the LP point,
+ * among those whose set A (gaps taken as off, freeing a(A)) is a prefix of
+ * the gaps sorted by x: with r = d - a(A) > 0,
+ *	sum over g not in A of min(a_g, r) x_g >= r.
+ * Added as a row if violated by more than @tol of r; returns whether.
+ */
+static bool kc_step(struct cover *c, uint32_t s, struct kc_item *it, int *ind,
+		    double *val, double tol)
+{
+	uint32_t m = c->s_idx[s + 1] - c->s_idx[s], k, j, best_k = UINT32_MAX;
+	double d = (double)c->deficit[s] / MiB, freed = 0, best = tol;
+	int row;
+
+	for (k = 0; k < m; k++) {
+		uint32_t gi = c->s_gap[c->s_idx[s] + k];
+
+		it[k].col = c->g_col[gi];
+		it[k].a = (double)c->g_bytes[gi] / MiB;
+		it[k].x = glp_get_col_prim(c->lp, it[k].col);
 	}
-	if (n_gap > MIP_MAX_COLS) {
-		*kind = BOUND_MIP_SKIP;
-		goto out;
+	qsort(it, m, sizeof(*it), kc_cmp);
+	for (k = 0; k < m && d - freed > 0; freed += it[k++].a) {
+		double r = d - freed, lhs = 0;
+
+		for (j = k; j < m && lhs < r; j++)
+			lhs += fmin(it[j].a, r) * it[j].x;
+		if ((r - lhs) / r > best) {
+			best = (r - lhs) / r;
+			best_k = k;
+		}
 	}
+	if (best_k == UINT32_MAX)
+		return false;
+	for (k = 0, freed = 0; k < best_k; k++)
+		freed += it[k].a;
+	for (j = best_k; j < m; j++) {
+		ind[j - best_k + 1] = it[j].col;
+		val[j - best_k + 1] = fmin(it[j].a, d - freed);
+	}
+	row = glp_add_rows(c->lp, 1);
+	glp_set_mat_row(c->lp, row, (int)(m - best_k), ind, val);
+	glp_set_row_bnds(c->lp, row, GLP_LO, d - freed, 0);
+	return true;
+}
+
+/*
+ * Knapsack cover cuts at the root: rounds of kc_step() over every step with
+ * a deficit, the LP solved again (dual simplex from the last basis) after
+ * each, until none is violated, KC_ROUNDS rounds or KC_MS.  Returns the LP
+ * optimum in bytes of the last LP solved to optimality (each is a valid
+ * bound), @obj if none was.
+ */
+static double kc_cuts(struct cover *c, uint32_t n, double obj, double best, int *n_cuts)
+{
+	uint32_t s, most = 0;
+	struct kc_item *it;
+	int *ind, round, added, stall = 0;
+	double *val, t0, now;
+	glp_smcp parm;
+
+	for (s = 0; s < n; s++)
+		if (c->s_idx[s + 1] - c->s_idx[s] > most)
+			most = c->s_idx[s + 1] - c->s_idx[s];
+	it = xrealloc(NULL, sizeof(*it) * (most + 1));
+	ind = xrealloc(NULL, sizeof(*ind) * (most + 2));
+	val = xrealloc(NULL, sizeof(*val) * (most + 2));
+	glp_init_smcp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.meth = GLP_DUALP;
+	t0 = now_ms();
+	for (round = 0; round < KC_ROUNDS && stall < KC_STALL_ROUNDS &&
+	     obj * MIP_CLOSE < best && now_ms() - t0 < env_int("KC_MS", KC_MS); round++) {
+		for (s = 0, added = 0; s < n; s++)
+			if (c->deficit[s])
+				added += kc_step(c, s, it, ind, val, KC_TOL);
+		*n_cuts += added;
+		if (!added || glp_simplex(c->lp, &parm) || glp_get_status(c->lp) != GLP_OPT)
+			break;
+		now = glp_get_obj_val(c->lp) * MiB;
+		stall = now > obj * (1 + KC_STALL) ? 0 : stall + 1;
+		obj = now;
+	}
+	free(it);
+	free(ind);
+	free(val);
+	return obj;
+}
+
+/* What the branch and cut has proven so far, and when it last rose. */
+struct tree_info {
+	double bound;		/* MiB; -INFINITY until a node is solved */
+	double t_rise;		/* ms, now_ms() */
+};
+
+/*
+ * The branch and cut's proven global bound so far: the best local bound
+ * over the active nodes (every integral point of the model lies in some
+ * active node's box, or was cut off as no better than the incumbent), and
+ * no more than the incumbent.  It only rises as the search goes on, so the
+ * highest seen is kept.  The search stops once that bound has not risen
+ * for MIP_STALL_MS (the training graphs: many equal-cost fractional covers,
+ * the bound stays at the LP however long it runs).
+ */
+static void tree_bound_cb(glp_tree *t, void *info)
+{
+	struct tree_info *ti = info;
+	glp_prob *p = glp_ios_get_prob(t);
+	int node = glp_ios_best_node(t);
+	double b;
+
+	if (!node)
+		return;
+	b = glp_ios_node_bound(t, node);
+	if (glp_mip_status(p) == GLP_FEAS && glp_mip_obj_val(p) < b)
+		b = glp_mip_obj_val(p);
+	if (b > ti->bound + 1e-9 * fabs(b)) {
+		ti->bound = b;
+		ti->t_rise = now_ms();
+	}
+	if (now_ms() - ti->t_rise > MIP_STALL_MS)
+		glp_ios_terminate(t);
+}
+
+/*
+ * Branch and cut from the LP with its cuts (@obj, bytes): the bound it
+ * proves in MIP_MS at most.
+ */
+static double cover_mip(struct cover *c, double obj, enum bound_kind *kind)
+{
+	struct tree_info ti = { -INFINITY, now_ms() };
+	glp_iocp iparm;
+	int ret;
+
 	glp_init_iocp(&iparm);
 	iparm.msg_lev = GLP_MSG_OFF;
-	iparm.presolve = GLP_ON;
-	iparm.tm_lim = MIP_MS;
+	iparm.presolve = GLP_OFF;	/* the tree then works on this very model */
+	iparm.tm_lim = env_int("BOUND_MS", MIP_MS);
 	iparm.mip_gap = 0;
-	ret = glp_intopt(lp, &iparm);
-	mip = glp_mip_obj_val(lp) * MiB;
-	if (ret == 0 && glp_mip_status(lp) == GLP_OPT) {
-		obj = mip;	/* the caller checks it against the LP */
+	iparm.mir_cuts = GLP_ON;
+	iparm.cb_func = tree_bound_cb;
+	iparm.cb_info = &ti;
+	ret = glp_intopt(c->lp, &iparm);
+	if (ret == 0 && glp_mip_status(c->lp) == GLP_OPT) {
 		*kind = BOUND_MIP;
-	} else {
-		*kind = BOUND_MIP_TIME;	/* GLP_ETMLIM, or any failure: not proven */
+		return glp_mip_obj_val(c->lp) * MiB;
 	}
-out:
-	glp_delete_prob(lp);
-	free(ia);
-	free(ja);
-	free(ar);
-	free(wcol);
-	free(need);
+	if (ti.bound * MiB > obj * (1 + 1e-9)) {	/* stopped: what the tree proved */
+		*kind = BOUND_TREE;
+		return ti.bound * MiB;
+	}
 	return obj;
-#undef NZ
+}
+
+/*
+ * The gap covering model: x_g whether gap g is spent off the device, w_v
+ * whether value v is written out; min sum w_v size_v + sum x_g size_v (gaps a
+ * touch closes) s.t. at each step the off gaps cover the deficit, and
+ * w_v >= x_g.  Returns the best proven lower bound on the bytes of any
+ * feasible plan; sets *lp_out to the LP optimum (the floor the caller
+ * checks the bound against; -1 if the simplex failed) and *kind to what
+ * the bound is.  @best: the fewest bytes of a feasible plan known (ortmem's,
+ * Belady's): once the bound is within MIP_CLOSE of it, no more is spent.
+ *
+ * Why the model's integral optimum is a lower bound on any feasible plan:
+ * map a plan to the model by setting x_g = 1 when the buffer is off the
+ * device at any step of gap g and w_v = 1 when v is ever written out.  The
+ * plan pays a read-back for every non-tail gap with x_g = 1 (the buffer is
+ * on the device at the gap's closing touch) and one write per written
+ * buffer, so its bytes are >= the objective; a buffer off for part of a gap
+ * is counted off for all of it, which only frees device bytes, so every
+ * step's covering row holds (offsets and alignment waste are ignored, which
+ * again only helps the model).  That point is integral and feasible.  w_v
+ * needs no integrality constraint: with the x_g integral its only rows are
+ * w_v >= x_g and w_v <= 1 and its cost is positive, so any optimum has
+ * w_v = max x_g.
+ *
+ * Each bound below is the optimum of a relaxation of that integral model,
+ * so each is <= the bytes of every plan: the LP; the LP with knapsack cover
+ * cuts (kc_step(): each holds at every integral point); GLPK's branch and
+ * cut from there (its MIR cuts are valid for the integral points too): the
+ * optimum where it closes in MIP_MS, else the global bound of its tree
+ * (tree_bound_cb()).
+ */
+double cover_bound(const struct graph *g, const struct model *m, uint64_t budget,
+		   double best, double *lp_out, enum bound_kind *kind)
+{
+	struct cover c = { .lp = glp_create_prob() };
+	uint64_t *deficit = calloc(m->n, sizeof(*deficit));
+	double obj;
+	uint32_t v, s;
+	int n_cuts = 0;
+
+	*kind = BOUND_NONE;
+	for (v = 0; v < g->n_vals; v++)
+		for (s = life_lo(m, v); s < m->hi[v]; s++)
+			deficit[s] += m->asz[v];
+	for (s = 0; s < m->n; s++)
+		deficit[s] = deficit[s] > budget ? deficit[s] - budget : 0;
+	c.deficit = deficit;
+	cover_build(&c, g, m);
+	obj = *lp_out = cover_lp(&c);
+	if (obj < 0)
+		goto out;
+	*kind = BOUND_LP;
+	if (obj * MIP_CLOSE < best) {
+		obj = kc_cuts(&c, m->n, obj, best, &n_cuts);
+		*kind = obj > *lp_out * (1 + 1e-9) ? BOUND_KC : BOUND_LP;
+	}
+	if (obj * MIP_CLOSE < best)
+		obj = cover_mip(&c, obj, kind);
+	if (getenv("BOUND_DEBUG"))
+		fprintf(stderr, "  [%s %.1f MiB: LP %.1f, %d cuts, %d gap columns, bound %.1f]\n",
+			g->name, (double)budget / MiB, *lp_out / MiB, n_cuts, c.n_gap, obj / MiB);
+out:
+	cover_free(&c);
+	free(deficit);
+	return obj;
 }
 
 static const char *const kind_name[] = {
-	[BOUND_NONE] = "(none)", [BOUND_LP] = "(LP)", [BOUND_MIP] = "(MIP)",
-	[BOUND_MIP_TIME] = "(LP, MIP time)", [BOUND_MIP_SKIP] = "(LP, too big)",
-	[BOUND_LP_CLOSE] = "(LP, <1%)",
+	[BOUND_NONE] = "(none)", [BOUND_LP] = "(LP)", [BOUND_KC] = "(LP+KC)",
+	[BOUND_TREE] = "(MIP tree)", [BOUND_MIP] = "(MIP)",
 };
 
 const char *bound_kind_name(enum bound_kind k)
@@ -136,11 +415,12 @@ const char *bound_kind_name(enum bound_kind k)
 }
 
 /*
- * The MIP optimum must lie between the LP optimum (its relaxation) and the
- * bytes of every feasible plan: ortmem's (validated) and Belady's both map
- * to integral points of the covering model.  Outside that range the model
- * is wrong, so say so loudly rather than print a ratio against it.  The
- * slack covers GLPK's tolerances on values scaled to MiB.
+ * Every bound must lie between the plain LP optimum (a relaxation of each)
+ * and the bytes of every feasible plan: ortmem's (validated) and Belady's
+ * both map to integral points of the covering model.  Outside that range
+ * the model or its tightening is wrong, so say so loudly rather than print
+ * a ratio against it.  The slack covers GLPK's tolerances on values scaled
+ * to MiB.
  */
 bool mip_check(const struct graph *g, uint64_t budget, double mip, double lp,
 	       uint64_t moved, uint64_t bel)
@@ -150,7 +430,7 @@ bool mip_check(const struct graph *g, uint64_t budget, double mip, double lp,
 	if (mip + eps >= lp && mip <= (double)moved + eps &&
 	    (bel == UINT64_MAX || mip <= (double)bel + eps))
 		return false;
-	printf("!!! WARNING: %s at %.1f MiB: MIP bound %.1f outside [LP %.1f, min(ortmem %.1f,"
+	printf("!!! WARNING: %s at %.1f MiB: bound %.1f outside [LP %.1f, min(ortmem %.1f,"
 	       " Belady %.1f)]: the covering model is wrong\n", g->name, (double)budget / MiB,
 	       mip / MiB, lp / MiB, (double)moved / MiB,
 	       bel == UINT64_MAX ? -1.0 : (double)bel / MiB);
