@@ -38,7 +38,16 @@ struct model {
 	uint64_t max_foot, live_max;
 };
 
+#define ALIGN 256	/* the device tier's alignment, in the plans and the model */
+
 void *xrealloc(void *p, size_t n);
+uint32_t op1(struct graph *g, uint32_t a, uint64_t size);
+uint32_t op2(struct graph *g, uint32_t a, uint32_t b, uint64_t size);
+uint32_t g_input(struct graph *g, uint64_t size);
+void random_dag(struct graph *g, uint32_t n, uint64_t seed);
+void graph_free(struct graph *g);
+void model_build(const struct graph *g, struct model *m);
+void model_free(struct model *m);
 
 /* Which bound a case got (see cover_bound()). */
 enum bound_kind { BOUND_NONE, BOUND_LP, BOUND_KC, BOUND_TREE, BOUND_MIP, BOUND_KINDS };
@@ -60,8 +69,17 @@ enum bound_kind { BOUND_NONE, BOUND_LP, BOUND_KC, BOUND_TREE, BOUND_MIP, BOUND_K
 #define KC_STALL 1e-4
 #define KC_STALL_ROUNDS 3
 
+/* What cover_bound() found, in bytes. */
+struct bound_info {
+	double lp;		/* the LP optimum (-1: the simplex failed) */
+	double kc;		/* the LP with the knapsack cover cuts */
+	double bound;		/* the bound returned: the best proven */
+	enum bound_kind kind;
+	int n_cuts;		/* knapsack cover cuts added */
+};
+
 double cover_bound(const struct graph *g, const struct model *m, uint64_t budget,
-		   double best, double *lp_out, enum bound_kind *kind);
+		   double best, struct bound_info *bi);
 const char *bound_kind_name(enum bound_kind k);
 bool mip_check(const struct graph *g, uint64_t budget, double mip, double lp,
 	       uint64_t moved, uint64_t bel);

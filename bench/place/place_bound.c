@@ -304,7 +304,7 @@ static void tree_bound_cb(glp_tree *t, void *info)
 		ti->bound = b;
 		ti->t_rise = now_ms();
 	}
-	if (now_ms() - ti->t_rise > MIP_STALL_MS)
+	if (now_ms() - ti->t_rise > env_int("BOUND_STALL", MIP_STALL_MS))
 		glp_ios_terminate(t);
 }
 
@@ -327,6 +327,9 @@ static double cover_mip(struct cover *c, double obj, enum bound_kind *kind)
 	iparm.cb_func = tree_bound_cb;
 	iparm.cb_info = &ti;
 	ret = glp_intopt(c->lp, &iparm);
+	if (getenv("BOUND_DEBUG"))
+		fprintf(stderr, "  [intopt %d, status %d, incumbent %.1f, tree %.1f]\n", ret,
+			glp_mip_status(c->lp), glp_mip_obj_val(c->lp), ti.bound);
 	if (ret == 0 && glp_mip_status(c->lp) == GLP_OPT) {
 		*kind = BOUND_MIP;
 		return glp_mip_obj_val(c->lp) * MiB;
@@ -369,15 +372,14 @@ static double cover_mip(struct cover *c, double obj, enum bound_kind *kind)
  * (tree_bound_cb()).
  */
 double cover_bound(const struct graph *g, const struct model *m, uint64_t budget,
-		   double best, double *lp_out, enum bound_kind *kind)
+		   double best, struct bound_info *bi)
 {
 	struct cover c = { .lp = glp_create_prob() };
 	uint64_t *deficit = calloc(m->n, sizeof(*deficit));
-	double obj;
 	uint32_t v, s;
-	int n_cuts = 0;
 
-	*kind = BOUND_NONE;
+	memset(bi, 0, sizeof(*bi));
+	bi->kind = BOUND_NONE;
 	for (v = 0; v < g->n_vals; v++)
 		for (s = life_lo(m, v); s < m->hi[v]; s++)
 			deficit[s] += m->asz[v];
@@ -385,23 +387,25 @@ double cover_bound(const struct graph *g, const struct model *m, uint64_t budget
 		deficit[s] = deficit[s] > budget ? deficit[s] - budget : 0;
 	c.deficit = deficit;
 	cover_build(&c, g, m);
-	obj = *lp_out = cover_lp(&c);
-	if (obj < 0)
+	bi->bound = bi->kc = bi->lp = cover_lp(&c);
+	if (bi->lp < 0)
 		goto out;
-	*kind = BOUND_LP;
-	if (obj * MIP_CLOSE < best) {
-		obj = kc_cuts(&c, m->n, obj, best, &n_cuts);
-		*kind = obj > *lp_out * (1 + 1e-9) ? BOUND_KC : BOUND_LP;
+	bi->kind = BOUND_LP;
+	if (bi->lp * MIP_CLOSE < best) {
+		bi->bound = bi->kc = kc_cuts(&c, m->n, bi->lp, best, &bi->n_cuts);
+		if (bi->kc > bi->lp * (1 + 1e-9))
+			bi->kind = BOUND_KC;
 	}
-	if (obj * MIP_CLOSE < best)
-		obj = cover_mip(&c, obj, kind);
+	if (bi->bound * MIP_CLOSE < best)
+		bi->bound = cover_mip(&c, bi->bound, &bi->kind);
 	if (getenv("BOUND_DEBUG"))
-		fprintf(stderr, "  [%s %.1f MiB: LP %.1f, %d cuts, %d gap columns, bound %.1f]\n",
-			g->name, (double)budget / MiB, *lp_out / MiB, n_cuts, c.n_gap, obj / MiB);
+		fprintf(stderr, "  [%s %.1f MiB: LP %.1f, KC %.1f (%d cuts), %d gap columns, %s %.1f]\n",
+			g->name, (double)budget / MiB, bi->lp / MiB, bi->kc / MiB, bi->n_cuts,
+			c.n_gap, bound_kind_name(bi->kind), bi->bound / MiB);
 out:
 	cover_free(&c);
 	free(deficit);
-	return obj;
+	return bi->bound;
 }
 
 static const char *const kind_name[] = {
