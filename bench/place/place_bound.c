@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * make bench-place: the lower bound on bytes moved, from the gap covering
- * model solved by GLPK: the LP relaxation with its covering rows tightened,
- * then the branch and cut, whose proven bound is kept even when it does not
- * close in time.
+ * model solved by GLPK: its LP relaxation, raised by knapsack cover cuts,
+ * then GLPK's branch and cut, whose proven bound is kept even when it does
+ * not close in time.  Why each is a lower bound: cover_bound().
  */
 #include <glpk.h>
 #include <math.h>
@@ -20,13 +20,13 @@ struct cover {
 	int *ia, *ja, nz, cap;
 	double *ar;
 	uint64_t *deficit;	/* per step: bytes that must be off the device */
+	struct cover_gap {
+		int col;		/* x_g */
+		uint64_t bytes;		/* its buffer's, aligned */
+		uint32_t lo, end;	/* off the device for steps [lo, end) */
+	} *gap;
 	int n_gap;
-	/* per gap (0-based; its column is gap + 1 + the w columns before it) */
-	int *g_col;
-	uint64_t *g_bytes;
-	uint32_t *g_lo, *g_end;
-	/* per step: the gaps that span it, CSR */
-	uint32_t *s_idx, *s_gap;
+	uint32_t *s_idx, *s_gap;	/* per step: the gaps that span it, CSR */
 };
 
 static void cover_nz(struct cover *c, int row, int col, double a)
@@ -57,7 +57,7 @@ static void cover_steps(struct cover *c, uint32_t n)
 
 	c->s_idx = calloc(n + 1, sizeof(*c->s_idx));
 	for (i = 0; i < c->n_gap; i++)
-		for (s = c->g_lo[i]; s < c->g_end[i]; s++)
+		for (s = c->gap[i].lo; s < c->gap[i].end; s++)
 			c->s_idx[s + 1] += c->deficit[s] > 0;
 	for (s = 0; s < n; s++)
 		c->s_idx[s + 1] += c->s_idx[s];
@@ -65,7 +65,7 @@ static void cover_steps(struct cover *c, uint32_t n)
 	fill = xrealloc(NULL, sizeof(*fill) * (n + 1));
 	memcpy(fill, c->s_idx, sizeof(*fill) * (n + 1));
 	for (i = 0; i < c->n_gap; i++)
-		for (s = c->g_lo[i]; s < c->g_end[i]; s++)
+		for (s = c->gap[i].lo; s < c->gap[i].end; s++)
 			if (c->deficit[s])
 				c->s_gap[fill[s]++] = (uint32_t)i;
 	free(fill);
@@ -73,16 +73,17 @@ static void cover_steps(struct cover *c, uint32_t n)
 
 /*
  * Row s (1-based s + 1): the bytes of the gaps spent off the device at step
- * s must reach its deficit, the live bytes over the budget.  With @tight,
- * a gap's coefficient is its bytes capped at the deficit (see cover_bound()
- * for why that is valid).  A gap that spans no step with a deficit gets no
- * column: off the device it frees nothing and costs bytes, so it is 0 in
- * every optimum (of the LP and the MIP alike).
+ * s must reach its deficit, the live bytes over the budget.  A gap that
+ * spans no step with a deficit gets no column: off the device it frees
+ * nothing and costs bytes, so it is 0 in every optimum (of the LP and the
+ * MIP alike).
  */
 static void cover_build(struct cover *c, const struct graph *g, const struct model *m)
 {
 	uint32_t *wcol = calloc(g->n_vals, sizeof(*wcol)), v, k, s, end;
 	int col, row;
+
+	c->gap = xrealloc(NULL, sizeof(*c->gap) * (m->t_idx[g->n_vals] + 1));	/* <= touches */
 
 	glp_set_obj_dir(c->lp, GLP_MIN);
 	glp_add_rows(c->lp, (int)m->n);
@@ -103,15 +104,7 @@ static void cover_build(struct cover *c, const struct graph *g, const struct mod
 				glp_set_obj_coef(c->lp, (int)wcol[v], (double)g->size[v] / MiB);
 			}
 			col = glp_add_cols(c->lp, 1);
-			c->g_col = xrealloc(c->g_col, sizeof(int) * (size_t)(c->n_gap + 1));
-			c->g_bytes = xrealloc(c->g_bytes, sizeof(uint64_t) * (size_t)(c->n_gap + 1));
-			c->g_lo = xrealloc(c->g_lo, sizeof(uint32_t) * (size_t)(c->n_gap + 1));
-			c->g_end = xrealloc(c->g_end, sizeof(uint32_t) * (size_t)(c->n_gap + 1));
-			c->g_col[c->n_gap] = col;
-			c->g_bytes[c->n_gap] = m->asz[v];
-			c->g_lo[c->n_gap] = m->t_step[k] + 1;
-			c->g_end[c->n_gap] = end;
-			c->n_gap++;
+			c->gap[c->n_gap++] = (struct cover_gap){ col, m->asz[v], m->t_step[k] + 1, end };
 			glp_set_col_kind(c->lp, col, GLP_BV);	/* simplex ignores it */
 			glp_set_obj_coef(c->lp, col, tail ? 0 : (double)g->size[v] / MiB);
 			for (s = m->t_step[k] + 1; s < end; s++)
@@ -130,10 +123,7 @@ static void cover_build(struct cover *c, const struct graph *g, const struct mod
 static void cover_free(struct cover *c)
 {
 	glp_delete_prob(c->lp);
-	free(c->g_col);
-	free(c->g_bytes);
-	free(c->g_lo);
-	free(c->g_end);
+	free(c->gap);
 	free(c->s_idx);
 	free(c->s_gap);
 	free(c->ia);
@@ -141,7 +131,6 @@ static void cover_free(struct cover *c)
 	free(c->ar);
 }
 
-/* The LP optimum in bytes, or -1 if the simplex failed. */
 static double now_ms(void)
 {
 	struct timespec t;
@@ -150,13 +139,7 @@ static double now_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static int env_int(const char *name, int def)
-{
-	const char *e = getenv(name);
-
-	return e ? atoi(e) : def;
-}
-
+/* The LP optimum in bytes, or -1 if the simplex failed. */
 static double cover_lp(struct cover *c)
 {
 	glp_smcp parm;
@@ -171,7 +154,8 @@ static double cover_lp(struct cover *c)
 
 /* Gaps of one step, most off first (x), then the biggest. */
 struct kc_item {
-	double x, a;	/* LP value, bytes (MiB) */
+	double x;		/* in the LP point */
+	uint64_t bytes;
 	int col;
 };
 
@@ -181,61 +165,75 @@ static int kc_cmp(const void *p, const void *q)
 
 	if (i->x != j->x)
 		return i->x < j->x ? 1 : -1;
-	return (i->a < j->a) - (i->a > j->a);
+	return (i->bytes < j->bytes) - (i->bytes > j->bytes);
+}
+
+/* Left of a knapsack cover inequality with residue @r at the LP point. */
+static double kc_lhs(const struct kc_item *it, uint32_t from, uint32_t m, uint64_t r)
+{
+	double lhs = 0;
+	uint32_t j;
+
+	for (j = from; j < m && lhs < (double)r; j++)
+		lhs += (double)(it[j].bytes < r ? it[j].bytes : r) * it[j].x;
+	return lhs;
 }
 
 /*
- * The knapsack cover inequality of step s most violated by the LP point,
- * among those whose set A (gaps taken as off, freeing a(A)) is a prefix of
- * the gaps sorted by x: with r = d - a(A) > 0,
+ * A knapsack cover inequality of step s: for any set A of the gaps that
+ * span s, with r = d - a(A) > 0 (d the deficit, a(A) their bytes),
  *	sum over g not in A of min(a_g, r) x_g >= r.
- * Added as a row if violated by more than @tol of r; returns whether.
+ * Valid at every integral point of the model: the gaps in A free at most
+ * a(A), so those outside must free r; if one of them is off with a_g >= r,
+ * its term alone is r, else no coefficient of an off gap was lowered.  The
+ * LP, though, can no longer cover a residue of 1 MiB with a tenth of a
+ * 10 MiB gap (with A empty this is the row with each a_g capped at d).
+ * Separation: A runs over the prefixes of the gaps sorted by x, most off
+ * first (a gap the LP sends off whole frees its bytes anyway; the
+ * fractional ones are where the LP cheats); the most violated relative to
+ * r is added as a row if by more than KC_TOL.  In bytes, so r is exact.
  */
-static bool kc_step(struct cover *c, uint32_t s, struct kc_item *it, int *ind,
-		    double *val, double tol)
+static bool kc_step(struct cover *c, uint32_t s, struct kc_item *it, int *ind, double *val)
 {
-	uint32_t m = c->s_idx[s + 1] - c->s_idx[s], k, j, best_k = UINT32_MAX;
-	double d = (double)c->deficit[s] / MiB, freed = 0, best = tol;
+	uint32_t m = c->s_idx[s + 1] - c->s_idx[s], k, best_k = UINT32_MAX;
+	uint64_t freed = 0, r;
+	double best = KC_TOL;
 	int row;
 
 	for (k = 0; k < m; k++) {
-		uint32_t gi = c->s_gap[c->s_idx[s] + k];
+		const struct cover_gap *gp = &c->gap[c->s_gap[c->s_idx[s] + k]];
 
-		it[k].col = c->g_col[gi];
-		it[k].a = (double)c->g_bytes[gi] / MiB;
-		it[k].x = glp_get_col_prim(c->lp, it[k].col);
+		it[k] = (struct kc_item){ glp_get_col_prim(c->lp, gp->col), gp->bytes, gp->col };
 	}
 	qsort(it, m, sizeof(*it), kc_cmp);
-	for (k = 0; k < m && d - freed > 0; freed += it[k++].a) {
-		double r = d - freed, lhs = 0;
-
-		for (j = k; j < m && lhs < r; j++)
-			lhs += fmin(it[j].a, r) * it[j].x;
-		if ((r - lhs) / r > best) {
-			best = (r - lhs) / r;
+	for (k = 0; k < m && freed < c->deficit[s]; freed += it[k++].bytes) {
+		r = c->deficit[s] - freed;
+		if (1 - kc_lhs(it, k, m, r) / (double)r > best) {
+			best = 1 - kc_lhs(it, k, m, r) / (double)r;
 			best_k = k;
 		}
 	}
 	if (best_k == UINT32_MAX)
 		return false;
 	for (k = 0, freed = 0; k < best_k; k++)
-		freed += it[k].a;
-	for (j = best_k; j < m; j++) {
-		ind[j - best_k + 1] = it[j].col;
-		val[j - best_k + 1] = fmin(it[j].a, d - freed);
+		freed += it[k].bytes;
+	r = c->deficit[s] - freed;
+	for (k = best_k; k < m; k++) {
+		ind[k - best_k + 1] = it[k].col;
+		val[k - best_k + 1] = (double)(it[k].bytes < r ? it[k].bytes : r) / MiB;
 	}
 	row = glp_add_rows(c->lp, 1);
 	glp_set_mat_row(c->lp, row, (int)(m - best_k), ind, val);
-	glp_set_row_bnds(c->lp, row, GLP_LO, d - freed, 0);
+	glp_set_row_bnds(c->lp, row, GLP_LO, (double)r / MiB, 0);
 	return true;
 }
 
 /*
  * Knapsack cover cuts at the root: rounds of kc_step() over every step with
- * a deficit, the LP solved again (dual simplex from the last basis) after
- * each, until none is violated, KC_ROUNDS rounds or KC_MS.  Returns the LP
- * optimum in bytes of the last LP solved to optimality (each is a valid
- * bound), @obj if none was.
+ * a deficit, the LP solved again after each (dual simplex from the last
+ * basis: the new rows only cut the old point off), until none is violated
+ * or an effort limit (place_bench.h).  Returns the optimum in bytes of the
+ * last LP solved to optimality (each is a valid bound), @obj if none was.
  */
 static double kc_cuts(struct cover *c, uint32_t n, double obj, double best, int *n_cuts)
 {
@@ -256,10 +254,10 @@ static double kc_cuts(struct cover *c, uint32_t n, double obj, double best, int 
 	parm.meth = GLP_DUALP;
 	t0 = now_ms();
 	for (round = 0; round < KC_ROUNDS && stall < KC_STALL_ROUNDS &&
-	     obj * MIP_CLOSE < best && now_ms() - t0 < env_int("KC_MS", KC_MS); round++) {
+	     obj * MIP_CLOSE < best && now_ms() - t0 < KC_MS; round++) {
 		for (s = 0, added = 0; s < n; s++)
 			if (c->deficit[s])
-				added += kc_step(c, s, it, ind, val, KC_TOL);
+				added += kc_step(c, s, it, ind, val);
 		*n_cuts += added;
 		if (!added || glp_simplex(c->lp, &parm) || glp_get_status(c->lp) != GLP_OPT)
 			break;
@@ -282,8 +280,8 @@ struct tree_info {
 /*
  * The branch and cut's proven global bound so far: the best local bound
  * over the active nodes (every integral point of the model lies in some
- * active node's box, or was cut off as no better than the incumbent), and
- * no more than the incumbent.  It only rises as the search goes on, so the
+ * active node's box, or was cut off as no better than the incumbent, less
+ * GLPK's default tol_obj of 1e-7 relative), and no more than the incumbent.  It only rises as the search goes on, so the
  * highest seen is kept.  The search stops once that bound has not risen
  * for MIP_STALL_MS (the training graphs: many equal-cost fractional covers,
  * the bound stays at the LP however long it runs).
@@ -298,47 +296,46 @@ static void tree_bound_cb(glp_tree *t, void *info)
 	if (!node)
 		return;
 	b = glp_ios_node_bound(t, node);
-	if (glp_mip_status(p) == GLP_FEAS && glp_mip_obj_val(p) < b)
-		b = glp_mip_obj_val(p);
+	if (glp_mip_status(p) == GLP_FEAS)	/* GLPK prunes within tol_obj of it */
+		b = fmin(b, glp_mip_obj_val(p) - 1e-7 * (1 + fabs(glp_mip_obj_val(p))));
 	if (b > ti->bound + 1e-9 * fabs(b)) {
 		ti->bound = b;
 		ti->t_rise = now_ms();
 	}
-	if (now_ms() - ti->t_rise > env_int("BOUND_STALL", MIP_STALL_MS))
+	if (now_ms() - ti->t_rise > MIP_STALL_MS)
 		glp_ios_terminate(t);
 }
 
 /*
- * Branch and cut from the LP with its cuts (@obj, bytes): the bound it
- * proves in MIP_MS at most.
+ * Branch and cut from the LP with its cuts (bi->bound): the bound it proves
+ * in MIP_MS at most, and its best integral point (bi->incumbent: the
+ * model's optimum lies between the two).
  */
-static double cover_mip(struct cover *c, double obj, enum bound_kind *kind)
+static void cover_mip(struct cover *c, struct bound_info *bi)
 {
 	struct tree_info ti = { -INFINITY, now_ms() };
 	glp_iocp iparm;
-	int ret;
+	int ret, st;
 
 	glp_init_iocp(&iparm);
 	iparm.msg_lev = GLP_MSG_OFF;
 	iparm.presolve = GLP_OFF;	/* the tree then works on this very model */
-	iparm.tm_lim = env_int("BOUND_MS", MIP_MS);
+	iparm.tm_lim = MIP_MS;
 	iparm.mip_gap = 0;
 	iparm.mir_cuts = GLP_ON;
 	iparm.cb_func = tree_bound_cb;
 	iparm.cb_info = &ti;
 	ret = glp_intopt(c->lp, &iparm);
-	if (getenv("BOUND_DEBUG"))
-		fprintf(stderr, "  [intopt %d, status %d, incumbent %.1f, tree %.1f]\n", ret,
-			glp_mip_status(c->lp), glp_mip_obj_val(c->lp), ti.bound);
-	if (ret == 0 && glp_mip_status(c->lp) == GLP_OPT) {
-		*kind = BOUND_MIP;
-		return glp_mip_obj_val(c->lp) * MiB;
+	st = glp_mip_status(c->lp);
+	if (st == GLP_OPT || st == GLP_FEAS)
+		bi->incumbent = glp_mip_obj_val(c->lp) * MiB;
+	if (ret == 0 && st == GLP_OPT) {
+		bi->kind = BOUND_MIP;
+		bi->bound = bi->incumbent;
+	} else if (ti.bound * MiB > bi->bound * (1 + 1e-9)) {	/* stopped: what it proved */
+		bi->kind = BOUND_TREE;
+		bi->bound = ti.bound * MiB;
 	}
-	if (ti.bound * MiB > obj * (1 + 1e-9)) {	/* stopped: what the tree proved */
-		*kind = BOUND_TREE;
-		return ti.bound * MiB;
-	}
-	return obj;
 }
 
 /*
@@ -379,6 +376,7 @@ double cover_bound(const struct graph *g, const struct model *m, uint64_t budget
 	uint32_t v, s;
 
 	memset(bi, 0, sizeof(*bi));
+	bi->incumbent = -1;
 	bi->kind = BOUND_NONE;
 	for (v = 0; v < g->n_vals; v++)
 		for (s = life_lo(m, v); s < m->hi[v]; s++)
@@ -397,11 +395,7 @@ double cover_bound(const struct graph *g, const struct model *m, uint64_t budget
 			bi->kind = BOUND_KC;
 	}
 	if (bi->bound * MIP_CLOSE < best)
-		bi->bound = cover_mip(&c, bi->bound, &bi->kind);
-	if (getenv("BOUND_DEBUG"))
-		fprintf(stderr, "  [%s %.1f MiB: LP %.1f, KC %.1f (%d cuts), %d gap columns, %s %.1f]\n",
-			g->name, (double)budget / MiB, bi->lp / MiB, bi->kc / MiB, bi->n_cuts,
-			c.n_gap, bound_kind_name(bi->kind), bi->bound / MiB);
+		cover_mip(&c, bi);
 out:
 	cover_free(&c);
 	free(deficit);
@@ -419,24 +413,26 @@ const char *bound_kind_name(enum bound_kind k)
 }
 
 /*
- * Every bound must lie between the plain LP optimum (a relaxation of each)
- * and the bytes of every feasible plan: ortmem's (validated) and Belady's
- * both map to integral points of the covering model.  Outside that range
- * the model or its tightening is wrong, so say so loudly rather than print
- * a ratio against it.  The slack covers GLPK's tolerances on values scaled
- * to MiB.
+ * Every bound must lie between the LP optimum (a relaxation of each) and
+ * the bytes of every integral point of the covering model known: GLPK's
+ * incumbent, ortmem's plan (validated) and Belady's, which both map to
+ * integral points.  Outside that range the model or a cut is wrong, so say
+ * so loudly rather than print a ratio against it.  The slack covers GLPK's
+ * tolerances on values scaled to MiB.
  */
-bool mip_check(const struct graph *g, uint64_t budget, double mip, double lp,
-	       uint64_t moved, uint64_t bel)
+bool bound_check(const struct graph *g, uint64_t budget, const struct bound_info *bi,
+		 uint64_t moved, uint64_t bel)
 {
-	double eps = 1e-6 * fmax((double)MiB, lp);
+	double eps = 1e-6 * fmax((double)MiB, bi->lp), b = bi->bound;
 
-	if (mip + eps >= lp && mip <= (double)moved + eps &&
-	    (bel == UINT64_MAX || mip <= (double)bel + eps))
+	if (b + eps >= bi->lp && b <= (double)moved + eps &&
+	    (bel == UINT64_MAX || b <= (double)bel + eps) &&
+	    (bi->incumbent < 0 || b <= bi->incumbent + eps))
 		return false;
-	printf("!!! WARNING: %s at %.1f MiB: bound %.1f outside [LP %.1f, min(ortmem %.1f,"
-	       " Belady %.1f)]: the covering model is wrong\n", g->name, (double)budget / MiB,
-	       mip / MiB, lp / MiB, (double)moved / MiB,
-	       bel == UINT64_MAX ? -1.0 : (double)bel / MiB);
+	printf("!!! WARNING: %s at %.1f MiB: bound %.1f %s outside [LP %.1f, min(ortmem %.1f,"
+	       " Belady %.1f, incumbent %.1f)]: the covering model is wrong\n", g->name,
+	       (double)budget / MiB, b / MiB, bound_kind_name(bi->kind), bi->lp / MiB,
+	       (double)moved / MiB, bel == UINT64_MAX ? -1.0 : (double)bel / MiB,
+	       bi->incumbent / MiB);
 	return true;
 }
