@@ -54,8 +54,8 @@ enum bound_kind { BOUND_NONE, BOUND_LP, BOUND_KC, BOUND_TREE, BOUND_MIP, BOUND_K
 
 /*
  * Effort on the bound, per case; none of these affects its validity, only
- * how high it gets and the bench's time (40 s in all, on the shared 2-core
- * machine).  No more is spent once the bound is within MIP_CLOSE of the
+ * how high it gets and the bench's time (24-29 s of a 29-36 s run on the
+ * shared 2-core machine).  No more is spent once the bound is within MIP_CLOSE of the
  * best plan known (1 %, below the bench's printed precision of the
  * ratios that matter).  Knapsack cover cuts: at most KC_ROUNDS rounds or
  * KC_MS, stopping after KC_STALL_ROUNDS rounds that each raise the LP by

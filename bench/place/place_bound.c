@@ -343,10 +343,11 @@ static void cover_mip(struct cover *c, struct bound_info *bi)
  * whether value v is written out; min sum w_v size_v + sum x_g size_v (gaps a
  * touch closes) s.t. at each step the off gaps cover the deficit, and
  * w_v >= x_g.  Returns the best proven lower bound on the bytes of any
- * feasible plan; sets *lp_out to the LP optimum (the floor the caller
- * checks the bound against; -1 if the simplex failed) and *kind to what
- * the bound is.  @best: the fewest bytes of a feasible plan known (ortmem's,
- * Belady's): once the bound is within MIP_CLOSE of it, no more is spent.
+ * feasible plan, and fills @bi: each stage's value (the LP is the floor the
+ * caller checks the bound against; -1 if the simplex failed), the kind of
+ * bound returned, the MIP's incumbent.  @best: the fewest bytes of a
+ * feasible plan known (ortmem's, Belady's): once the bound is within
+ * MIP_CLOSE of it, no more is spent.
  *
  * Why the model's integral optimum is a lower bound on any feasible plan:
  * map a plan to the model by setting x_g = 1 when the buffer is off the
