@@ -55,12 +55,12 @@ enum bound_kind { BOUND_NONE, BOUND_LP, BOUND_KC, BOUND_TREE, BOUND_MIP, BOUND_K
 /*
  * Effort on the bound, per case; none of these affects its validity, only
  * how high it gets and the bench's time (24-29 s of a 29-36 s run on the
- * shared 2-core machine).  No more is spent once the bound is within MIP_CLOSE of the
- * best plan known (1 %, below the bench's printed precision of the
- * ratios that matter).  Knapsack cover cuts: at most KC_ROUNDS rounds or
- * KC_MS, stopping after KC_STALL_ROUNDS rounds that each raise the LP by
- * less than KC_STALL (relative); a cut is added when violated by more
- * than KC_TOL of its right-hand side (well above GLPK's feasibility
+ * shared 2-core machine).  No more is spent once the bound is within
+ * MIP_CLOSE of the best plan known (1 %: the last line's ratios, printed
+ * to two decimals, would barely move).  Knapsack cover cuts: at most
+ * KC_ROUNDS rounds or KC_MS, stopping after KC_STALL_ROUNDS rounds that
+ * each raise the LP by less than KC_STALL (relative); a cut is added when
+ * violated by more than KC_TOL of its right-hand side (well above GLPK's feasibility
  * tolerance of 1e-7, so a cut the LP meets up to rounding is not added
  * again).  The branch and cut then runs MIP_MS at most, stopping once its
  * bound has not risen for MIP_STALL_MS (where it rises, it does so in the
