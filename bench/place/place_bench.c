@@ -555,7 +555,8 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		       " [LP %.1f, +KC %.1f, model <= %.1f] %5.0f ms  (%.3fx bound, %.3fx Belady)  solve %.2f ms [%.2f-%.2f]"
 		       "  Belady+offsets %.1f (%.3fx)  on-device moves %.1f MiB, no moves %.1f MiB (%.3fx Belady, solve %.2f ms)\n",
 		       pct[i] ? pct[i] : 0, (double)budget / MiB, (double)r.moved / MiB,
-		       (double)r.moved_lo / MiB, (double)r.moved_hi / MiB, (double)bel / MiB, bound / MiB, bound_kind_name(bi.kind), bi.lp / MiB, bi.kc / MiB,
+		       (double)r.moved_lo / MiB, (double)r.moved_hi / MiB, (double)bel / MiB, bound / MiB,
+		       bound_kind_name(bi.kind), bi.lp / MiB, bi.kc / MiB,
 		       model_up(&bi, r.moved, bel) / MiB, bi.ms, x, y, r.ms[RUNS / 2], r.ms[0],
 		       r.ms[RUNS - 1], bel_off == UINT64_MAX ? -1.0 : (double)bel_off / MiB,
 		       bel_off && bel_off != UINT64_MAX ? (double)r.moved / (double)bel_off : 0.0,

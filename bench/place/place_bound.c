@@ -281,8 +281,8 @@ struct tree_info {
  * The branch and cut's proven global bound so far: the best local bound
  * over the active nodes (every integral point of the model lies in some
  * active node's box, or was cut off as no better than the incumbent, less
- * GLPK's default tol_obj of 1e-7 relative), and no more than the incumbent.  It only rises as the search goes on, so the
- * highest seen is kept.  The search stops once that bound has not risen
+ * GLPK's default tol_obj of 1e-7 relative), and no more than the incumbent.
+ * It only rises as the search goes on, so the highest seen is kept.  The search stops once that bound has not risen
  * for MIP_STALL_MS (the training graphs: many equal-cost fractional covers,
  * the bound stays at the LP however long it runs).
  */
