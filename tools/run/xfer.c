@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "refuse.h"
 #include "xfer.h"
 
 /* ---- copies within host memory ---- */
@@ -79,13 +80,11 @@ static int copy(struct xfer *x, const struct xfer_item *it)
 
 static void copy_failed(struct xfer *x, const struct xfer_item *it, int ret)
 {
-	const struct ortmem_error *e = ortmem_last_error();
-
 	snprintf(x->errmsg, sizeof(x->errmsg), "%s value %u (%" PRIu64 " bytes) %s %s: %s",
 		 it->dir == ORTMEM_PLAN_XFER_IN ? "reading back" : "writing out",
 		 it->value, it->len, it->dir == ORTMEM_PLAN_XFER_IN ? "from" : "to",
 		 it->tier == ORTMEM_TIER_DISK ? "disk" : "host memory",
-		 e && e->code == ret ? ortmem_last_error_message() : strerror(-ret));
+		 run_error_text(ret));
 }
 
 const char *xfer_error(const struct xfer *x)
