@@ -41,17 +41,14 @@ struct gov_prefix {
 	struct gov_prefix *next;
 };
 
-/* Unmap and free @p (no sharer left), and give its charge back. */
+/* Unmap @p (no sharer left) and give its charge back; it waits in
+ * prefix_dead for prefix_reap(), which the caller runs after unlocking. */
 static void prefix_destroy_locked(struct ortmem_gov *gov, struct gov_prefix *p,
 				  bool release_lease)
 {
 	struct gov_prefix **pp;
 
 	p->ops.destroy(p->ctx, p->phys, p->addr, p->size);
-	/* The pair of create's attach: may end the ctx (a device handle
-	 * closed while the prefix lived), so after the last hook. */
-	if (p->ops.detach)
-		p->ops.detach(p->ctx);
 	atomic_fetch_sub(&gov->reg.shared[p->tier], p->size);
 	gov->reg.prefixes[p->tier]--;
 	for (pp = &gov->reg.prefix_list; *pp; pp = &(*pp)->next)
@@ -64,7 +61,33 @@ static void prefix_destroy_locked(struct ortmem_gov *gov, struct gov_prefix *p,
 	    ortmem_gov_release_as(gov, p->owner, gov->reg.prefix_auth, 0))
 		pr_err("releasing shared prefix %#" PRIx64 ": %s",
 		       p->owner.id, ortmem_last_error_message());
-	free(p);
+	p->next = gov->reg.prefix_dead;
+	gov->reg.prefix_dead = p;
+}
+
+/*
+ * Run the detach hooks of the prefixes destroyed so far, and free them;
+ * called without gov->lock.  Detach is the pair of create's attach: it may
+ * end the ctx (the device's ops drop their handle reference, and the last
+ * one closes the device), so it runs after the prefix's last hook, and
+ * outside the lock, as the demote and promote hooks do: a hook that calls
+ * into the device layer, or back into the governor, must not find the
+ * lock held.  Whichever thread takes the list runs each detach once.
+ */
+static void prefix_reap(struct ortmem_gov *gov)
+{
+	struct gov_prefix *p, *next;
+
+	pthread_mutex_lock(&gov->lock);
+	p = gov->reg.prefix_dead;
+	gov->reg.prefix_dead = NULL;
+	pthread_mutex_unlock(&gov->lock);
+	for (; p; p = next) {
+		next = p->next;
+		if (p->ops.detach)
+			p->ops.detach(p->ctx);
+		free(p);
+	}
 }
 
 /* ortmem_gov_drain() of @tier: every prefix and sharer there goes.  The
@@ -172,8 +195,10 @@ static int prefix_auth_locked(struct ortmem_gov *gov)
 		return 0;
 	ret = ortmem__reg_add(gov, GOV_REG_AUTH, "shared-prefix",
 			      &gov->reg.prefix_auth);
-	if (!ret)
+	if (!ret) {
 		gov->reg.prefix_drain = prefix_drain;
+		gov->reg.prefix_reap = prefix_reap;
+	}
 	return ret;
 }
 
@@ -270,6 +295,7 @@ ORTMEM_API int ortmem_prefix_release(struct ortmem_prefix *pub)
 	}
 	prefix_destroy_locked(gov, p, true);
 	pthread_mutex_unlock(&gov->lock);
+	prefix_reap(gov);
 	return 0;
 }
 
@@ -427,6 +453,7 @@ ORTMEM_API int ortmem_prefix_unbind(struct ortmem_gov *gov,
 	if (!p->sharers && p->owner_released)
 		prefix_destroy_locked(gov, p, true);
 	pthread_mutex_unlock(&gov->lock);
+	prefix_reap(gov);
 	free(sh);
 	return 0;
 }
