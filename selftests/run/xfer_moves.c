@@ -15,7 +15,9 @@
  *    ranges that values leave (by eviction or by a move) poisoned;
  *  - the bytes moved within the arena are the plan's move_bytes, those
  *    the schedule lists and the steps' device_move; in and out as before;
- *  - skipping any of a plan's moves changes an output.
+ *  - skipping any of a plan's moves changes an output;
+ *  - each write-out starts once its value is produced (the plan's
+ *    earliest), or after its value's move when it moves in between.
  * Then the same on a GPU's arena (the fake driver beside the device tests,
  * unless ORTMEM_CUDA_LIBRARY names another): the copies and moves are
  * devtier.c's, and each step pulls its inputs to the host mirror and
@@ -241,7 +243,7 @@ static void free_ref(uint8_t **ref, uint32_t n)
 
 TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 {
-	uint32_t g, b, plans = 0, moving = 0, dropped = 0;
+	uint32_t g, b, plans = 0, moving = 0, dropped = 0, outs_ahead = 0, outs_held = 0;
 
 	for (g = 0; g < GRAPHS; g++) {
 		struct acts u = { 0 };
@@ -274,6 +276,11 @@ TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 			ASSERT_EQ(x.moved_in, a.stats.prefetch_bytes);
 			ASSERT_EQ(x.moved_out, a.stats.spill_bytes);
 			ASSERT_EQ(!!x.n_moves, !!a.stats.move_bytes);
+			/* Each write-out started where the plan allows, unless
+			 * its value moved in between (then after the move). */
+			ASSERT_EQ(x.outs_issued_ahead, x.n_outs_ahead);
+			outs_ahead += x.n_outs_ahead;
+			outs_held += x.n_outs_held;
 			n = x.n_moves;
 			xfer_close(&x);
 			moving += n > 0;
@@ -294,9 +301,13 @@ TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 		free_ref(ref, u.n_values);
 		acts_free(&u);
 	}
-	TH_LOG("%u plans, %u with moves, %u moves skipped and caught", plans, moving, dropped);
-	/* The point of the test: some plans move values. */
+	TH_LOG("%u plans, %u with moves, %u moves skipped and caught; %u write-outs started ahead of their step, %u of them held back by a move",
+	       plans, moving, dropped, outs_ahead, outs_held);
+	/* The point of the test: some plans move values, and some values
+	 * move between their production and their write-out. */
 	ASSERT_GT(moving, 0);
+	ASSERT_GT(outs_ahead, 0);
+	ASSERT_GT(outs_held, 0);
 }
 
 static uint64_t d2d_bytes(struct devtier *d)
