@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gov_internal.h"
+#include "../host/host_internal.h"
 
 const struct ortmem_share_ops *ortmem__share_memfd(void);
 
@@ -320,6 +321,27 @@ ORTMEM_API int ortmem_prefix_info(struct ortmem_prefix *pub,
 	return 0;
 }
 
+/*
+ * What the library can check of a range the caller says it reserved, on
+ * top of the share ops' own checks (the host's: page-aligned, anonymous
+ * PROT_NONE in /proc/self/maps): that none of it is a buffer of ortmem's
+ * host tier.  A demoted buffer of the mlock fallback is anonymous
+ * PROT_NONE too, so the maps cannot tell it from a reservation; mapping
+ * a prefix over it would lose its bytes' home when it is promoted.  Whose
+ * reservation a PROT_NONE range is, the library cannot know: the caller's
+ * promise (ortmem_prefix_create(3)).
+ */
+static int bind_at_check(const struct gov_prefix *p, uint64_t at, uint64_t total)
+{
+	struct ortmem__host_buf b;
+
+	if (p->tier != ORTMEM_TIER_HOST || !ortmem__host_owned(at, total, &b))
+		return 0;
+	return ortmem__err_invalid(p->tier, total,
+		"the range at %#" PRIx64 " (%" PRIu64 " bytes) overlaps %s buffer of ortmem's host tier at %p (%" PRIu64 " bytes): ortmem's memory, not address space the caller reserved; nothing was mapped",
+		at, total, b.demoted ? "a demoted" : "a live", b.ptr, b.size);
+}
+
 /* A sharer of @p in a range of its own (@at 0) or in the caller's at @at. */
 static int prefix_bind(struct gov_prefix *p, uint64_t tail, uint64_t at,
 		       struct ortmem_handle *hp, void **addrp)
@@ -342,6 +364,9 @@ static int prefix_bind(struct gov_prefix *p, uint64_t tail, uint64_t at,
 		return ortmem__err_invalid(p->tier, tail,
 			"the range at %#" PRIx64 " of %" PRIu64 " bytes wraps around the address space",
 			at, p->size + tail);
+	ret = at ? bind_at_check(p, at, p->size + tail) : 0;
+	if (ret)
+		return ret;
 	gov = p->gov;
 	sh = calloc(1, sizeof(*sh));
 	if (!sh)
