@@ -41,6 +41,7 @@
 #include "run/devtier.h"
 #include "run/model.h"
 #include "run/procio.h"
+#include "run/refuse.h"
 #include "run/report.h"
 #include "run/xfer.h"
 
@@ -318,12 +319,7 @@ static void layer_put(struct source *s, uint32_t l, uint32_t pass)
 
 static int fail(const char *what, int ret)
 {
-	const struct ortmem_error *e = ortmem_last_error();
-
-	if (e && e->code == ret)
-		fprintf(stderr, "ortmem-run: %s: %s\n", what, ortmem_last_error_message());
-	else
-		fprintf(stderr, "ortmem-run: %s: %s\n", what, strerror(-ret));
+	fprintf(stderr, "ortmem-run: %s: %s\n", what, run_error_text(ret));
 	return 1;
 }
 

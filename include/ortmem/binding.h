@@ -180,7 +180,10 @@ struct ortmem_share_ops {
 	 * gone (after destroy, or when the create fails).  The device's ops
 	 * take a reference to the handle here, so that its CUDA context and
 	 * memory outlive the prefix and its sharers, whatever the order of
-	 * ortmem_device_close() and the prefix's release. */
+	 * ortmem_device_close() and the prefix's release.  detach runs
+	 * without the governor's lock, as attach and create do (it may end
+	 * the ctx, and call the governor); map, map_at, unmap, unmap_at
+	 * and destroy run under it. */
 	void (*attach)(void *ctx);
 	void (*detach)(void *ctx);
 };

@@ -312,8 +312,13 @@ struct gov_registry {
 	_Atomic uint64_t shared[ORTMEM_TIER_COUNT];
 	uint64_t prefixes[ORTMEM_TIER_COUNT], sharers[ORTMEM_TIER_COUNT];
 	struct gov_prefix *prefix_list;
-	/* Set by the first prefix (gov_prefix.c sits above gov_mech.c). */
+	/* Destroyed prefixes whose detach hook has yet to run: it runs
+	 * outside gov->lock (prefix_reap), as it may call the governor. */
+	struct gov_prefix *prefix_dead;
+	/* Set by the first prefix (gov_prefix.c sits above gov_mech.c);
+	 * prefix_reap is called without gov->lock. */
 	void (*prefix_drain)(struct ortmem_gov *gov, int tier);
+	void (*prefix_reap)(struct ortmem_gov *gov);
 };
 
 /* Prefetch counters: gov_prefetch.c counts, gov_publish.c copies. */

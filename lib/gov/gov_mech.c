@@ -134,6 +134,7 @@ void ortmem__mech_drain(struct ortmem_gov *gov, struct ortmem_mechanism *out,
 			size_t max)
 {
 	struct ortmem_gov_stats st = { .sz = sizeof(st) };
+	void (*reap)(struct ortmem_gov *gov) = NULL;
 	struct ortmem_mechanism m;
 	int t;
 
@@ -157,6 +158,7 @@ void ortmem__mech_drain(struct ortmem_gov *gov, struct ortmem_mechanism *out,
 		/* Prefixes live above this file: reached through a pointer. */
 		if (gov->reg.prefix_drain)
 			gov->reg.prefix_drain(gov, t);
+		reap = gov->reg.prefix_reap;
 		if (m.bindings)
 			mech_free_tier_locked(gov, t);
 		atomic_store(&gov->reg.mech[t], ORTMEM_MECH_RETIRED);
@@ -166,6 +168,9 @@ void ortmem__mech_drain(struct ortmem_gov *gov, struct ortmem_mechanism *out,
 			out[t].lifecycle = ORTMEM_MECH_RETIRED;
 		}
 	}
+	/* The drained prefixes' detach hooks, without the lock. */
+	if (reap)
+		reap(gov);
 }
 
 ORTMEM_API int ortmem_gov_drain(struct ortmem_gov *gov,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gov_internal.h"
+#include "../host/host_internal.h"
 
 const struct ortmem_share_ops *ortmem__share_memfd(void);
 
@@ -41,17 +42,14 @@ struct gov_prefix {
 	struct gov_prefix *next;
 };
 
-/* Unmap and free @p (no sharer left), and give its charge back. */
+/* Unmap @p (no sharer left) and give its charge back; it waits in
+ * prefix_dead for prefix_reap(), which the caller runs after unlocking. */
 static void prefix_destroy_locked(struct ortmem_gov *gov, struct gov_prefix *p,
 				  bool release_lease)
 {
 	struct gov_prefix **pp;
 
 	p->ops.destroy(p->ctx, p->phys, p->addr, p->size);
-	/* The pair of create's attach: may end the ctx (a device handle
-	 * closed while the prefix lived), so after the last hook. */
-	if (p->ops.detach)
-		p->ops.detach(p->ctx);
 	atomic_fetch_sub(&gov->reg.shared[p->tier], p->size);
 	gov->reg.prefixes[p->tier]--;
 	for (pp = &gov->reg.prefix_list; *pp; pp = &(*pp)->next)
@@ -64,7 +62,33 @@ static void prefix_destroy_locked(struct ortmem_gov *gov, struct gov_prefix *p,
 	    ortmem_gov_release_as(gov, p->owner, gov->reg.prefix_auth, 0))
 		pr_err("releasing shared prefix %#" PRIx64 ": %s",
 		       p->owner.id, ortmem_last_error_message());
-	free(p);
+	p->next = gov->reg.prefix_dead;
+	gov->reg.prefix_dead = p;
+}
+
+/*
+ * Run the detach hooks of the prefixes destroyed so far, and free them;
+ * called without gov->lock.  Detach is the pair of create's attach: it may
+ * end the ctx (the device's ops drop their handle reference, and the last
+ * one closes the device), so it runs after the prefix's last hook, and
+ * outside the lock, as the demote and promote hooks do: a hook that calls
+ * into the device layer, or back into the governor, must not find the
+ * lock held.  Whichever thread takes the list runs each detach once.
+ */
+static void prefix_reap(struct ortmem_gov *gov)
+{
+	struct gov_prefix *p, *next;
+
+	pthread_mutex_lock(&gov->lock);
+	p = gov->reg.prefix_dead;
+	gov->reg.prefix_dead = NULL;
+	pthread_mutex_unlock(&gov->lock);
+	for (; p; p = next) {
+		next = p->next;
+		if (p->ops.detach)
+			p->ops.detach(p->ctx);
+		free(p);
+	}
 }
 
 /* ortmem_gov_drain() of @tier: every prefix and sharer there goes.  The
@@ -172,8 +196,10 @@ static int prefix_auth_locked(struct ortmem_gov *gov)
 		return 0;
 	ret = ortmem__reg_add(gov, GOV_REG_AUTH, "shared-prefix",
 			      &gov->reg.prefix_auth);
-	if (!ret)
+	if (!ret) {
 		gov->reg.prefix_drain = prefix_drain;
+		gov->reg.prefix_reap = prefix_reap;
+	}
 	return ret;
 }
 
@@ -270,6 +296,7 @@ ORTMEM_API int ortmem_prefix_release(struct ortmem_prefix *pub)
 	}
 	prefix_destroy_locked(gov, p, true);
 	pthread_mutex_unlock(&gov->lock);
+	prefix_reap(gov);
 	return 0;
 }
 
@@ -294,6 +321,27 @@ ORTMEM_API int ortmem_prefix_info(struct ortmem_prefix *pub,
 	return 0;
 }
 
+/*
+ * What the library can check of a range the caller says it reserved, on
+ * top of the share ops' own checks (the host's: page-aligned, anonymous
+ * PROT_NONE in /proc/self/maps): that none of it is a buffer of ortmem's
+ * host tier.  A demoted buffer of the mlock fallback is anonymous
+ * PROT_NONE too, so the maps cannot tell it from a reservation; mapping
+ * a prefix over it would lose its bytes' home when it is promoted.  Whose
+ * reservation a PROT_NONE range is, the library cannot know: the caller's
+ * promise (ortmem_prefix_create(3)).
+ */
+static int bind_at_check(const struct gov_prefix *p, uint64_t at, uint64_t total)
+{
+	struct ortmem__host_buf b;
+
+	if (p->tier != ORTMEM_TIER_HOST || !ortmem__host_owned(at, total, &b))
+		return 0;
+	return ortmem__err_invalid(p->tier, total,
+		"the range at %#" PRIx64 " (%" PRIu64 " bytes) overlaps %s buffer of ortmem's host tier at %p (%" PRIu64 " bytes): ortmem's memory, not address space the caller reserved; nothing was mapped",
+		at, total, b.demoted ? "a demoted" : "a live", b.ptr, b.size);
+}
+
 /* A sharer of @p in a range of its own (@at 0) or in the caller's at @at. */
 static int prefix_bind(struct gov_prefix *p, uint64_t tail, uint64_t at,
 		       struct ortmem_handle *hp, void **addrp)
@@ -316,6 +364,9 @@ static int prefix_bind(struct gov_prefix *p, uint64_t tail, uint64_t at,
 		return ortmem__err_invalid(p->tier, tail,
 			"the range at %#" PRIx64 " of %" PRIu64 " bytes wraps around the address space",
 			at, p->size + tail);
+	ret = at ? bind_at_check(p, at, p->size + tail) : 0;
+	if (ret)
+		return ret;
 	gov = p->gov;
 	sh = calloc(1, sizeof(*sh));
 	if (!sh)
@@ -427,6 +478,7 @@ ORTMEM_API int ortmem_prefix_unbind(struct ortmem_gov *gov,
 	if (!p->sharers && p->owner_released)
 		prefix_destroy_locked(gov, p, true);
 	pthread_mutex_unlock(&gov->lock);
+	prefix_reap(gov);
 	free(sh);
 	return 0;
 }

@@ -69,6 +69,49 @@ static int host_pick_backend(struct ortmem_host *host, uint32_t flags,
 	return 0;
 }
 
+/* Every open host allocator, for ortmem__host_owned(). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ortmem_host *open_hosts;
+
+struct owned_walk {
+	uint64_t addr, len;
+	struct ortmem__host_buf *hit;
+	bool found;
+};
+
+static void owned_visit(const void *node, VISIT which, void *arg)
+{
+	const struct ortmem__host_buf *b = *(struct ortmem__host_buf *const *)node;
+	struct owned_walk *w = arg;
+	uint64_t p = (uint64_t)(uintptr_t)b->ptr;
+
+	if ((which == postorder || which == leaf) && !w->found &&
+	    p < w->addr + w->len && w->addr < p + b->size) {
+		*w->hit = *b;
+		w->found = true;
+	}
+}
+
+bool ortmem__host_owned(uint64_t addr, uint64_t len,
+			struct ortmem__host_buf *hit)
+{
+	struct owned_walk w = { .addr = addr, .len = len, .hit = hit };
+	struct ortmem_host *host;
+
+	if (!len || addr > UINT64_MAX - len)
+		return false;
+	/* Every buffer, not a lookup: the tree is ordered by start only, and
+	 * a bind into a reservation is rare next to the mmap it costs. */
+	pthread_mutex_lock(&open_lock);
+	for (host = open_hosts; host && !w.found; host = host->next_open) {
+		pthread_mutex_lock(&host->lock);
+		twalk_r(host->bufs, owned_visit, &w);
+		pthread_mutex_unlock(&host->lock);
+	}
+	pthread_mutex_unlock(&open_lock);
+	return w.found;
+}
+
 ORTMEM_API int ortmem_host_open(const struct ortmem_host_opts *opts,
 				struct ortmem_host **hostp)
 {
@@ -112,6 +155,10 @@ ORTMEM_API int ortmem_host_open(const struct ortmem_host_opts *opts,
 		return ret;
 	}
 	pr_debug("host tier: %s backend", ortmem_host_backend_name(host->ops->backend));
+	pthread_mutex_lock(&open_lock);
+	host->next_open = open_hosts;
+	open_hosts = host;
+	pthread_mutex_unlock(&open_lock);
 	*hostp = host;
 	return 0;
 }
@@ -137,8 +184,17 @@ ORTMEM_API void ortmem_host_close(struct ortmem_host *host)
 {
 	static pthread_mutex_t close_lock = PTHREAD_MUTEX_INITIALIZER;
 
+	struct ortmem_host **pp;
+
 	if (!host)
 		return;
+	pthread_mutex_lock(&open_lock);
+	for (pp = &open_hosts; *pp; pp = &(*pp)->next_open)
+		if (*pp == host) {
+			*pp = host->next_open;
+			break;
+		}
+	pthread_mutex_unlock(&open_lock);
 	/* tdestroy's callback has no argument: one close at a time. */
 	pthread_mutex_lock(&close_lock);
 	closing_host = host;

@@ -116,6 +116,7 @@ struct ortmem_host {
 	struct ortmem__fixed *fixed;	/* the spill's registry, a reference */
 	bool fixed_on;			/* the probe said yes: register */
 	struct ortmem__fixed_user fixed_user;	/* joined while @fixed is set */
+	struct ortmem_host *next_open;	/* host.c's list of open allocators */
 };
 
 /* host_fixed.c, host lock held: attach to @spill's rings (NULL: detach),
@@ -136,6 +137,16 @@ void ortmem__host_drop_extent(struct ortmem_host *host,
 			      struct ortmem__host_buf *b);
 /* host_spill.c: the demotion mode of @host (enum ortmem_host_spill_mode). */
 int ortmem__host_spill_mode(const struct ortmem_host *host);
+
+/*
+ * host.c: whether [addr, addr + len) overlaps a live buffer of any open
+ * host allocator of this process; the first found in *@hit (a copy).  For
+ * a caller handing a range over as its own reservation (a demoted
+ * buffer of the mlock fallback is anonymous PROT_NONE, as one is).
+ * Takes each allocator's lock: call it without one held.
+ */
+bool ortmem__host_owned(uint64_t addr, uint64_t len,
+			struct ortmem__host_buf *hit);
 
 extern const struct ortmem__host_ops ortmem__host_module_ops;
 extern const struct ortmem__host_ops ortmem__host_mlock_ops;

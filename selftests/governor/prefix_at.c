@@ -6,7 +6,8 @@
  * exactly there, the bytes are still charged once, and unbinding (or the
  * governor's close) gives the range back reserved, not unmapped.  A range
  * that is not the caller's reservation (its own memory, a misaligned or
- * overhanging range) is refused and left as it was.
+ * overhanging range, a buffer of ortmem's host tier, live or demoted) is
+ * refused and left as it was.
  */
 #include <signal.h>
 #include <sys/mman.h>
@@ -160,6 +161,60 @@ TEST_F(pat, a_range_that_is_not_a_reservation_is_refused_untouched)
 	EXPECT_TRUE(reserved(self->res, RES_PAGES));
 	EXPECT_EQ(0, ortmem_prefix_release(p));
 	EXPECT_EQ(0, host_used(self->gov));
+}
+
+/*
+ * A buffer of ortmem's own host tier is no reservation of the caller's,
+ * even where /proc/self/maps cannot tell: the mlock fallback's demoted
+ * buffer is anonymous PROT_NONE, as a reservation is.  Binding over it
+ * (or over a live one) is refused, naming the buffer, and its bytes come
+ * back from the spill file intact.
+ */
+TEST_F(pat, a_buffer_of_the_host_tier_is_refused)
+{
+	ORTMEM_OPTS(ortmem_host_opts, ho, .flags = ORTMEM_HOST_FORCE_MLOCK);
+	ORTMEM_OPTS(ortmem_spill_opts, so, .grow_bytes = 4 * MIB);
+	uint64_t plen = page, tail = page, i;
+	struct ortmem_spill *spill;
+	struct ortmem_host *host;
+	struct ortmem_handle s;
+	struct ortmem_prefix *p;
+	char dir[] = "/var/tmp/ortmem-prefix-at.XXXXXX", *buf;
+
+	ASSERT_NONNULL(mkdtemp(dir));
+	so.dir = dir;
+	if (ortmem_spill_open(&so, &spill)) {
+		rmdir(dir);
+		SKIP("spill engine unavailable: %s", ortmem_last_error_message());
+	}
+	ASSERT_EQ(0, ortmem_host_open(&ho, &host));
+	ASSERT_EQ(0, ortmem_host_set_spill(host, spill));
+	ASSERT_EQ(0, ortmem_host_alloc(host, 4 * page, -1, (void **)&buf));
+	for (i = 0; i < 4 * page; i++)
+		buf[i] = (char)(i * 7);
+	ASSERT_EQ(0, ortmem_prefix_create(self->gov, ORTMEM_TIER_HOST, ORTMEM_ROLE_KV_CACHE,
+					  plen, 0, NULL, NULL, &p, NULL));
+	/* Live: refused, and its bytes are still there. */
+	EXPECT_EQ(-EINVAL, ortmem_prefix_bind_at(p, tail, buf + page, &s));
+	EXPECT_NE(NULL, strstr(ortmem_last_error_message(), "a live buffer of ortmem's host tier"));
+	EXPECT_EQ((char)(page * 7), buf[page]);
+	/* Demoted: anonymous PROT_NONE now, as a reservation is. */
+	ASSERT_EQ(0, ortmem_host_demote(host, buf));
+	EXPECT_TRUE(reserved(buf, 4));
+	EXPECT_EQ(-EINVAL, ortmem_prefix_bind_at(p, tail, buf + 2 * page, &s));
+	TH_LOG("%s", ortmem_last_error_message());
+	EXPECT_NE(NULL, strstr(ortmem_last_error_message(), "a demoted buffer of ortmem's host tier"));
+	EXPECT_EQ(plen, host_used(self->gov));
+	ASSERT_EQ(0, ortmem_host_promote(host, buf));
+	for (i = 0; i < 4 * page && buf[i] == (char)(i * 7); i++)
+		;
+	EXPECT_EQ(4 * page, i);
+	/* Freed, the range is no one's: the caller's reservation may take it. */
+	EXPECT_EQ(0, ortmem_prefix_release(p));
+	EXPECT_EQ(0, ortmem_host_free(host, buf));
+	ortmem_host_close(host);
+	ortmem_spill_close(spill);
+	rmdir(dir);
 }
 
 TEST_HARNESS_MAIN

@@ -4,11 +4,29 @@
  * host buffers the CPU arithmetic works in.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "devtier.h"
+#include "refuse.h"
 #include "xfer.h"
+
+/* @what's range [off, off + len) does not lie within @size bytes: the
+ * schedule's ranges were checked against the arena before the run, so
+ * this is ortmem-run's bug, said as such. */
+static int range_refused(const char *what, uint64_t off, uint64_t len,
+			 const char *within, uint64_t size)
+{
+	return run_refuse(ORTMEM_TIER_DEVICE, len, size, "%s [%" PRIu64 ", +%" PRIu64 ") does not lie within the %s of %" PRIu64 " bytes (an ortmem-run bug)",
+		      what, off, len, within, size);
+}
+
+/* Whether [off, off + len) lies within @size bytes, without overflow. */
+static int range_within(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
 
 /* Page-aligned and registered with the driver, so copies are DMA. */
 static int stage_alloc(struct devtier *d, uint64_t len, uint8_t **pp)
@@ -82,23 +100,24 @@ int devtier_weights(struct devtier *d, uint64_t dptr, uint64_t len,
 		    const uint8_t **wp)
 {
 	if (len > d->wbytes)
-		return -EINVAL;
+		return range_refused("the layer's weights", 0, len,
+				     "weights stage", d->wbytes);
 	*wp = d->wstage;
 	return ortmem_device_copy_from(d->dev, d->wstage, dptr, len, NULL);
 }
 
 int devtier_push(struct devtier *d, uint64_t off, uint64_t len)
 {
-	if (off > d->abytes || len > d->abytes - off)
-		return -EINVAL;
+	if (!range_within(off, len, d->abytes))
+		return range_refused("pushing", off, len, "activation arena", d->abytes);
 	return ortmem_device_copy_to(d->dev, d->arena + off, d->astage + off,
 				     len, NULL);
 }
 
 int devtier_pull(struct devtier *d, uint64_t off, uint64_t len)
 {
-	if (off > d->abytes || len > d->abytes - off)
-		return -EINVAL;
+	if (!range_within(off, len, d->abytes))
+		return range_refused("pulling", off, len, "activation arena", d->abytes);
 	return ortmem_device_copy_from(d->dev, d->astage + off, d->arena + off,
 				       len, NULL);
 }
@@ -121,8 +140,10 @@ static int gpu_poison(void *ctx, uint64_t off, uint64_t len)
 {
 	struct devtier *d = ctx;
 
-	return d->poison ? ortmem_device_copy_to(d->dev, d->arena + off, d->poison, len, NULL) :
-			   -EINVAL;
+	if (!d->poison)
+		return run_refuse(ORTMEM_TIER_DEVICE, len, 0, "no poison pattern to write over the arena's [%" PRIu64 ", +%" PRIu64 ") (an ortmem-run bug: --poison-evicted gives one)",
+			      off, len);
+	return ortmem_device_copy_to(d->dev, d->arena + off, d->poison, len, NULL);
 }
 
 /*
@@ -137,9 +158,10 @@ static int gpu_move(void *ctx, uint64_t dst, uint64_t src, uint64_t len)
 	struct devtier *d = ctx;
 	int ret;
 
-	if (dst > d->abytes || len > d->abytes - dst ||
-	    src > d->abytes || len > d->abytes - src)
-		return -EINVAL;
+	if (!range_within(src, len, d->abytes))
+		return range_refused("moving from", src, len, "activation arena", d->abytes);
+	if (!range_within(dst, len, d->abytes))
+		return range_refused("moving to", dst, len, "activation arena", d->abytes);
 	ret = ortmem_device_copy_within(d->dev, d->arena + dst, d->arena + src,
 					len, NULL);
 	if (!ret)

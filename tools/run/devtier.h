@@ -39,6 +39,8 @@ struct devtier {
 int devtier_open(struct devtier *d, int ordinal, uint64_t budget,
 		 uint64_t wbytes, uint64_t abytes, const char **why);
 void devtier_close(struct devtier *d);
+/* The copies below refuse a range outside the buffer it names with
+ * run_refuse() (refuse.h): -EINVAL, and an error naming the range. */
 /* Copy the @len bytes at device address @dptr to the weights stage. */
 int devtier_weights(struct devtier *d, uint64_t dptr, uint64_t len,
 		    const uint8_t **wp);

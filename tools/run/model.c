@@ -20,6 +20,7 @@
 #include <cblas.h>
 
 #include "model.h"
+#include "refuse.h"
 
 #define MODEL_MAGIC "ORTMRUN1"
 #define MODEL_VERSION 1u
@@ -221,8 +222,7 @@ int model_create(const struct model_cfg *c, const char *path,
 			return 130;
 		}
 		fprintf(stderr, "ortmem-run: writing %s failed: %s\n", path,
-			ortmem_last_error() && ortmem_last_error()->code == ret ?
-			ortmem_last_error_message() : strerror(-ret));
+			run_error_text(ret));
 		return 1;
 	}
 	printf("created %s: %u layers, hidden %u, ffn %u, seed %u: %" PRIu64 " bytes, checksums in %s\n",

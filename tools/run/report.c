@@ -49,14 +49,15 @@ void report(const struct opts *o, const struct result *r,
 			printf("\"activations\":{\"skip\":%u,\"budget_bytes\":%" PRIu64 ",\"arena_bytes\":%" PRIu64
 			       ",\"home_bytes\":%" PRIu64 ",\"host_budget_bytes\":%" PRIu64 ",\"disk_bytes\":%" PRIu64
 			       ",\"disk_in_bytes\":%" PRIu64 ",\"disk_out_bytes\":%" PRIu64 ",\"plan_disk_prefetch_bytes\":%" PRIu64
-			       ",\"plan_disk_spill_bytes\":%" PRIu64 ",\"transfers\":%u,\"read_backs\":%u,\"read_backs_ahead\":%u,\"issued_ahead\":%" PRIu64 ",\"in_bytes\":%" PRIu64 ",\"out_bytes\":%" PRIu64
+			       ",\"plan_disk_spill_bytes\":%" PRIu64 ",\"transfers\":%u,\"read_backs\":%u,\"read_backs_ahead\":%u,\"issued_ahead\":%" PRIu64 ",\"write_outs\":%u,\"write_outs_ahead\":%u,\"outs_issued_ahead\":%" PRIu64 ",\"in_bytes\":%" PRIu64 ",\"out_bytes\":%" PRIu64
 			       ",\"plan_prefetch_bytes\":%" PRIu64 ",\"plan_spill_bytes\":%" PRIu64
 			       ",\"schedule_in_bytes\":%" PRIu64 ",\"schedule_out_bytes\":%" PRIu64 ",\"stall_bytes\":%" PRIu64
 			       ",\"moves\":%u,\"move_bytes\":%" PRIu64 ",\"plan_move_bytes\":%" PRIu64
 			       ",\"schedule_move_bytes\":%" PRIu64 ",\"plan_step_move_bytes\":%" PRIu64 "},",
 			       o->skip, o->act_budget, a->arena, a->home, o->act_host_budget, a->disk,
 			       s->xf.disk_in, s->xf.disk_out, s->xf.plan_disk_in, s->xf.plan_disk_out, s->xf.n_items, s->xf.n_reads,
-			       s->xf.n_ahead, s->xf.issued_ahead, s->xf.moved_in,
+			       s->xf.n_ahead, s->xf.issued_ahead, s->xf.n_outs, s->xf.n_outs_ahead,
+			       s->xf.outs_issued_ahead, s->xf.moved_in,
 			       s->xf.moved_out, a->stats.prefetch_bytes, a->stats.spill_bytes,
 			       s->xf.plan_in, s->xf.plan_out, s->xf.plan_stall, s->xf.n_moves,
 			       s->xf.moved_dev, a->stats.move_bytes, s->xf.plan_move, s->xf.plan_step_move);

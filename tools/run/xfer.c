@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "refuse.h"
 #include "xfer.h"
 
 /* ---- copies within host memory ---- */
@@ -79,13 +80,11 @@ static int copy(struct xfer *x, const struct xfer_item *it)
 
 static void copy_failed(struct xfer *x, const struct xfer_item *it, int ret)
 {
-	const struct ortmem_error *e = ortmem_last_error();
-
 	snprintf(x->errmsg, sizeof(x->errmsg), "%s value %u (%" PRIu64 " bytes) %s %s: %s",
 		 it->dir == ORTMEM_PLAN_XFER_IN ? "reading back" : "writing out",
 		 it->value, it->len, it->dir == ORTMEM_PLAN_XFER_IN ? "from" : "to",
 		 it->tier == ORTMEM_TIER_DISK ? "disk" : "host memory",
-		 e && e->code == ret ? ortmem_last_error_message() : strerror(-ret));
+		 run_error_text(ret));
 }
 
 const char *xfer_error(const struct xfer *x)
@@ -178,6 +177,32 @@ uint64_t xfer_off_at(const struct acts *a, uint32_t s, uint32_t v)
 	return UINT64_MAX;
 }
 
+/*
+ * The step after which the write-out of value @v listed at step @s may
+ * start: the plan's @earliest (the step producing it; values are written
+ * once) unless the value moves within the arena in between, since the
+ * write-out reads the range it holds at @s (@off): then after the first
+ * step that touches it there.  No off gap comes before a value's write-out
+ * (it is written out once, before its first), so only moves change its
+ * offset before @s.
+ */
+static uint32_t out_start(const struct acts *a, uint32_t s, uint32_t v,
+			  uint32_t earliest, uint64_t off)
+{
+	uint32_t t, start = s;
+
+	for (t = s; t-- > earliest;) {
+		uint64_t at = xfer_off_at(a, t, v);
+
+		if (at == UINT64_MAX)
+			continue;
+		if (at != off)
+			break;
+		start = t;
+	}
+	return start;
+}
+
 /* One transfer of the plan at step @s, checked against the steps' own
  * offsets: a read-back lands where the step reads the value, a write-out
  * reads where the step left it. */
@@ -205,10 +230,12 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 		return xfer_bad(s, "a transfer to or from another offset than the step uses");
 	if (t->earliest > s)
 		return xfer_bad(s, "a transfer that starts after its step");
+	if (!in && a->node[t->earliest].out != t->value)
+		return xfer_bad(s, "a write-out whose earliest step does not produce its value");
 	it->dir = t->dir;
 	it->value = t->value;
 	it->step = s;
-	it->earliest = in ? t->earliest : s;
+	it->earliest = in ? t->earliest : out_start(a, s, t->value, t->earliest, t->device_offset);
 	it->off = t->device_offset;
 	it->src = t->device_offset;
 	it->len = t->bytes;
@@ -220,6 +247,9 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 		x->n_ahead += t->earliest < s;
 	} else {
 		x->plan_out += t->bytes;
+		x->n_outs++;
+		x->n_outs_ahead += it->earliest < s;
+		x->n_outs_held += it->earliest > t->earliest;
 	}
 	return 0;
 }
@@ -291,17 +321,22 @@ static int index_items(struct xfer *x)
 	uint32_t n = a->n_nodes, i, s, *fill;
 
 	x->issue_at = calloc(n + 1, sizeof(*x->issue_at));
+	x->out_at = calloc(n + 1, sizeof(*x->out_at));
 	x->poison_at = calloc(n + 1, sizeof(*x->poison_at));
 	x->issue = calloc(x->n_items + 1, sizeof(*x->issue));
+	x->outs = calloc(x->n_items + 1, sizeof(*x->outs));
 	x->poison = calloc(x->n_items + 1, sizeof(*x->poison));
 	fill = calloc(n + 1, sizeof(*fill));
-	if (!x->issue_at || !x->poison_at || !x->issue || !x->poison || !fill) {
+	if (!x->issue_at || !x->out_at || !x->poison_at || !x->issue || !x->outs ||
+	    !x->poison || !fill) {
 		free(fill);
 		return -ENOMEM;
 	}
 	for (i = 0; i < x->n_items; i++) {
 		const struct xfer_item *it = &x->it[i];
 
+		if (it->dir == ORTMEM_PLAN_XFER_OUT)
+			x->out_at[it->earliest + 1]++;
 		if (it->dir != ORTMEM_PLAN_XFER_IN)
 			continue;
 		x->issue_at[it->earliest + 1]++;
@@ -309,13 +344,19 @@ static int index_items(struct xfer *x)
 	}
 	for (s = 0; s < n; s++) {
 		x->issue_at[s + 1] += x->issue_at[s];
+		x->out_at[s + 1] += x->out_at[s];
 		x->poison_at[s + 1] += x->poison_at[s];
 	}
 	/* Items are listed by step, so each step's read-backs keep the order
-	 * of the steps that need them. */
+	 * of the steps that need them, and its write-outs the order of the
+	 * steps that list them. */
 	for (i = 0; i < x->n_items; i++)
 		if (x->it[i].dir == ORTMEM_PLAN_XFER_IN)
 			x->issue[x->issue_at[x->it[i].earliest] + fill[x->it[i].earliest]++] = i;
+	memset(fill, 0, (n + 1) * sizeof(*fill));
+	for (i = 0; i < x->n_items; i++)
+		if (x->it[i].dir == ORTMEM_PLAN_XFER_OUT)
+			x->outs[x->out_at[x->it[i].earliest] + fill[x->it[i].earliest]++] = i;
 	memset(fill, 0, (n + 1) * sizeof(*fill));
 	for (i = 0; i < x->n_items; i++) {
 		const struct xfer_item *it = &x->it[i];
@@ -423,11 +464,14 @@ int xfer_after(struct xfer *x, uint32_t step)
 
 	if (!x->n_items)
 		return 0;
-	for (i = x->at[step]; i < x->at[step + 1]; i++)
-		if (x->it[i].dir == ORTMEM_PLAN_XFER_OUT) {
-			issue(x, &x->it[i]);
-			x->pend_out[x->n_pend_out++] = i;
-		}
+	/* The write-outs that may start now: the value is in its range
+	 * for good, so the copy overlaps the steps up to the one listing
+	 * it. */
+	for (i = x->out_at[step]; i < x->out_at[step + 1]; i++) {
+		issue(x, &x->it[x->outs[i]]);
+		x->pend_out[x->n_pend_out++] = x->outs[i];
+		x->outs_issued_ahead += x->it[x->outs[i]].step > step;
+	}
 	if (!x->do_poison || x->poison_at[step] == x->poison_at[step + 1])
 		return 0;
 	/* The write-outs read these ranges first; no read-back lands in them
@@ -477,8 +521,10 @@ void xfer_close(struct xfer *x)
 	free(x->q);
 	free(x->pend_out);
 	free(x->issue_at);
+	free(x->out_at);
 	free(x->poison_at);
 	free(x->issue);
+	free(x->outs);
 	free(x->poison);
 	free(x->bounce);
 	free(x->extent);

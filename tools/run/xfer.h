@@ -11,7 +11,12 @@
  *           the compute until their own step), then wait for the step's
  *           own read-backs and for any write-out still reading a range the
  *           step writes;
- *   after   issue the step's write-outs.
+ *   after   issue the write-outs that may start now: the plan lists one
+ *           after the last touch before its value leaves, and lets it
+ *           start once the value is produced (its earliest), so it
+ *           overlaps the steps in between, unless the value moves within
+ *           the arena before the listed step (then after the first step
+ *           that touches it where the write-out reads).
  * One copy thread runs the transfers in the order they are issued, so a
  * read-back into a range never passes the write-out that empties it, nor
  * a value's read-back its own write-out.  The copies between the arena
@@ -55,7 +60,7 @@ struct xfer_item {
 	uint32_t dir;		/* ORTMEM_PLAN_XFER_* */
 	uint32_t value;
 	uint32_t step;		/* the step it is listed at */
-	uint32_t earliest;
+	uint32_t earliest;	/* read-back: issued before it; write-out: after */
 	int32_t tier;		/* its home's: ORTMEM_TIER_HOST or _DISK */
 	uint64_t off, len;	/* arena range (a move's destination) */
 	uint64_t src;		/* a move's source; else off */
@@ -77,6 +82,10 @@ struct xfer {
 	uint32_t *at;		/* per step + 1: first item listed there */
 	uint32_t *issue;	/* read-backs by the step they start at */
 	uint32_t *issue_at;	/* per step + 1: first of them */
+	uint32_t *out_at;	/* per step + 1: first write-out starting after it */
+	uint32_t *outs;		/* write-outs by the step they start after */
+	uint32_t n_outs, n_outs_ahead;	/* write-outs; those that start before their step */
+	uint32_t n_outs_held;	/* those a move holds past the plan's earliest */
 	uint32_t *poison_at;	/* per step + 1: first range to poison after it */
 	struct xfer_range *poison;	/* ranges that fall free after a step */
 	uint64_t plan_in, plan_out, plan_stall;	/* the schedule's, a pass */
@@ -99,6 +108,7 @@ struct xfer {
 	uint64_t moved_in, moved_out;	/* bytes actually copied */
 	uint64_t disk_in, disk_out;	/* of those, from and to the disk */
 	uint64_t issued_ahead;	/* read-backs issued before their step's */
+	uint64_t outs_issued_ahead;	/* write-outs issued before their step's end */
 	uint32_t *pend_out;	/* write-outs issued this pass */
 	uint32_t n_pend_out;
 	int err, stop, started;

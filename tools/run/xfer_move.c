@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "refuse.h"
 #include "xfer.h"
 
 static int in_arena(const struct acts *a, uint64_t off, uint64_t len)
@@ -97,13 +98,11 @@ int xfer_check_moves(const struct xfer *x)
 /* The compute thread's own message (the copy thread writes errmsg). */
 static void move_failed(struct xfer *x, const struct xfer_item *it, int ret)
 {
-	const struct ortmem_error *e = ortmem_last_error();
-
 	if (x->move_errmsg[0])
 		return;
 	snprintf(x->move_errmsg, sizeof(x->move_errmsg), "moving value %u (%" PRIu64 " bytes) within the arena from offset %" PRIu64 " to %" PRIu64 ": %s",
 		 it->value, it->len, it->src, it->off,
-		 e && e->code == ret ? ortmem_last_error_message() : strerror(-ret));
+		 run_error_text(ret));
 }
 
 /* One move: after the write-outs still reading its destination (another
