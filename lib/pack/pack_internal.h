@@ -203,7 +203,9 @@ struct pk_sky {
 	uint64_t *rem, *rem0;	/* per section: unplaced bytes (at first) */
 	uint32_t *stamp, *touched, now;	/* sections touched by a step */
 	uint32_t *nat;		/* per section: members at the floor, or fewer */
-	uint32_t *seen, *ntop;	/* per section: members lifted to the top placed */
+	/* per section of the item being placed: members lifted to its top,
+	 * as differences (ntop[s] - ntop[s - 1] summed) */
+	uint32_t *ntop;
 	uint32_t own_lo, own_hi;	/* the sections of the item being placed */
 	uint64_t *base;		/* per unplaced item: its lowest offset */
 	uint64_t *off;		/* per placed item: its offset */

@@ -40,13 +40,12 @@ static int sky_sections(struct pk_sky *k, uint64_t *t)
 	k->rem = calloc(k->nsec + 1, sizeof(*k->rem));
 	k->rem0 = calloc(k->nsec + 1, sizeof(*k->rem0));
 	k->stamp = calloc(k->nsec + 1, sizeof(*k->stamp));
-	k->seen = calloc(k->nsec + 1, sizeof(*k->seen));
 	k->nat = calloc(k->nsec + 1, sizeof(*k->nat));
 	k->ntop = calloc(k->nsec + 1, sizeof(*k->ntop));
 	k->touched = calloc(k->nsec + 1, sizeof(*k->touched));
 	k->sidx = calloc(k->nsec + 2, sizeof(*k->sidx));
 	k->scnt = calloc(k->nsec + 1, sizeof(*k->scnt));
-	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->seen || !k->nat || !k->ntop || !k->touched ||
+	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->nat || !k->ntop || !k->touched ||
 	    !k->sidx || !k->scnt)
 		return -ENOMEM;
 	for (j = 0; j < k->m; j++) {
@@ -124,7 +123,6 @@ void ortmem__sky_fini(struct pk_sky *k)
 	free(k->rem);
 	free(k->rem0);
 	free(k->stamp);
-	free(k->seen);
 	free(k->nat);
 	free(k->ntop);
 	free(k->touched);
@@ -158,13 +156,19 @@ void ortmem__sky_reset(struct pk_sky *k, uint64_t h)
 		k->dead |= k->pk->it[k->ids[j]].size > h;
 }
 
+/* The log is full: grow it; false when it cannot (rare, kept apart). */
+static __attribute__((noinline)) bool sky_log_grow(struct pk_sky *k)
+{
+	return !ortmem__grow((void **)&k->undo, &k->cap_undo,
+			     (size_t)k->nundo + 1, sizeof(*k->undo), 1);
+}
+
 /* Log a value before it changes; false when the log cannot grow. */
-static bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind, uint64_t old)
+static inline bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind,
+			   uint64_t old)
 {
 	/* The test stays here: this runs at every step of the searches. */
-	if (k->nundo == k->cap_undo &&
-	    ortmem__grow((void **)&k->undo, &k->cap_undo, (size_t)k->nundo + 1,
-			 sizeof(*k->undo), 1))
+	if (__builtin_expect(k->nundo == k->cap_undo, 0) && !sky_log_grow(k))
 		return false;
 	k->undo[k->nundo++] = (struct pk_sky_undo){ idx, kind, old };
 	return true;
@@ -183,40 +187,57 @@ static void sky_unlist(struct pk_sky *k, uint32_t i, uint32_t s)
 }
 
 /*
- * Raise item @j's base to @v; false when out of memory.  A section's floor
- * is the lowest base of its members (the tops placed there are below
- * them), so it can only move where @j held that lowest base.
+ * Item @j's base rose from @old in the sections [@lo, @hi), none of them
+ * the placed item's own; false when out of memory.  A section's floor is
+ * the lowest base of its members (the tops placed there are below them),
+ * so it can only move where @j held that lowest base: the rest are passed
+ * over without a branch on each.
+ */
+static bool sky_lift_out(struct pk_sky *k, uint64_t old, uint32_t lo,
+			 uint32_t hi, uint32_t *nt)
+{
+	const uint64_t *floor = k->floor;
+	uint32_t s, now = k->now;
+
+	for (s = lo; s < hi; s++) {
+		if (__builtin_expect(floor[s] != old, 1) || k->stamp[s] == now)
+			continue;
+		if (k->nat[s] > 1) {
+			if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+				return false;
+			k->nat[s]--;	/* others still hold the floor */
+		} else {
+			k->stamp[s] = now;
+			k->touched[(*nt)++] = s;
+		}
+	}
+	return true;
+}
+
+/*
+ * Raise item @j's base to @v; false when out of memory.  In the sections
+ * of the item being placed, [own_lo, own_hi), @j is one more member at the
+ * new floor: counted as +1 over its part of that span in k->ntop, a
+ * difference array summed once the lifts are done (sky_own_floors()).
  */
 static bool sky_lift(struct pk_sky *k, uint32_t j, uint64_t v, uint32_t *nt)
 {
 	uint64_t old = k->base[j];
-	uint32_t s;
+	uint32_t lo = k->slo[j], hi = k->shi[j];
+	uint32_t a = lo > k->own_lo ? lo : k->own_lo;
+	uint32_t b = hi < k->own_hi ? hi : k->own_hi;
 
 	if (!sky_log(k, j, PK_SKY_BASE, old))
 		return false;
 	k->base[j] = v;
 	if (v + k->pk->it[j].size > k->h)
 		k->dead = true;
-	for (s = k->slo[j]; s < k->shi[j]; s++) {
-		if (s >= k->own_lo && s < k->own_hi) {
-			/* one more member at the new floor */
-			if (k->seen[s] != k->now) {
-				k->seen[s] = k->now;
-				k->ntop[s] = 0;
-			}
-			k->ntop[s]++;
-		} else if (k->floor[s] != old || k->stamp[s] == k->now) {
-			continue;
-		} else if (k->nat[s] > 1) {
-			if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
-				return false;
-			k->nat[s]--;	/* others still hold the floor */
-		} else {
-			k->stamp[s] = k->now;
-			k->touched[(*nt)++] = s;
-		}
-	}
-	return true;
+	if (a >= b)
+		return sky_lift_out(k, old, lo, hi, nt);
+	k->ntop[a]++;
+	k->ntop[b]--;
+	return sky_lift_out(k, old, lo, a, nt) &&
+	       sky_lift_out(k, old, b, hi, nt);
 }
 
 /* Raise the floors of the @nt touched sections to their lowest base, and
@@ -254,7 +275,7 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 {
 	const struct packer *pk = k->pk;
 	uint64_t size = pk->it[i].size, top = k->base[i] + size;
-	uint32_t s, c, nt = 0;
+	uint32_t s, c, nt = 0, at;
 	int hat = 0;
 
 	k->off[i] = k->base[i];
@@ -273,6 +294,8 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 	 * the section is settled below. */
 	k->own_lo = k->slo[i];
 	k->own_hi = k->shi[i];
+	memset(&k->ntop[k->own_lo], 0,
+	       sizeof(*k->ntop) * (k->own_hi - k->own_lo + 1));
 	for (c = pk->cidx[i]; c < pk->cidx[i + 1]; c++) {
 		uint32_t j = pk->conf[c];
 
@@ -282,8 +305,9 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 		if (k->base[j] < top && !sky_lift(k, j, top, &nt))
 			return -ENOMEM;
 	}
-	for (s = k->own_lo; s < k->own_hi; s++) {
-		if (k->seen[s] != k->now) {
+	for (s = k->own_lo, at = 0; s < k->own_hi; s++) {
+		at += k->ntop[s];
+		if (!at) {
 			k->stamp[s] = k->now;
 			k->touched[nt++] = s;
 			continue;
@@ -291,7 +315,7 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
 			return -ENOMEM;
 		/* at least these; one more held it already: then a rescan */
-		k->nat[s] = k->ntop[s];
+		k->nat[s] = at;
 		if (k->rem[s] && top + k->rem[s] > k->h)
 			k->dead = true;
 	}
