@@ -21,7 +21,8 @@ for side in old new; do
 	eval lib=\$$side
 	# shellcheck disable=SC2086
 	$cc -O2 -I"$top/include" -o "$tmp/$side" "$here/plan_same.c" "$lib" $libs
-	"$tmp/$side" trace "$nodes" "$here"/data/*.csv > "$tmp/$side.txt"
+	"$tmp/$side" trace "$nodes" "$here"/data/*.csv > "$tmp/$side.txt" 2> "$tmp/$side.cpu"
+	awk -v side=$side '{ s += $6 } END { printf "%s: %.3f s of CPU\n", side, s }' "$tmp/$side.cpu"
 done
 if cmp -s "$tmp/old.txt" "$tmp/new.txt"; then
 	echo "same: $(wc -l < "$tmp/new.txt") packings equal under $nodes nodes"
