@@ -342,15 +342,13 @@ int ortmem__sky_raise(struct pk_sky *k, uint32_t s, uint64_t v)
 
 void ortmem__sky_undo(struct pk_sky *k, uint32_t mark)
 {
+	/* by kind, in the order of enum PK_SKY_*: a log entry's array */
+	uint64_t *const vals[] = { k->base, k->floor, k->nat };
+
 	while (k->nundo > mark) {
 		const struct pk_sky_undo *u = &k->undo[--k->nundo];
 
-		if (u->kind == PK_SKY_FLOOR)
-			k->floor[u->idx] = u->old;
-		else if (u->kind == PK_SKY_NAT)
-			k->nat[u->idx] = (uint32_t)u->old;
-		else
-			k->base[u->idx] = u->old;
+		vals[u->kind][u->idx] = u->old;
 	}
 }
 
