@@ -202,6 +202,7 @@ struct pk_sky {
 	uint64_t *floor;	/* per section: nothing unplaced goes lower */
 	uint64_t *rem, *rem0;	/* per section: unplaced bytes (at first) */
 	uint32_t *stamp, *touched, now;	/* sections touched by a step */
+	uint32_t *nlog;		/* per section: the step that logged its nat */
 	uint64_t *nat;		/* per section: members at the floor, or fewer */
 	/* per section of the item being placed: members lifted to its top,
 	 * as differences (ntop[s] - ntop[s - 1] summed) */

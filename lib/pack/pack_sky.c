@@ -40,12 +40,13 @@ static int sky_sections(struct pk_sky *k, uint64_t *t)
 	k->rem = calloc(k->nsec + 1, sizeof(*k->rem));
 	k->rem0 = calloc(k->nsec + 1, sizeof(*k->rem0));
 	k->stamp = calloc(k->nsec + 1, sizeof(*k->stamp));
+	k->nlog = calloc(k->nsec + 1, sizeof(*k->nlog));
 	k->nat = calloc(k->nsec + 1, sizeof(*k->nat));
 	k->ntop = calloc(k->nsec + 1, sizeof(*k->ntop));
 	k->touched = calloc(k->nsec + 1, sizeof(*k->touched));
 	k->sidx = calloc(k->nsec + 2, sizeof(*k->sidx));
 	k->scnt = calloc(k->nsec + 1, sizeof(*k->scnt));
-	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->nat || !k->ntop || !k->touched ||
+	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->nlog || !k->nat || !k->ntop || !k->touched ||
 	    !k->sidx || !k->scnt)
 		return -ENOMEM;
 	for (j = 0; j < k->m; j++) {
@@ -123,6 +124,7 @@ void ortmem__sky_fini(struct pk_sky *k)
 	free(k->rem);
 	free(k->rem0);
 	free(k->stamp);
+	free(k->nlog);
 	free(k->nat);
 	free(k->ntop);
 	free(k->touched);
@@ -174,6 +176,19 @@ static inline bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind,
 	return true;
 }
 
+/*
+ * Log section @s's count of members at the floor before it changes; once a
+ * step is enough (k->nlog): the undo goes back to a step's start, and many
+ * lifted items leave the same section's floor in one step.
+ */
+static inline bool sky_log_nat(struct pk_sky *k, uint32_t s)
+{
+	if (k->nlog[s] == k->now)
+		return true;
+	k->nlog[s] = k->now;
+	return sky_log(k, s, PK_SKY_NAT, k->nat[s]);
+}
+
 /* Move item @i past the unplaced members of section @s. */
 static void sky_unlist(struct pk_sky *k, uint32_t i, uint32_t s)
 {
@@ -203,7 +218,7 @@ static bool sky_lift_out(struct pk_sky *k, uint64_t old, uint32_t lo,
 		if (__builtin_expect(floor[s] != old, 1) || k->stamp[s] == now)
 			continue;
 		if (k->nat[s] > 1) {
-			if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+			if (!sky_log_nat(k, s))
 				return false;
 			k->nat[s]--;	/* others still hold the floor */
 		} else {
@@ -262,7 +277,7 @@ static bool sky_settle(struct pk_sky *k, uint32_t nt)
 				return false;
 			k->floor[s] = low;
 		}
-		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+		if (!sky_log_nat(k, s))
 			return false;
 		k->nat[s] = at;
 		if (k->rem[s] && k->floor[s] + k->rem[s] > k->h)
@@ -312,7 +327,7 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 			k->touched[nt++] = s;
 			continue;
 		}
-		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+		if (!sky_log_nat(k, s))
 			return -ENOMEM;
 		/* at least these; one more held it already: then a rescan */
 		k->nat[s] = at;
