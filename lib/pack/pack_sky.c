@@ -189,6 +189,20 @@ static inline bool sky_log_nat(struct pk_sky *k, uint32_t s)
 	return sky_log(k, s, PK_SKY_NAT, k->nat[s]);
 }
 
+/*
+ * A new step: the sections' stamps of older steps no longer count.  After
+ * 2^32 steps (an hour or so of search) the numbers would come round again,
+ * so the stamps are cleared then.
+ */
+static void sky_step(struct pk_sky *k)
+{
+	if (++k->now)
+		return;
+	memset(k->stamp, 0, sizeof(*k->stamp) * (k->nsec + 1));
+	memset(k->nlog, 0, sizeof(*k->nlog) * (k->nsec + 1));
+	k->now = 1;
+}
+
 /* Move item @i past the unplaced members of section @s. */
 static void sky_unlist(struct pk_sky *k, uint32_t i, uint32_t s)
 {
@@ -205,8 +219,8 @@ static void sky_unlist(struct pk_sky *k, uint32_t i, uint32_t s)
  * Item @j's base rose from @old in the sections [@lo, @hi), none of them
  * the placed item's own; false when out of memory.  A section's floor is
  * the lowest base of its members (the tops placed there are below them),
- * so it can only move where @j held that lowest base: the rest are passed
- * over without a branch on each.
+ * so it can only move where @j held that lowest base.  (Listing those
+ * sections first without a branch, then dealing with them, was slower.)
  */
 static bool sky_lift_out(struct pk_sky *k, uint64_t old, uint32_t lo,
 			 uint32_t hi, uint32_t *nt)
@@ -296,7 +310,7 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 	k->off[i] = k->base[i];
 	k->placed[i] = true;
 	k->dead = top > k->h;
-	k->now++;
+	sky_step(k);
 	for (s = k->slo[i]; s < k->shi[i]; s++) {
 		if (!sky_log(k, s, PK_SKY_FLOOR, k->floor[s]))
 			return -ENOMEM;
@@ -345,7 +359,7 @@ int ortmem__sky_raise(struct pk_sky *k, uint32_t s, uint64_t v)
 	uint32_t j, nt = 0;
 
 	k->dead = false;
-	k->now++;
+	sky_step(k);
 	for (j = k->sidx[s]; j < k->sidx[s] + k->scnt[s]; j++) {
 		uint32_t x = k->smem[j];
 
