@@ -12,7 +12,9 @@
  *       authors.  Two libraries are the same search when their traces are
  *       equal (bench/plan/same.sh builds this against both and compares).
  *   plan_same rate BUDGET_US FILE.csv...  one thread for the budget: the
- *       arena over LB and the search's nodes a second.
+ *       arena over LB and the search's nodes a second of CPU.
+ *   plan_same race BUDGET_US FILE.csv...  the same with the default
+ *       threads, as bench-plan packs them (the nodes are every racer's).
  *
  * FILE.csv is MiniMalloc's format: id,lower,upper,size.
  */
@@ -146,11 +148,11 @@ static double clock_s(clockid_t id)
 }
 
 static void pack(const struct inst *x, const char *name, uint64_t budget_us,
-		 uint64_t nodes, uint64_t seed, struct ortmem_plan_stats *st,
-		 uint64_t *hash)
+		 uint64_t nodes, uint64_t seed, uint32_t threads,
+		 struct ortmem_plan_stats *st, uint64_t *hash)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, o, .time_budget_us = budget_us,
-		    .max_iterations = nodes, .seed = seed, .threads = 1,
+		    .max_iterations = nodes, .seed = seed, .threads = threads,
 		    .align = { 1, 0, 0 }, .flags = ORTMEM_PLAN_F_VALIDATE);
 	uint64_t *off = malloc((x->n + 1) * sizeof(*off));
 	size_t i;
@@ -172,7 +174,7 @@ static void trace(const struct inst *x, const char *name, uint64_t nodes)
 		double cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 
 		/* a budget no run reaches: the nodes decide */
-		pack(x, name, 600000000, nodes, seed, &st, &hash);
+		pack(x, name, 600000000, nodes, seed, 1, &st, &hash);
 		/* the time on stderr: the trace on stdout is compared */
 		cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu;
 		fprintf(stderr, "%-20s seed %llu %9llu nodes %7.3f s of CPU %8.0f nodes/s\n",
@@ -186,14 +188,15 @@ static void trace(const struct inst *x, const char *name, uint64_t nodes)
 	}
 }
 
-static void rate(const struct inst *x, const char *name, uint64_t budget_us)
+static void rate(const struct inst *x, const char *name, uint64_t budget_us,
+		 uint32_t threads)
 {
 	ORTMEM_OPTS(ortmem_plan_stats, st);
 	uint64_t hash;
 	double t0 = clock_s(CLOCK_MONOTONIC), dt;
 	double cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 
-	pack(x, name, budget_us, 0, 1, &st, &hash);
+	pack(x, name, budget_us, 0, 1, threads, &st, &hash);
 	dt = clock_s(CLOCK_MONOTONIC) - t0;
 	cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu;
 	printf("%-20s +%5.2f%% over LB  %9llu nodes  %6.3f s (CPU %5.3f s)  %8.0f nodes/s of CPU%s\n",
@@ -205,11 +208,13 @@ static void rate(const struct inst *x, const char *name, uint64_t budget_us)
 int main(int argc, char **argv)
 {
 	bool is_trace = argc > 2 && !strcmp(argv[1], "trace");
+	bool is_race = argc > 2 && !strcmp(argv[1], "race");
 	uint64_t v;
 	int a, shape, r;
 
-	if (argc < 3 || (!is_trace && strcmp(argv[1], "rate")))
-		die("usage: plan_same trace NODES|rate BUDGET_US FILE.csv...", "args");
+	if (argc < 3 || (!is_trace && !is_race && strcmp(argv[1], "rate")))
+		die("usage: plan_same trace NODES|rate BUDGET_US|race BUDGET_US FILE.csv...",
+		    "args");
 	v = strtoull(argv[2], NULL, 0);
 	for (a = 3; a < argc; a++) {
 		struct inst x = read_csv(argv[a]);
@@ -218,7 +223,7 @@ int main(int argc, char **argv)
 		if (is_trace)
 			trace(&x, name, v);
 		else
-			rate(&x, name, v);
+			rate(&x, name, v, is_race ? 0 : 1);
 		free(x.b);
 	}
 	for (shape = 0; is_trace && shape < 3; shape++)

@@ -41,12 +41,13 @@ static int sky_sections(struct pk_sky *k, uint64_t *t)
 	k->rem0 = calloc(k->nsec + 1, sizeof(*k->rem0));
 	k->stamp = calloc(k->nsec + 1, sizeof(*k->stamp));
 	k->nlog = calloc(k->nsec + 1, sizeof(*k->nlog));
+	k->cover = calloc(k->nsec + 1, sizeof(*k->cover));
 	k->nat = calloc(k->nsec + 1, sizeof(*k->nat));
 	k->ntop = calloc(k->nsec + 1, sizeof(*k->ntop));
 	k->touched = calloc(k->nsec + 1, sizeof(*k->touched));
 	k->sidx = calloc(k->nsec + 2, sizeof(*k->sidx));
 	k->scnt = calloc(k->nsec + 1, sizeof(*k->scnt));
-	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->nlog || !k->nat || !k->ntop || !k->touched ||
+	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->nlog || !k->cover || !k->nat || !k->ntop || !k->touched ||
 	    !k->sidx || !k->scnt)
 		return -ENOMEM;
 	for (j = 0; j < k->m; j++) {
@@ -92,9 +93,11 @@ int ortmem__sky_init(struct pk_sky *k, struct packer *pk)
 	k->base = calloc(n, sizeof(*k->base));
 	k->off = calloc(n, sizeof(*k->off));
 	k->placed = calloc(n, sizeof(*k->placed));
+	k->lifted = calloc(n, sizeof(*k->lifted));
+	k->lgroup = calloc(n, sizeof(*k->lgroup));
 	t = malloc(sizeof(*t) * 2 * (size_t)n);
 	if (!k->ids || !k->slo || !k->shi || !k->ioff || !k->base ||
-	    !k->off || !k->placed || !t) {
+	    !k->off || !k->placed || !k->lifted || !k->lgroup || !t) {
 		free(t);
 		return -ENOMEM;
 	}
@@ -125,6 +128,9 @@ void ortmem__sky_fini(struct pk_sky *k)
 	free(k->rem0);
 	free(k->stamp);
 	free(k->nlog);
+	free(k->cover);
+	free(k->lifted);
+	free(k->lgroup);
 	free(k->nat);
 	free(k->ntop);
 	free(k->touched);
@@ -247,12 +253,14 @@ static bool sky_lift_out(struct pk_sky *k, uint64_t old, uint32_t lo,
  * Raise item @j's base to @v; false when out of memory.  In the sections
  * of the item being placed, [own_lo, own_hi), @j is one more member at the
  * new floor: counted as +1 over its part of that span in k->ntop, a
- * difference array summed once the lifts are done (sky_own_floors()).
+ * difference array summed once the lifts are done (in ortmem__sky_place()).
+ * Its other sections wait for sky_lift_groups(), with the items lifted
+ * from the same base, when there is a group for it.
  */
 static bool sky_lift(struct pk_sky *k, uint32_t j, uint64_t v, uint32_t *nt)
 {
 	uint64_t old = k->base[j];
-	uint32_t lo = k->slo[j], hi = k->shi[j];
+	uint32_t lo = k->slo[j], hi = k->shi[j], g;
 	uint32_t a = lo > k->own_lo ? lo : k->own_lo;
 	uint32_t b = hi < k->own_hi ? hi : k->own_hi;
 
@@ -265,8 +273,70 @@ static bool sky_lift(struct pk_sky *k, uint32_t j, uint64_t v, uint32_t *nt)
 		return sky_lift_out(k, old, lo, hi, nt);
 	k->ntop[a]++;
 	k->ntop[b]--;
-	return sky_lift_out(k, old, lo, a, nt) &&
-	       sky_lift_out(k, old, b, hi, nt);
+	for (g = 0; g < k->ngroup && k->gbase[g] != old; g++)
+		;
+	if (g == PK_SKY_GROUPS)
+		return sky_lift_out(k, old, lo, a, nt) &&
+		       sky_lift_out(k, old, b, hi, nt);
+	if (g == k->ngroup)
+		k->gbase[k->ngroup++] = old;
+	k->lifted[k->nlifted] = j;
+	k->lgroup[k->nlifted++] = g;
+	return true;
+}
+
+/*
+ * The sections outside the placed item's own of the items lifted from one
+ * base @old, listed in k->lifted under group @g.  Where the floor is @old
+ * and c of them lived there, c members left the floor: as if each had
+ * been seen by sky_lift_out() in turn (the count goes down while others
+ * hold the floor, else the section is settled).  The items lifted at one
+ * step come from few bases (2 or 3 on D, of 18 lifted), so a section is
+ * looked at once a group instead of once an item.
+ */
+static bool sky_lift_group(struct pk_sky *k, uint32_t g, uint32_t *nt)
+{
+	uint64_t old = k->gbase[g];
+	uint32_t lo = UINT32_MAX, hi = 0, q, s, c = 0, now = k->now;
+	uint32_t *cover = k->cover;
+
+	for (q = 0; q < k->nlifted; q++) {
+		uint32_t j = k->lifted[q];
+
+		if (k->lgroup[q] != g)
+			continue;
+		cover[k->slo[j]]++;
+		cover[k->shi[j]]--;
+		lo = k->slo[j] < lo ? k->slo[j] : lo;
+		hi = k->shi[j] > hi ? k->shi[j] : hi;
+	}
+	for (s = lo; s < hi; s++) {
+		c += cover[s];
+		cover[s] = 0;
+		if (!c || k->floor[s] != old || k->stamp[s] == now ||
+		    s - k->own_lo < k->own_hi - k->own_lo)
+			continue;
+		if (k->nat[s] > c) {
+			if (!sky_log_nat(k, s))
+				return false;
+			k->nat[s] -= c;	/* others still hold the floor */
+		} else {
+			k->stamp[s] = now;
+			k->touched[(*nt)++] = s;
+		}
+	}
+	cover[hi] = 0;
+	return true;
+}
+
+static bool sky_lift_groups(struct pk_sky *k, uint32_t *nt)
+{
+	uint32_t g;
+
+	for (g = 0; g < k->ngroup; g++)
+		if (!sky_lift_group(k, g, nt))
+			return false;
+	return true;
 }
 
 /* Raise the floors of the @nt touched sections to their lowest base, and
@@ -323,6 +393,7 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 	 * the section is settled below. */
 	k->own_lo = k->slo[i];
 	k->own_hi = k->shi[i];
+	k->ngroup = k->nlifted = 0;
 	memset(&k->ntop[k->own_lo], 0,
 	       sizeof(*k->ntop) * (k->own_hi - k->own_lo + 1));
 	for (c = pk->cidx[i]; c < pk->cidx[i + 1]; c++) {
@@ -334,6 +405,8 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 		if (k->base[j] < top && !sky_lift(k, j, top, &nt))
 			return -ENOMEM;
 	}
+	if (!sky_lift_groups(k, &nt))
+		return -ENOMEM;
 	for (s = k->own_lo, at = 0; s < k->own_hi; s++) {
 		at += k->ntop[s];
 		if (!at) {
