@@ -150,8 +150,9 @@ static uint32_t pd_expand(struct pk_dives *d, struct pd_frame *f, struct pd_cand
 		return 0;
 	p = pd_lowest(d, &minsz, &star);
 	raise = p + minsz;
-	for (j = k->sidx[star]; star != UINT32_MAX &&
-	     j < k->sidx[star] + k->scnt[star]; j++) {
+	/* star is UINT32_MAX when nothing is left: then only the raise */
+	for (j = star != UINT32_MAX ? k->sidx[star] : 0;
+	     star != UINT32_MAX && j < k->sidx[star] + k->scnt[star]; j++) {
 		uint32_t i = k->smem[j];
 		struct pd_cand x;
 
