@@ -211,8 +211,9 @@ struct pk_sky {
 	uint64_t gbase[PK_SKY_GROUPS];
 	uint32_t *cover;	/* per section: lifted items there (differences) */
 	uint64_t *nat;		/* per section: members at the floor, or fewer */
-	/* per section of the item being placed: members lifted to its top,
-	 * as differences (ntop[s] - ntop[s - 1] summed) */
+	/* per section of the item being placed: the members lifted to its
+	 * top, as a difference array (the count at s is the sum of ntop[]
+	 * from own_lo to s) */
 	uint32_t *ntop;
 	uint32_t own_lo, own_hi;	/* the sections of the item being placed */
 	uint64_t *base;		/* per unplaced item: its lowest offset */
