@@ -23,3 +23,12 @@ $(O)/bench/plan/plan_orders: plan/plan_orders.c $(O)/lib/libortmem.a
 
 bench-plan-orders: $(O)/bench/plan/plan_orders
 	$(Q)$< $(PLAN_PACKING) $(PLAN_BUDGET_US)
+
+# make bench-plan-same PLAN_BASE=other/build/libortmem.a [PLAN_NODES=150000]:
+# is this library's packer the same search as PLAN_BASE's (equal packings
+# under a node budget), and how much CPU each takes (bench/plan/same.sh).
+PLAN_NODES ?= 150000
+
+bench-plan-same: $(O)/lib/libortmem.a
+	$(Q)test -n "$(PLAN_BASE)" || { echo "bench-plan-same: set PLAN_BASE=old/libortmem.a"; exit 1; }
+	$(Q)CC="$(CC)" plan/same.sh $(PLAN_BASE) $(O)/lib/libortmem.a $(PLAN_NODES)

@@ -72,6 +72,7 @@ struct pk_dives {
 	struct pd_cand *pool;
 	uint32_t *stack;	/* the items placed, in order */
 	uint32_t *byoff, *tmp;	/* the best packing's items by offset */
+	uint32_t *bysize;	/* the live items, smallest first */
 	uint64_t *offkey;	/* sort keys: the best packing's offsets */
 	bool from_best;		/* odd dives start from the best packing */
 	bool cut;		/* a candidate list was truncated */
@@ -100,38 +101,44 @@ static bool pd_before(const struct pd_cand *a, const struct pd_cand *b)
 }
 
 /*
+ * The lowest base p of the unplaced items, the smallest size, and s*.  A
+ * section's floor is exactly the lowest base of its unplaced members
+ * (pack_sky.c), so p is the lowest floor of a section with members left,
+ * and s* the first such section: the item of base p that starts leftmost
+ * starts there.  The smallest size is the first unplaced item by size.
+ */
+static uint64_t pd_lowest(const struct pk_dives *d, uint64_t *minsz,
+			  uint32_t *star)
+{
+	const struct pk_sky *k = &d->sky;
+	uint64_t p = UINT64_MAX;
+	uint32_t s, j;
+
+	*minsz = UINT64_MAX;
+	*star = UINT32_MAX;
+	for (s = 0; s < k->nsec; s++)
+		if (k->scnt[s] && k->floor[s] < p) {
+			p = k->floor[s];
+			*star = s;
+		}
+	for (j = 0; j < k->m; j++)
+		if (!k->placed[d->bysize[j]]) {
+			*minsz = d->pk->it[d->bysize[j]].size;
+			break;
+		}
+	return p;
+}
+
+/*
  * Frame @f's branches for the lowest free position: height p (the lowest
  * base), in the first section s* where an item of base p lives.  Either
  * one of the items of base p over s* takes it (the PD_WIDTH first by key),
  * or none does: then every item over s* rises, to at least p plus the
  * smallest size (it can only rest on an item placed from now on) or to its
  * own base if lower, so s*'s floor is raised to that (the last branch).
+ * The candidates are s*'s unplaced members, looked at in any order: the
+ * PD_WIDTH kept are the first by pd_before(), a total order.
  */
-/* The lowest base p of the unplaced items, the smallest size, and s*. */
-static uint64_t pd_lowest(const struct pk_sky *k, uint64_t *minsz,
-			  uint32_t *star)
-{
-	const struct packer *pk = k->pk;
-	uint64_t p = UINT64_MAX;
-	uint32_t j;
-
-	*minsz = UINT64_MAX;
-	*star = UINT32_MAX;
-	for (j = 0; j < k->m; j++) {
-		uint32_t i = k->ids[j];
-
-		if (k->placed[i])
-			continue;
-		if (pk->it[i].size < *minsz)
-			*minsz = pk->it[i].size;
-		if (k->base[i] < p || (k->base[i] == p && k->slo[i] < *star)) {
-			p = k->base[i];
-			*star = k->slo[i];
-		}
-	}
-	return p;
-}
-
 static uint32_t pd_expand(struct pk_dives *d, struct pd_frame *f, struct pd_cand *c)
 {
 	const struct pk_sky *k = &d->sky;
@@ -141,16 +148,14 @@ static uint32_t pd_expand(struct pk_dives *d, struct pd_frame *f, struct pd_cand
 
 	if (k->dead)
 		return 0;
-	p = pd_lowest(k, &minsz, &star);
-	/* The first section of the leftmost such item has floor <= p; any
-	 * section left of it has no item of base p. */
+	p = pd_lowest(d, &minsz, &star);
 	raise = p + minsz;
-	for (j = 0; j < k->m; j++) {
-		uint32_t i = k->ids[j];
+	/* star is UINT32_MAX when nothing is left: then only the raise */
+	for (j = star != UINT32_MAX ? k->sidx[star] : 0;
+	     star != UINT32_MAX && j < k->sidx[star] + k->scnt[star]; j++) {
+		uint32_t i = k->smem[j];
 		struct pd_cand x;
 
-		if (k->placed[i] || k->slo[i] > star || k->shi[i] <= star)
-			continue;
 		if (k->base[i] != p) {
 			if (k->base[i] < raise)
 				raise = k->base[i];
@@ -369,16 +374,22 @@ int ortmem__pk_dives_run(struct pk_dives *d, uint64_t h, uint64_t budget,
 
 static bool pd_alloc(struct pk_dives *d)
 {
-	uint32_t n = d->pk->n ? d->pk->n : 1;
+	uint32_t n = d->pk->n ? d->pk->n : 1, j;
 
 	d->key = calloc(n, sizeof(*d->key));
 	d->stack = calloc(n, sizeof(*d->stack));
 	d->byoff = calloc(n, sizeof(*d->byoff));
 	d->tmp = calloc(n, sizeof(*d->tmp));
 	d->offkey = calloc(n, sizeof(*d->offkey));
+	d->bysize = calloc(n, sizeof(*d->bysize));
 	if (!d->key || !d->stack || !d->byoff || !d->tmp || !d->offkey ||
-	    ortmem__sky_init(&d->sky, d->pk))
+	    !d->bysize || ortmem__sky_init(&d->sky, d->pk))
 		return false;
+	for (j = 0; j < d->sky.m; j++) {
+		d->bysize[j] = d->sky.ids[j];
+		d->offkey[d->sky.ids[j]] = d->pk->it[d->sky.ids[j]].size;
+	}
+	ortmem__pk_sort_by(d->bysize, d->sky.m, d->offkey, d->tmp);
 	/* A path places every item and raises floors; past this depth it is
 	 * cut. */
 	d->maxdepth = 2 * (d->sky.m + d->sky.nsec) + 2;
@@ -397,6 +408,7 @@ void ortmem__pk_dives_free(struct pk_dives *d)
 	free(d->byoff);
 	free(d->tmp);
 	free(d->offkey);
+	free(d->bysize);
 	free(d->fr);
 	free(d->pool);
 	free(d);

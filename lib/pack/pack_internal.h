@@ -183,6 +183,8 @@ void ortmem__pk_clone_free(struct packer *clone);
 void ortmem__pk_local_search(struct packer *pk);
 /* pack_sky.c: the skyline of a partial packing, kept incrementally. */
 enum { PK_SKY_BASE, PK_SKY_FLOOR, PK_SKY_NAT };
+/* Bases the items lifted by one step are grouped by (pack_sky.c). */
+#define PK_SKY_GROUPS 8
 
 struct pk_sky_undo {
 	uint32_t idx;
@@ -202,8 +204,17 @@ struct pk_sky {
 	uint64_t *floor;	/* per section: nothing unplaced goes lower */
 	uint64_t *rem, *rem0;	/* per section: unplaced bytes (at first) */
 	uint32_t *stamp, *touched, now;	/* sections touched by a step */
-	uint32_t *nat;		/* per section: members at the floor, or fewer */
-	uint32_t *seen, *ntop;	/* per section: members lifted to the top placed */
+	uint32_t *nlog;		/* per section: the step that logged its nat */
+	/* the items a step lifted, by the base they left (PK_SKY_GROUPS
+	 * bases at most; the others are dealt with at once) */
+	uint32_t *lifted, *lgroup, nlifted, ngroup;
+	uint64_t gbase[PK_SKY_GROUPS];
+	uint32_t *cover;	/* per section: lifted items there (differences) */
+	uint64_t *nat;		/* per section: members at the floor, or fewer */
+	/* per section of the item being placed: the members lifted to its
+	 * top, as a difference array (the count at s is the sum of ntop[]
+	 * from own_lo to s) */
+	uint32_t *ntop;
 	uint32_t own_lo, own_hi;	/* the sections of the item being placed */
 	uint64_t *base;		/* per unplaced item: its lowest offset */
 	uint64_t *off;		/* per placed item: its offset */

@@ -40,13 +40,14 @@ static int sky_sections(struct pk_sky *k, uint64_t *t)
 	k->rem = calloc(k->nsec + 1, sizeof(*k->rem));
 	k->rem0 = calloc(k->nsec + 1, sizeof(*k->rem0));
 	k->stamp = calloc(k->nsec + 1, sizeof(*k->stamp));
-	k->seen = calloc(k->nsec + 1, sizeof(*k->seen));
+	k->nlog = calloc(k->nsec + 1, sizeof(*k->nlog));
+	k->cover = calloc(k->nsec + 1, sizeof(*k->cover));
 	k->nat = calloc(k->nsec + 1, sizeof(*k->nat));
 	k->ntop = calloc(k->nsec + 1, sizeof(*k->ntop));
 	k->touched = calloc(k->nsec + 1, sizeof(*k->touched));
 	k->sidx = calloc(k->nsec + 2, sizeof(*k->sidx));
 	k->scnt = calloc(k->nsec + 1, sizeof(*k->scnt));
-	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->seen || !k->nat || !k->ntop || !k->touched ||
+	if (!k->floor || !k->rem || !k->rem0 || !k->stamp || !k->nlog || !k->cover || !k->nat || !k->ntop || !k->touched ||
 	    !k->sidx || !k->scnt)
 		return -ENOMEM;
 	for (j = 0; j < k->m; j++) {
@@ -92,9 +93,11 @@ int ortmem__sky_init(struct pk_sky *k, struct packer *pk)
 	k->base = calloc(n, sizeof(*k->base));
 	k->off = calloc(n, sizeof(*k->off));
 	k->placed = calloc(n, sizeof(*k->placed));
+	k->lifted = calloc(n, sizeof(*k->lifted));
+	k->lgroup = calloc(n, sizeof(*k->lgroup));
 	t = malloc(sizeof(*t) * 2 * (size_t)n);
 	if (!k->ids || !k->slo || !k->shi || !k->ioff || !k->base ||
-	    !k->off || !k->placed || !t) {
+	    !k->off || !k->placed || !k->lifted || !k->lgroup || !t) {
 		free(t);
 		return -ENOMEM;
 	}
@@ -124,7 +127,10 @@ void ortmem__sky_fini(struct pk_sky *k)
 	free(k->rem);
 	free(k->rem0);
 	free(k->stamp);
-	free(k->seen);
+	free(k->nlog);
+	free(k->cover);
+	free(k->lifted);
+	free(k->lgroup);
 	free(k->nat);
 	free(k->ntop);
 	free(k->touched);
@@ -158,16 +164,49 @@ void ortmem__sky_reset(struct pk_sky *k, uint64_t h)
 		k->dead |= k->pk->it[k->ids[j]].size > h;
 }
 
+/* The log is full: grow it; false when it cannot (rare, kept apart). */
+static __attribute__((noinline)) bool sky_log_grow(struct pk_sky *k)
+{
+	return !ortmem__grow((void **)&k->undo, &k->cap_undo,
+			     (size_t)k->nundo + 1, sizeof(*k->undo), 1);
+}
+
 /* Log a value before it changes; false when the log cannot grow. */
-static bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind, uint64_t old)
+static inline bool sky_log(struct pk_sky *k, uint32_t idx, uint32_t kind,
+			   uint64_t old)
 {
 	/* The test stays here: this runs at every step of the searches. */
-	if (k->nundo == k->cap_undo &&
-	    ortmem__grow((void **)&k->undo, &k->cap_undo, (size_t)k->nundo + 1,
-			 sizeof(*k->undo), 1))
+	if (__builtin_expect(k->nundo == k->cap_undo, 0) && !sky_log_grow(k))
 		return false;
 	k->undo[k->nundo++] = (struct pk_sky_undo){ idx, kind, old };
 	return true;
+}
+
+/*
+ * Log section @s's count of members at the floor before it changes; once a
+ * step is enough (k->nlog): the undo goes back to a step's start, and many
+ * lifted items leave the same section's floor in one step.
+ */
+static inline bool sky_log_nat(struct pk_sky *k, uint32_t s)
+{
+	if (k->nlog[s] == k->now)
+		return true;
+	k->nlog[s] = k->now;
+	return sky_log(k, s, PK_SKY_NAT, k->nat[s]);
+}
+
+/*
+ * A new step: the sections' stamps of older steps no longer count.  After
+ * 2^32 steps (an hour or so of search) the numbers would come round again,
+ * so the stamps are cleared then.
+ */
+static void sky_step(struct pk_sky *k)
+{
+	if (++k->now)
+		return;
+	memset(k->stamp, 0, sizeof(*k->stamp) * (k->nsec + 1));
+	memset(k->nlog, 0, sizeof(*k->nlog) * (k->nsec + 1));
+	k->now = 1;
 }
 
 /* Move item @i past the unplaced members of section @s. */
@@ -183,39 +222,120 @@ static void sky_unlist(struct pk_sky *k, uint32_t i, uint32_t s)
 }
 
 /*
- * Raise item @j's base to @v; false when out of memory.  A section's floor
- * is the lowest base of its members (the tops placed there are below
- * them), so it can only move where @j held that lowest base.
+ * Item @j's base rose from @old in the sections [@lo, @hi), none of them
+ * the placed item's own; false when out of memory.  A section's floor is
+ * the lowest base of its members (the tops placed there are below them),
+ * so it can only move where @j held that lowest base.  (Listing those
+ * sections first without a branch, then dealing with them, was slower.)
+ */
+static bool sky_lift_out(struct pk_sky *k, uint64_t old, uint32_t lo,
+			 uint32_t hi, uint32_t *nt)
+{
+	const uint64_t *floor = k->floor;
+	uint32_t s, now = k->now;
+
+	for (s = lo; s < hi; s++) {
+		if (__builtin_expect(floor[s] != old, 1) || k->stamp[s] == now)
+			continue;
+		if (k->nat[s] > 1) {
+			if (!sky_log_nat(k, s))
+				return false;
+			k->nat[s]--;	/* others still hold the floor */
+		} else {
+			k->stamp[s] = now;
+			k->touched[(*nt)++] = s;
+		}
+	}
+	return true;
+}
+
+/*
+ * Raise item @j's base to @v; false when out of memory.  In the sections
+ * of the item being placed, [own_lo, own_hi), @j is one more member at the
+ * new floor: counted as +1 over its part of that span in k->ntop, a
+ * difference array summed once the lifts are done (in ortmem__sky_place()).
+ * Its other sections wait for sky_lift_groups(), with the items lifted
+ * from the same base, when there is a group for it.
  */
 static bool sky_lift(struct pk_sky *k, uint32_t j, uint64_t v, uint32_t *nt)
 {
 	uint64_t old = k->base[j];
-	uint32_t s;
+	uint32_t lo = k->slo[j], hi = k->shi[j], g;
+	uint32_t a = lo > k->own_lo ? lo : k->own_lo;
+	uint32_t b = hi < k->own_hi ? hi : k->own_hi;
 
 	if (!sky_log(k, j, PK_SKY_BASE, old))
 		return false;
 	k->base[j] = v;
 	if (v + k->pk->it[j].size > k->h)
 		k->dead = true;
-	for (s = k->slo[j]; s < k->shi[j]; s++) {
-		if (s >= k->own_lo && s < k->own_hi) {
-			/* one more member at the new floor */
-			if (k->seen[s] != k->now) {
-				k->seen[s] = k->now;
-				k->ntop[s] = 0;
-			}
-			k->ntop[s]++;
-		} else if (k->floor[s] != old || k->stamp[s] == k->now) {
+	if (a >= b)
+		return sky_lift_out(k, old, lo, hi, nt);
+	k->ntop[a]++;
+	k->ntop[b]--;
+	for (g = 0; g < k->ngroup && k->gbase[g] != old; g++)
+		;
+	if (g == PK_SKY_GROUPS)
+		return sky_lift_out(k, old, lo, a, nt) &&
+		       sky_lift_out(k, old, b, hi, nt);
+	if (g == k->ngroup)
+		k->gbase[k->ngroup++] = old;
+	k->lifted[k->nlifted] = j;
+	k->lgroup[k->nlifted++] = g;
+	return true;
+}
+
+/*
+ * The sections outside the placed item's own of the items lifted from one
+ * base @old, listed in k->lifted under group @g.  Where the floor is @old
+ * and c of them lived there, c members left the floor: as if each had
+ * been seen by sky_lift_out() in turn (the count goes down while others
+ * hold the floor, else the section is settled).  The items lifted at one
+ * step come from few bases (2 or 3 on D, of 18 lifted), so a section is
+ * looked at once a group instead of once an item.
+ */
+static bool sky_lift_group(struct pk_sky *k, uint32_t g, uint32_t *nt)
+{
+	uint64_t old = k->gbase[g];
+	uint32_t lo = UINT32_MAX, hi = 0, q, s, c = 0, now = k->now;
+	uint32_t *cover = k->cover;
+
+	for (q = 0; q < k->nlifted; q++) {
+		uint32_t j = k->lifted[q];
+
+		if (k->lgroup[q] != g)
 			continue;
-		} else if (k->nat[s] > 1) {
-			if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+		cover[k->slo[j]]++;
+		cover[k->shi[j]]--;
+		lo = k->slo[j] < lo ? k->slo[j] : lo;
+		hi = k->shi[j] > hi ? k->shi[j] : hi;
+	}
+	for (s = lo; s < hi; s++) {
+		c += cover[s];
+		cover[s] = 0;
+		if (!c || k->floor[s] != old || k->stamp[s] == now ||
+		    s - k->own_lo < k->own_hi - k->own_lo)
+			continue;
+		if (k->nat[s] > c) {
+			if (!sky_log_nat(k, s))
 				return false;
-			k->nat[s]--;	/* others still hold the floor */
+			k->nat[s] -= c;	/* others still hold the floor */
 		} else {
-			k->stamp[s] = k->now;
+			k->stamp[s] = now;
 			k->touched[(*nt)++] = s;
 		}
 	}
+	cover[hi] = 0;
+	return true;
+}
+
+static bool sky_lift_groups(struct pk_sky *k, uint32_t *nt)
+{
+	uint32_t g;
+
+	for (g = 0; g < k->ngroup; g++)
+		if (!sky_lift_group(k, g, nt))
+			return false;
 	return true;
 }
 
@@ -241,7 +361,7 @@ static bool sky_settle(struct pk_sky *k, uint32_t nt)
 				return false;
 			k->floor[s] = low;
 		}
-		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+		if (!sky_log_nat(k, s))
 			return false;
 		k->nat[s] = at;
 		if (k->rem[s] && k->floor[s] + k->rem[s] > k->h)
@@ -254,13 +374,13 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 {
 	const struct packer *pk = k->pk;
 	uint64_t size = pk->it[i].size, top = k->base[i] + size;
-	uint32_t s, c, nt = 0;
+	uint32_t s, c, nt = 0, at;
 	int hat = 0;
 
 	k->off[i] = k->base[i];
 	k->placed[i] = true;
 	k->dead = top > k->h;
-	k->now++;
+	sky_step(k);
 	for (s = k->slo[i]; s < k->shi[i]; s++) {
 		if (!sky_log(k, s, PK_SKY_FLOOR, k->floor[s]))
 			return -ENOMEM;
@@ -273,6 +393,9 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 	 * the section is settled below. */
 	k->own_lo = k->slo[i];
 	k->own_hi = k->shi[i];
+	k->ngroup = k->nlifted = 0;
+	memset(&k->ntop[k->own_lo], 0,
+	       sizeof(*k->ntop) * (k->own_hi - k->own_lo + 1));
 	for (c = pk->cidx[i]; c < pk->cidx[i + 1]; c++) {
 		uint32_t j = pk->conf[c];
 
@@ -282,16 +405,19 @@ int ortmem__sky_place(struct pk_sky *k, uint32_t i)
 		if (k->base[j] < top && !sky_lift(k, j, top, &nt))
 			return -ENOMEM;
 	}
-	for (s = k->own_lo; s < k->own_hi; s++) {
-		if (k->seen[s] != k->now) {
+	if (!sky_lift_groups(k, &nt))
+		return -ENOMEM;
+	for (s = k->own_lo, at = 0; s < k->own_hi; s++) {
+		at += k->ntop[s];
+		if (!at) {
 			k->stamp[s] = k->now;
 			k->touched[nt++] = s;
 			continue;
 		}
-		if (!sky_log(k, s, PK_SKY_NAT, k->nat[s]))
+		if (!sky_log_nat(k, s))
 			return -ENOMEM;
 		/* at least these; one more held it already: then a rescan */
-		k->nat[s] = k->ntop[s];
+		k->nat[s] = at;
 		if (k->rem[s] && top + k->rem[s] > k->h)
 			k->dead = true;
 	}
@@ -306,7 +432,7 @@ int ortmem__sky_raise(struct pk_sky *k, uint32_t s, uint64_t v)
 	uint32_t j, nt = 0;
 
 	k->dead = false;
-	k->now++;
+	sky_step(k);
 	for (j = k->sidx[s]; j < k->sidx[s] + k->scnt[s]; j++) {
 		uint32_t x = k->smem[j];
 
@@ -318,15 +444,13 @@ int ortmem__sky_raise(struct pk_sky *k, uint32_t s, uint64_t v)
 
 void ortmem__sky_undo(struct pk_sky *k, uint32_t mark)
 {
+	/* by kind, in the order of enum PK_SKY_*: a log entry's array */
+	uint64_t *const vals[] = { k->base, k->floor, k->nat };
+
 	while (k->nundo > mark) {
 		const struct pk_sky_undo *u = &k->undo[--k->nundo];
 
-		if (u->kind == PK_SKY_FLOOR)
-			k->floor[u->idx] = u->old;
-		else if (u->kind == PK_SKY_NAT)
-			k->nat[u->idx] = (uint32_t)u->old;
-		else
-			k->base[u->idx] = u->old;
+		vals[u->kind][u->idx] = u->old;
 	}
 }
 

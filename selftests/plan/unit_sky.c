@@ -116,6 +116,9 @@ TEST_TIMEOUT(skyline_matches_recomputation, 60)
 		conflicts(&pk, cidx, conf);
 		ASSERT_EQ(0, ortmem__sky_init(&k, &pk));
 		ortmem__sky_reset(&k, UINT64_MAX / 4);
+		/* Every other walk goes past the step count's wrap. */
+		if (walk & 1)
+			k.now = UINT32_MAX - 100;
 		for (int n = 0; n < 200; n++) {
 			uint64_t r = rnd(&seed) % 10;
 
@@ -159,6 +162,28 @@ TEST_TIMEOUT(skyline_matches_recomputation, 60)
 			ASSERT_EQ(0, k.base[k.ids[i]]);
 		ortmem__sky_fini(&k);
 	}
+}
+
+/*
+ * The step count wraps: a section stamped 0 (never touched) must not read
+ * as touched by the step after the wrap.  Item 1 alone lives in section 1,
+ * at its floor; placing item 0 lifts it, and section 1's floor with it.
+ */
+TEST(skyline_steps_past_the_wrap)
+{
+	struct pk_item it[2] = { { 0, 1, 4 }, { 0, 2, 3 } };
+	uint32_t cidx[3], conf[4];
+	struct packer pk = { .n = 2, .it = it };
+	struct pk_sky k;
+
+	conflicts(&pk, cidx, conf);
+	ASSERT_EQ(0, ortmem__sky_init(&k, &pk));
+	ortmem__sky_reset(&k, 100);
+	k.now = UINT32_MAX;
+	ASSERT_EQ(1, ortmem__sky_place(&k, 0));
+	EXPECT_EQ(4, k.base[1]);
+	EXPECT_EQ(4, k.floor[1]);
+	ortmem__sky_fini(&k);
 }
 
 /* The dead flag: a section's bytes over h, from the start or after a step. */
