@@ -15,6 +15,7 @@
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
  *   plan_gaps.c      device residency per gap and its offsets
+ *   plan_gap_exact.c the branch and bound over the gap sweep's choices
  *   plan_place.c     tier placement and offsets under the budgets, moves per step
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
  *   plan_sched_xfer.c  ortmem_plan_transfers(): the transfer schedule
