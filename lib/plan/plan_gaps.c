@@ -211,12 +211,13 @@ static void gp_place(struct gap_ctx *c)
 }
 
 /* Pack the resident intervals; offsets to the buffers and touches. */
-static int gp_pack(struct gap_ctx *c, uint64_t deadline, struct pk_result *res)
+static int gp_pack(struct gap_ctx *c, uint64_t deadline, bool decide, struct pk_result *res)
 {
 	struct ortmem_plan *plan = c->plan;
 	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
 			      .max_iter = plan->o.max_iterations,
-			      .threads = plan->o.threads };
+			      .threads = plan->o.threads,
+			      .target = decide ? c->budget : 0 };
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n = 0, b, k, j;
 	struct pk_item *it = calloc(nt + plan->n_bufs + 1, sizeof(*it));
 	uint64_t *off = malloc(sizeof(*off) * (nt + plan->n_bufs + 1));
@@ -280,6 +281,7 @@ static int gp_footprint(struct gap_ctx *c, uint64_t *foot)
 			*foot = c->foot[s];
 			at = s;
 		}
+	c->max_foot = *foot;
 	if (*foot <= c->budget)
 		return 0;
 	/* Name the budget the caller gave; c->budget is it rounded down to
@@ -473,7 +475,7 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 		 plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 64);
 	if (ortmem__plan_gap_cost(plan, c->best) >= cost)
 		return 0;
-	ret = gp_pack(c, 0, &pres);
+	ret = gp_pack(c, 0, false, &pres);
 	if (!ret) {
 		gp_keep_packed(c, w, &pres);
 		memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
@@ -482,6 +484,49 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 	if (!ret)
 		ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, c->best, NULL);
 	memcpy(c->best, w->guide, nt);
+	return ret;
+}
+
+/*
+ * The slack sweeps' plans (1/128 of the budget left free, then 1/64, ...)
+ * packed as a decision: does any packing fit the budget (pk_opts.target)?
+ * The packer's race then probes at the budget alone.  The first that
+ * fits stands as it is (more slack only costs more), as does any level
+ * whose sweep already costs the best plan or more.  On small graphs only,
+ * each level until one time budget from the start (the race needs
+ * 5-10 ms where it succeeds, a level cut at half of that is wasted); on
+ * a big graph the packer has no time for its search (see gp_pack()).
+ * Why: at the largest step's budget that step's own buffers pin the
+ * bound to the budget, so the guide's packing (searched at the bound, the
+ * race's probes below the best in vain) overruns; a slack sweep leaves
+ * room everywhere else, and the race at the budget alone finds a packing
+ * (the 300-node DAG: 744.4 MiB where the allocator's passes move 786.9).
+ */
+static int gp_slack_decide(struct gap_ctx *c, struct gp_win *w)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint64_t end = ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
+	int slack, ret = 0;
+	uint32_t s;
+
+	for (slack = 1; slack <= GAP_SLACKS && !ret && ortmem__now_ns() < end; slack++) {
+		struct pk_result pres = { 0 };
+
+		for (s = 0; s < plan->n_nodes; s++)
+			c->bud[s] = c->budget - (c->budget >> (8 - slack));
+		if (c->max_foot <= c->bud[0])
+			break;	/* the bound is not pinned to the budget */
+		gp_place(c);
+		if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+			break;
+		ret = gp_pack(c, end, true, &pres);
+		if (!ret)
+			gp_keep_packed(c, w, &pres);
+		if (pres.height <= c->budget)
+			break;
+	}
+	for (s = 0; s < plan->n_nodes; s++)
+		c->bud[s] = c->budget;
 	return ret;
 }
 
@@ -507,7 +552,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		return ret;
 	/* The sweep's plan as it is, when its packing fits: the packer's
 	 * search gets the time budget. */
-	ret = gp_pack(c, deadline, &pres);
+	ret = gp_pack(c, deadline, false, &pres);
 	if (ret)
 		return ret;
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
@@ -537,6 +582,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	if (!ret && w->win_rule >= 0 && (small || ortmem__now_ns() < w->retro_by))
 		ret = gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
 				    w->win_guided ? w->win_guide : NULL, NULL);
+	if (!ret && small)
+		ret = gp_slack_decide(c, w);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;

@@ -29,6 +29,7 @@ struct gap_ctx {
 	uint64_t *prof;
 	uint64_t *bud;		/* budget per step */
 	uint64_t *foot;		/* bytes the step itself touches */
+	uint64_t max_foot;	/* the largest of them */
 	uint64_t *over;		/* per step: how far the packing overran */
 	uint32_t *active;
 	bool *written;
