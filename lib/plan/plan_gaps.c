@@ -683,3 +683,29 @@ uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off)
 	gp_free(&c);
 	return cost;
 }
+
+/* A slack sweep's plan (slack 1: 1/128 of the budget left free, as in
+ * gp_slack_decide()) packed as a decision at the budget as the placement
+ * packs it, for tests: its bytes, the packing's height in @height, or
+ * UINT64_MAX (error set).  It overwrites the plan's offsets. */
+uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *height)
+{
+	struct gap_ctx c = { .plan = plan, .budget = ortmem__plan_dev_budget(plan) };
+	struct pk_result res = { 0 };
+	uint64_t foot, cost = UINT64_MAX;
+	uint32_t s;
+
+	if (slack >= 1 && slack <= GAP_SLACKS && !gp_alloc(&c) && !gp_footprint(&c, &foot)) {
+		for (s = 0; s < plan->n_nodes; s++)
+			c.bud[s] = c.budget - (c.budget >> (8 - slack));
+		gp_place(&c);
+		if (!gp_pack(&c, ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC,
+			     true, &res)) {
+			cost = ortmem__plan_gap_cost(plan, c.best);
+			*height = res.height;
+		}
+	}
+	free(c.best);
+	gp_free(&c);
+	return cost;
+}

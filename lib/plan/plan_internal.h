@@ -190,6 +190,7 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
  * buffer sent off, one read-back per off gap a touch ends). */
 uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off);
 uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off);
+uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *height);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
 int ortmem__plan_place(struct ortmem_plan *plan);
 
