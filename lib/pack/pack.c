@@ -250,9 +250,9 @@ portfolio:
 	    !opts->compact_only)
 		res->optimal = ortmem__pk_bnb(&pk), pk.placed = false;
 	if (!ret && (pk.best_h > pk.lb || opts->compact_only) &&
-	    !res->optimal && n <= PK_RACE_MAX_N)
-		res->optimal = ortmem__pk_race(&pk), pk.placed = false;
-	if (!ret && pk.best_h > pk.lb && !res->optimal)
+	    !res->optimal && n <= PK_RACE_MAX_N && pk.best_h > opts->target)
+		res->optimal = ortmem__pk_race(&pk) && !opts->target, pk.placed = false;
+	if (!ret && pk.best_h > pk.lb && !res->optimal && pk.best_h > opts->target)
 		ortmem__pk_local_search(&pk);
 done:
 	if (ret)

@@ -24,6 +24,9 @@ struct pk_opts {
 	uint64_t seed;
 	uint32_t threads;	/* racers in the search (pack_race.c); 0 or 1: one */
 	bool compact_only;	/* tests: heights from LB up, compact search only */
+	/* 0; or a decision: any height at or below it will do, so the race
+	 * probes only there (pack_race.c) and the search stops on reaching it */
+	uint64_t target;
 };
 
 struct pk_result {

@@ -331,7 +331,7 @@ void ortmem__pk_keep_placed(struct packer *pk, const uint32_t *placed,
 
 bool ortmem__pk_out_of_time(struct packer *pk)
 {
-	if (pk->best_h <= pk->lb)
+	if (pk->best_h <= pk->lb || pk->best_h <= pk->opts.target)
 		return true;
 	if (pk->opts.max_iter && pk->iters >= pk->opts.max_iter)
 		return true;

@@ -38,13 +38,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "plan_internal.h"
+#include "plan_gaps.h"
 
 #define GAP_RULES 4
 #define GAP_SEARCH_MAX 2048
 #define GAP_SLACKS 4
-#define GAP_EXACT_LIVE (1u << 16)	/* (gap, step) pairs gp_exact() takes */
-#define GAP_EXACT_NODES 4096		/* and the nodes it searches */
 
 /* The allocator's rules a slack sweep's plan is followed under, the most
  * often cheapest first (measured on random DAGs): how a buffer seats
@@ -54,34 +52,6 @@ static const int gp_pass_rule[] = {
 };
 #define GAP_PASS_RULES ((int)(sizeof(gp_pass_rule) / sizeof(gp_pass_rule[0])))
 
-struct gap {
-	uint32_t k;		/* touch that opens it */
-	uint32_t buf;
-	uint32_t first;		/* first step inside it */
-	uint32_t end;		/* the next touch, or the buffer's end */
-	bool tail;		/* no touch ends it: no read-back */
-};
-
-struct gap_ctx {
-	struct ortmem_plan *plan;
-	uint64_t budget;
-	uint64_t *asz;		/* aligned size per buffer */
-	struct gap *gaps;
-	uint32_t n_gaps;
-	uint32_t *by_first;	/* gap ids, CSR over their first step */
-	uint32_t *by_first_idx;
-	uint64_t *base;		/* profile with every gap kept */
-	uint64_t *prof;
-	uint64_t *bud;		/* budget per step */
-	uint64_t *foot;		/* bytes the step itself touches */
-	uint64_t *over;		/* per step: how far the packing overran */
-	uint32_t *active;
-	bool *written;
-	uint8_t *off;		/* per touch: the gap it opens is off */
-	uint8_t *best;
-	uint32_t *order;	/* evictions of one sweep, in order */
-	int rule;		/* the rule of c->best */
-};
 
 static uint64_t gp_align_up(uint64_t x, uint64_t a)
 {
@@ -240,140 +210,14 @@ static void gp_place(struct gap_ctx *c)
 	}
 }
 
-/*
- * Branch and bound over the sweep's choices, on small models: at the first
- * step over its budget, each gap live there is tried off in turn (gaps
- * chosen at one step in increasing order, so each set is tried once),
- * pruned when the cost so far plus the excess times the cheapest rate of
- * any candidate (0, 1 or 2 transfers a byte) reaches the best plan.  The
- * sweep's rules take the step's furthest next use; on the chain-and-skip
- * shapes of U-Nets a cheaper set exists (a 16 MiB and a 4 MiB skip
- * instead of 16 and 8).  It stops after GAP_EXACT_NODES nodes or 1/64 of
- * the time budget: where it cannot finish, the time it takes is the
- * packer's, whose timed search then lands elsewhere (on random DAGs at the
- * largest step's budget, 1/8 of the budget cost 5-9 % more bytes).  U-Net
- * finishes in under 200 nodes.  The best found is left in c->best.
- */
-struct gp_bb {
-	struct gap_ctx *c;
-	uint32_t *live, *live_idx;	/* gaps live at each step, CSR */
-	uint32_t *stack, *stack_end;	/* candidates per depth */
-	uint32_t *nwritten;		/* off gaps per buffer */
-	uint64_t cost, best, nodes, deadline;
-	bool stop;
-};
-
-static uint64_t gp_bb_units(const struct gp_bb *bb, const struct gap *g)
-{
-	return (g->tail ? 0u : 1u) + (bb->nwritten[g->buf] ? 0u : 1u);
-}
-
-static void gp_bb_flip(struct gp_bb *bb, const struct gap *g, bool out)
-{
-	struct gap_ctx *c = bb->c;
-	uint32_t t;
-
-	for (t = g->first; t < g->end; t++)
-		c->prof[t] = out ? c->prof[t] - c->asz[g->buf] : c->prof[t] + c->asz[g->buf];
-	c->off[g->k] = out;
-	if (out)
-		bb->nwritten[g->buf]++;
-	else
-		bb->nwritten[g->buf]--;
-}
-
-static void gp_bb_dfs(struct gp_bb *bb, uint32_t s, uint32_t after, uint32_t *sp)
-{
-	struct gap_ctx *c = bb->c;
-	uint32_t n = c->plan->n_nodes, i, nc = 0, j;
-	uint64_t minu = 2, u, add;
-
-	if (!bb->stop && (++bb->nodes & 255) == 0)
-		bb->stop = bb->nodes >= GAP_EXACT_NODES || ortmem__now_ns() > bb->deadline;
-	if (bb->stop)
-		return;
-	while (s < n && c->prof[s] <= c->bud[s])
-		s++, after = UINT32_MAX;
-	if (s < n && sp + (bb->live_idx[s + 1] - bb->live_idx[s]) > bb->stack_end) {
-		bb->stop = true;	/* deeper than the stack: give up */
-		return;
-	}
-	if (s == n) {
-		if (bb->cost < bb->best) {
-			bb->best = bb->cost;
-			memcpy(c->best, c->off, c->plan->touch_idx[c->plan->n_bufs]);
-		}
-		return;
-	}
-	for (i = bb->live_idx[s]; i < bb->live_idx[s + 1]; i++) {
-		uint32_t gi = bb->live[i];
-
-		if (c->off[c->gaps[gi].k] || (after != UINT32_MAX && gi <= after))
-			continue;
-		u = gp_bb_units(bb, &c->gaps[gi]);
-		minu = u < minu ? u : minu;
-		sp[nc++] = gi;
-	}
-	if (!nc || bb->cost + (c->prof[s] - c->bud[s]) * minu >= bb->best)
-		return;
-	for (j = 0; j < nc && !bb->stop; j++) {
-		const struct gap *g = &c->gaps[sp[j]];
-
-		add = gp_bb_units(bb, g) * c->asz[g->buf];
-		if (bb->cost + add >= bb->best)
-			continue;
-		bb->cost += add;
-		gp_bb_flip(bb, g, true);
-		gp_bb_dfs(bb, s, sp[j], sp + nc);
-		gp_bb_flip(bb, g, false);
-		bb->cost -= add;
-	}
-}
-
-/* Improve c->best (costing @best) by the search above, on models of at
- * most GAP_EXACT_LIVE (gap, step) pairs, until @deadline. */
-static void gp_exact(struct gap_ctx *c, uint64_t best, uint64_t deadline)
-{
-	struct ortmem_plan *plan = c->plan;
-	struct gp_bb bb = { .c = c, .best = best, .deadline = deadline };
-	uint32_t n = plan->n_nodes, i, t;
-	uint64_t total = 0;
-
-	for (i = 0; i < c->n_gaps; i++)
-		total += c->gaps[i].end - c->gaps[i].first;
-	if (!total || total > GAP_EXACT_LIVE)
-		return;
-	bb.live = malloc(sizeof(*bb.live) * total);
-	bb.live_idx = calloc(n + 2, sizeof(*bb.live_idx));
-	bb.stack = malloc(sizeof(*bb.stack) * (total + c->n_gaps + 1));
-	bb.nwritten = calloc(plan->n_bufs + 1, sizeof(*bb.nwritten));
-	bb.stack_end = bb.stack ? bb.stack + total + c->n_gaps + 1 : NULL;
-	if (bb.live && bb.live_idx && bb.stack && bb.nwritten) {
-		for (i = 0; i < c->n_gaps; i++)
-			for (t = c->gaps[i].first; t < c->gaps[i].end; t++)
-				bb.live_idx[t + 2]++;
-		for (t = 0; t < n; t++)
-			bb.live_idx[t + 2] += bb.live_idx[t + 1];
-		for (i = 0; i < c->n_gaps; i++)
-			for (t = c->gaps[i].first; t < c->gaps[i].end; t++)
-				bb.live[bb.live_idx[t + 1]++] = i;
-		memcpy(c->prof, c->base, sizeof(*c->prof) * n);
-		memset(c->off, 0, plan->touch_idx[plan->n_bufs]);
-		gp_bb_dfs(&bb, 0, UINT32_MAX, bb.stack);
-	}
-	free(bb.live);
-	free(bb.live_idx);
-	free(bb.stack);
-	free(bb.nwritten);
-}
-
 /* Pack the resident intervals; offsets to the buffers and touches. */
-static int gp_pack(struct gap_ctx *c, uint64_t deadline, struct pk_result *res)
+static int gp_pack(struct gap_ctx *c, uint64_t deadline, bool decide, struct pk_result *res)
 {
 	struct ortmem_plan *plan = c->plan;
 	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
 			      .max_iter = plan->o.max_iterations,
-			      .threads = plan->o.threads };
+			      .threads = plan->o.threads,
+			      .target = decide ? c->budget : 0 };
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n = 0, b, k, j;
 	struct pk_item *it = calloc(nt + plan->n_bufs + 1, sizeof(*it));
 	uint64_t *off = malloc(sizeof(*off) * (nt + plan->n_bufs + 1));
@@ -437,6 +281,7 @@ static int gp_footprint(struct gap_ctx *c, uint64_t *foot)
 			*foot = c->foot[s];
 			at = s;
 		}
+	c->max_foot = *foot;
 	if (*foot <= c->budget)
 		return 0;
 	/* Name the budget the caller gave; c->budget is it rounded down to
@@ -626,11 +471,11 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 	struct pk_result pres = { 0 };
 	int ret;
 
-	gp_exact(c, cost, ortmem__now_ns() +
+	ortmem__plan_gap_exact(c, cost, ortmem__now_ns() +
 		 plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 64);
 	if (ortmem__plan_gap_cost(plan, c->best) >= cost)
 		return 0;
-	ret = gp_pack(c, 0, &pres);
+	ret = gp_pack(c, 0, false, &pres);
 	if (!ret) {
 		gp_keep_packed(c, w, &pres);
 		memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
@@ -639,6 +484,53 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 	if (!ret)
 		ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, c->best, NULL);
 	memcpy(c->best, w->guide, nt);
+	return ret;
+}
+
+/*
+ * The slack sweeps' plans (1/128 of the budget left free, then 1/64, ...)
+ * packed as a decision: does any packing fit the budget (pk_opts.target)?
+ * The packer's race then probes at the budget alone.  The first that
+ * fits stands as it is (more slack only costs more), as does any level
+ * whose sweep already costs the best plan or more.  Only where the
+ * largest step's footprint exceeds the level's sweep budget (below), and
+ * on small graphs: on a big one the packer has no time for its search
+ * (see gp_pack()).  Each level until two time budgets from the start:
+ * the race needs 5-10 ms where it succeeds, at load 3-5 on a shared
+ * 2-core machine, and a level cut short is wasted (with one time budget
+ * it found the 300-node DAG's packing in 13 of 15 solves, with two in
+ * 15 of 15, in the same solve time, since it stops when it finds one).
+ * Why: at the largest step's budget that step's own buffers pin the
+ * bound to the budget, so the guide's packing (searched at the bound, the
+ * race's probes below the best in vain) overruns; a slack sweep leaves
+ * room everywhere else, and the race at the budget alone finds a packing
+ * (the 300-node DAG: 744.4 MiB where the allocator's passes move 786.9).
+ */
+static int gp_slack_decide(struct gap_ctx *c, struct gp_win *w)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint64_t end = ortmem__now_ns() + 2 * plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
+	int slack, ret = 0;
+	uint32_t s;
+
+	for (slack = 1; slack <= GAP_SLACKS && !ret && ortmem__now_ns() < end; slack++) {
+		struct pk_result pres = { 0 };
+
+		for (s = 0; s < plan->n_nodes; s++)
+			c->bud[s] = c->budget - (c->budget >> (8 - slack));
+		if (c->max_foot <= c->bud[0])
+			break;	/* the bound is not pinned to the budget */
+		gp_place(c);
+		if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+			break;
+		ret = gp_pack(c, end, true, &pres);
+		if (!ret)
+			gp_keep_packed(c, w, &pres);
+		if (pres.height <= c->budget)
+			break;
+	}
+	for (s = 0; s < plan->n_nodes; s++)
+		c->bud[s] = c->budget;
 	return ret;
 }
 
@@ -664,7 +556,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		return ret;
 	/* The sweep's plan as it is, when its packing fits: the packer's
 	 * search gets the time budget. */
-	ret = gp_pack(c, deadline, &pres);
+	ret = gp_pack(c, deadline, false, &pres);
 	if (ret)
 		return ret;
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
@@ -694,6 +586,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	if (!ret && w->win_rule >= 0 && (small || ortmem__now_ns() < w->retro_by))
 		ret = gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
 				    w->win_guided ? w->win_guide : NULL, NULL);
+	if (!ret && small)
+		ret = gp_slack_decide(c, w);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;
@@ -788,6 +682,32 @@ uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off)
 		gp_place(&c);
 		memcpy(off, c.best, plan->touch_idx[plan->n_bufs]);
 		cost = ortmem__plan_gap_cost(plan, off);
+	}
+	free(c.best);
+	gp_free(&c);
+	return cost;
+}
+
+/* A slack sweep's plan (slack 1: 1/128 of the budget left free, as in
+ * gp_slack_decide()) packed as a decision at the budget as the placement
+ * packs it, for tests: its bytes, the packing's height in @height, or
+ * UINT64_MAX (error set).  It overwrites the plan's offsets. */
+uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *height)
+{
+	struct gap_ctx c = { .plan = plan, .budget = ortmem__plan_dev_budget(plan) };
+	struct pk_result res = { 0 };
+	uint64_t foot, cost = UINT64_MAX;
+	uint32_t s;
+
+	if (slack >= 1 && slack <= GAP_SLACKS && !gp_alloc(&c) && !gp_footprint(&c, &foot)) {
+		for (s = 0; s < plan->n_nodes; s++)
+			c.bud[s] = c.budget - (c.budget >> (8 - slack));
+		gp_place(&c);
+		if (!gp_pack(&c, ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC,
+			     true, &res)) {
+			cost = ortmem__plan_gap_cost(plan, c.best);
+			*height = res.height;
+		}
 	}
 	free(c.best);
 	gp_free(&c);

@@ -15,6 +15,7 @@
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
  *   plan_gaps.c      device residency per gap and its offsets
+ *   plan_gap_exact.c the branch and bound over the gap sweep's choices
  *   plan_place.c     tier placement and offsets under the budgets, moves per step
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
  *   plan_sched_xfer.c  ortmem_plan_transfers(): the transfer schedule
@@ -189,6 +190,7 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
  * buffer sent off, one read-back per off gap a touch ends). */
 uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off);
 uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off);
+uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *height);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
 int ortmem__plan_place(struct ortmem_plan *plan);
 

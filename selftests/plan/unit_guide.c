@@ -101,4 +101,49 @@ TEST_TIMEOUT(guide_never_moves_more_than_belady, 120)
 	EXPECT_GT(cheaper, 0);
 }
 
+/*
+ * At the largest step's budget, where a slack sweep's plan (1/128 left
+ * free) packs under the budget as a decision (plan_gaps.c,
+ * gp_slack_decide()), the placement moves no more than that plan: it is
+ * one of its candidates.  Reproducible: the packer runs under an
+ * iteration limit, and the time budget is too long for the clock to cut
+ * anything on graphs this small.
+ */
+TEST_TIMEOUT(decided_slack_guide_bounds_the_plan, 300)
+{
+	uint32_t fits = 0, cases = 0, g;
+
+	for (g = 0; g < 60; g++) {
+		uint32_t n = 30 + 10 * (g % 10);
+		uint64_t seed = 2000 + g, foot, lb, cost, height = 0, budget;
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		struct ortmem_plan *p = NULL;
+
+		graph_limits(n, seed, &foot, &lb);
+		ASSERT_NE(0, foot);
+		budget = foot & ~(uint64_t)(ALIGN - 1);
+		{
+			ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
+				    .align = { ALIGN, 64, 4096 }, .max_iterations = 4000,
+				    .time_budget_us = 20000000);
+
+			ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+		}
+		random_graph(p, n, &seed);
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_validate(p));
+		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+		cost = ortmem__plan_gap_decide(p, 1, &height);
+		ASSERT_NE(UINT64_MAX, cost);
+		cases++;
+		if (height <= budget) {
+			fits++;
+			EXPECT_LE(st.prefetch_bytes + st.spill_bytes, cost);
+		}
+		ortmem_plan_free(p);
+	}
+	TH_LOG("%u budgets, the decision packs the slack guide at %u", cases, fits);
+	EXPECT_GT(fits, 0);
+}
+
 TEST_HARNESS_MAIN

@@ -266,6 +266,43 @@ TEST(decision_search_is_reproducible)
 }
 
 /*
+ * A decision (pk_opts.target): any packing at or below the target ends
+ * the search.  A target any packing meets stops the search after the
+ * first plan (one iteration); a target between the bound and the first
+ * plan is reached, and a packing found at the target is not claimed
+ * optimal unless it is at the bound.
+ */
+TEST(decision_target_stops_the_search)
+{
+	uint64_t seed = 91, h = 64 * 1024;
+
+	for (int g = 0; g < 8; g++) {
+		struct pk_item it[160];
+		uint64_t off[160], first;
+		struct pk_opts o = { .deadline_ns = ortmem__now_ns() + 2000000000ull,
+				     .seed = 3, .target = UINT64_MAX / 2 };
+		struct pk_result r = { 0 };
+		int n = cut_rectangle(it, 100 + (int)(rnd(&seed) % 60), 1000, h, 1024, &seed);
+
+		/* a target any packing meets: the first plan, one iteration,
+		 * under a deadline the whole search would use */
+		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
+		EXPECT_EQ(1, r.iters);
+		EXPECT_FALSE(r.optimal && r.height > h);
+		first = r.height;
+		/* halfway between the optimum and the first plan */
+		o.target = h + (first - h) / 2;
+		memset(&r, 0, sizeof(r));
+		ASSERT_EQ(0, ortmem__pack(it, (uint32_t)n, &o, off, &r));
+		ASSERT_EQ(0, ortmem__plan_check_disjoint(it, off, (uint32_t)n, NULL, NULL));
+		EXPECT_LE(r.height, o.target);
+		EXPECT_EQ(r.height == h, r.optimal);
+		for (int i = 0; i < n; i++)
+			EXPECT_LE(off[i] + it[i].size, r.height);
+	}
+}
+
+/*
  * The first plan of a dense instance (a sweep over treaps of free ranges)
  * is best fit in start order: the same offsets, item by item, as placing
  * the same order over the conflict lists.  Random instances, from sparse

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/plan/plan_gaps.h - the gap placement's context, shared by its sweep
+ * and candidates (plan_gaps.c) and its branch and bound (plan_gap_exact.c);
+ * Documentation/lib/placement.rst.
+ */
+#ifndef ORTMEM_LIB_PLAN_GAPS_H
+#define ORTMEM_LIB_PLAN_GAPS_H
+
+#include "plan_internal.h"
+
+struct gap {
+	uint32_t k;		/* touch that opens it */
+	uint32_t buf;
+	uint32_t first;		/* first step inside it */
+	uint32_t end;		/* the next touch, or the buffer's end */
+	bool tail;		/* no touch ends it: no read-back */
+};
+
+struct gap_ctx {
+	struct ortmem_plan *plan;
+	uint64_t budget;
+	uint64_t *asz;		/* aligned size per buffer */
+	struct gap *gaps;
+	uint32_t n_gaps;
+	uint32_t *by_first;	/* gap ids, CSR over their first step */
+	uint32_t *by_first_idx;
+	uint64_t *base;		/* profile with every gap kept */
+	uint64_t *prof;
+	uint64_t *bud;		/* budget per step */
+	uint64_t *foot;		/* bytes the step itself touches */
+	uint64_t max_foot;	/* the largest of them */
+	uint64_t *over;		/* per step: how far the packing overran */
+	uint32_t *active;
+	bool *written;
+	uint8_t *off;		/* per touch: the gap it opens is off */
+	uint8_t *best;
+	uint32_t *order;	/* evictions of one sweep, in order */
+	int rule;		/* the rule of c->best */
+};
+
+/* Improve c->best (costing @best) by branch and bound over the sweep's
+ * choices, on small models, until @deadline (plan_gap_exact.c). */
+void ortmem__plan_gap_exact(struct gap_ctx *c, uint64_t best, uint64_t deadline);
+
+#endif /* ORTMEM_LIB_PLAN_GAPS_H */
