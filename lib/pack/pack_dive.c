@@ -74,6 +74,7 @@ struct pk_dives {
 	uint32_t *byoff, *tmp;	/* the best packing's items by offset */
 	uint64_t *offkey;	/* sort keys: the best packing's offsets */
 	bool from_best;		/* odd dives start from the best packing */
+	const uint64_t *seed;	/* every dive starts from these offsets */
 	bool cut;		/* a candidate list was truncated */
 	uint32_t maxdepth;	/* frames */
 	struct pk_diver diver;	/* restarts, pauses */
@@ -296,24 +297,23 @@ static void pd_keys(struct pk_dives *d, uint32_t r)
 }
 
 /*
- * Start from the best packing found so far (large-neighbourhood search):
- * keep its items that lie wholly below a random line under @h where they
- * are, and let the dive pack the rest.  Listed by offset, each item of a
- * pushed-down packing rests at its base, so they are placed in that order.
- * An item whose placement leaves a section's bytes no room under @h is
- * left to the dive instead: there the best packing must change.  Such a
- * dive proves nothing when it fails: it is marked cut.
+ * Start from a packing, @off (large-neighbourhood search): keep its items
+ * that lie wholly below @line where they are (an offset of UINT64_MAX:
+ * not kept), and let the dive pack the rest.  Listed by offset, each item
+ * of a pushed-down packing rests at its base, so they are placed in that
+ * order.  An item whose placement leaves a section's bytes no room under
+ * the height is left to the dive instead: there the packing must change.
+ * Such a dive proves nothing when it fails: it is marked cut.
  */
-static void pd_replay(struct pk_dives *d, uint64_t h)
+static void pd_replay(struct pk_dives *d, const uint64_t *off, uint64_t line)
 {
 	struct packer *pk = d->pk;
 	struct pk_sky *k = &d->sky;
-	uint64_t line = (uint64_t)((double)h * ortmem__pk_rand_unit(pk));
 	uint32_t j;
 
 	for (j = 0; j < k->m; j++) {
 		d->byoff[j] = k->ids[j];
-		d->offkey[k->ids[j]] = pk->best_off[k->ids[j]];
+		d->offkey[k->ids[j]] = off[k->ids[j]];
 	}
 	ortmem__pk_sort_by(d->byoff, k->m, d->offkey, d->tmp);
 	d->cut = true;
@@ -327,7 +327,7 @@ static void pd_replay(struct pk_dives *d, uint64_t h)
 			k->dead = true;
 			return;
 		}
-		if (pk->best_off[i] + pk->it[i].size > line)
+		if (off[i] == UINT64_MAX || off[i] + pk->it[i].size > line)
 			continue;
 		if (ortmem__sky_place(k, i) < 0) {
 			k->dead = true;	/* out of memory: this dive ends */
@@ -354,9 +354,12 @@ static void pd_begin(void *search, uint32_t r, uint64_t h)
 	d->depth = 0;
 	d->nplaced = 0;
 	d->dive_nodes = 0;
-	if (d->from_best && (r & 1) && d->pk->best_h != UINT64_MAX &&
-	    h < d->pk->best_h)
-		pd_replay(d, h);
+	if (d->seed)
+		pd_replay(d, d->seed, UINT64_MAX);
+	else if (d->from_best && (r & 1) && d->pk->best_h != UINT64_MAX &&
+		 h < d->pk->best_h)
+		pd_replay(d, d->pk->best_off,
+			  (uint64_t)((double)h * ortmem__pk_rand_unit(d->pk)));
 	d->fr[0] = (struct pd_frame){ .item = PD_NONE, .busy = false };
 	d->fr[0].nc = pd_expand(d, &d->fr[0], d->pool);
 }
@@ -422,6 +425,12 @@ struct pk_dives *ortmem__pk_dives_new(struct packer *pk)
 void ortmem__pk_dives_from_best(struct pk_dives *d, bool on)
 {
 	d->from_best = on;
+}
+
+void ortmem__pk_dives_seed(struct pk_dives *d, const uint64_t *off)
+{
+	d->seed = off;
+	d->diver.h = UINT64_MAX;	/* the next run starts over */
 }
 
 uint64_t ortmem__pk_dives_work(const struct pk_dives *d)
