@@ -75,6 +75,7 @@ struct pk_dives {
 	uint64_t *offkey;	/* sort keys: the best packing's offsets */
 	bool from_best;		/* odd dives start from the best packing */
 	const uint64_t *seed;	/* every dive starts from these offsets */
+	uint32_t pivot;		/* positions filled from this section out */
 	bool cut;		/* a candidate list was truncated */
 	uint32_t maxdepth;	/* frames */
 	struct pk_diver diver;	/* restarts, pauses */
@@ -108,26 +109,46 @@ static bool pd_before(const struct pd_cand *a, const struct pd_cand *b)
  * smallest size (it can only rest on an item placed from now on) or to its
  * own base if lower, so s*'s floor is raised to that (the last branch).
  */
-/* The lowest base p of the unplaced items, the smallest size, and s*. */
-static uint64_t pd_lowest(const struct pk_sky *k, uint64_t *minsz,
-			  uint32_t *star)
+/*
+ * The section of item @i's lifetime that comes first in the sweep from
+ * the pivot: right of it in time order, then left of it backwards; and
+ * its place in that sweep.  A pivot of 0 is the plain left-to-right order.
+ */
+static uint32_t pd_nearest(const struct pk_sky *k, uint32_t pivot, uint32_t i,
+			   uint32_t *rank)
+{
+	uint32_t s = k->slo[i] > pivot ? k->slo[i] :
+		     k->shi[i] > pivot ? pivot : k->shi[i] - 1;
+
+	*rank = s >= pivot ? s - pivot : k->nsec - s;
+	return s;
+}
+
+/* The lowest base p of the unplaced items, the smallest size, and s*: of
+ * the sections where an item of base p lives, the first in the sweep. */
+static uint64_t pd_lowest(const struct pk_sky *k, uint32_t pivot,
+			  uint64_t *minsz, uint32_t *star)
 {
 	const struct packer *pk = k->pk;
 	uint64_t p = UINT64_MAX;
-	uint32_t j;
+	uint32_t j, best = UINT32_MAX;
 
 	*minsz = UINT64_MAX;
 	*star = UINT32_MAX;
 	for (j = 0; j < k->m; j++) {
-		uint32_t i = k->ids[j];
+		uint32_t i = k->ids[j], s, rank;
 
 		if (k->placed[i])
 			continue;
 		if (pk->it[i].size < *minsz)
 			*minsz = pk->it[i].size;
-		if (k->base[i] < p || (k->base[i] == p && k->slo[i] < *star)) {
+		if (k->base[i] > p)
+			continue;
+		s = pd_nearest(k, pivot, i, &rank);
+		if (k->base[i] < p || rank < best) {
 			p = k->base[i];
-			*star = k->slo[i];
+			*star = s;
+			best = rank;
 		}
 	}
 	return p;
@@ -142,9 +163,8 @@ static uint32_t pd_expand(struct pk_dives *d, struct pd_frame *f, struct pd_cand
 
 	if (k->dead)
 		return 0;
-	p = pd_lowest(k, &minsz, &star);
-	/* The first section of the leftmost such item has floor <= p; any
-	 * section left of it has no item of base p. */
+	p = pd_lowest(k, d->pivot, &minsz, &star);
+	/* s* has an item of base p, so its floor is p: the lowest. */
 	raise = p + minsz;
 	for (j = 0; j < k->m; j++) {
 		uint32_t i = k->ids[j];
@@ -431,6 +451,17 @@ void ortmem__pk_dives_seed(struct pk_dives *d, const uint64_t *off)
 {
 	d->seed = off;
 	d->diver.h = UINT64_MAX;	/* the next run starts over */
+}
+
+void ortmem__pk_dives_pivot(struct pk_dives *d, bool on)
+{
+	const struct pk_sky *k = &d->sky;
+	uint32_t s;
+
+	d->pivot = 0;
+	for (s = 1; on && s < k->nsec; s++)
+		if (k->rem0[s] > k->rem0[d->pivot])
+			d->pivot = s;
 }
 
 uint64_t ortmem__pk_dives_work(const struct pk_dives *d)

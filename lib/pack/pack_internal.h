@@ -291,6 +291,12 @@ void ortmem__pk_dives_from_best(struct pk_dives *d, bool on);
  * next run starts over at its height.
  */
 void ortmem__pk_dives_seed(struct pk_dives *d, const uint64_t *off);
+/*
+ * @on: the dives of @d fill the lowest free position in the section
+ * nearest the step where the most bytes are live (sweeping right from it,
+ * then left), instead of the leftmost.
+ */
+void ortmem__pk_dives_pivot(struct pk_dives *d, bool on);
 /* About what one dive costs, in steps of a nanosecond or so. */
 uint64_t ortmem__pk_dives_work(const struct pk_dives *d);
 struct pk_compact;

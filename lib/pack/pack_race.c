@@ -242,8 +242,12 @@ static bool ps_init(struct ps *s, struct packer *pk, const struct ps *proto,
 	s->down = ortmem__pk_dives_new(pk);
 	if (s->down)
 		ortmem__pk_dives_from_best(s->down, true);
+	if (s->down)
+		ortmem__pk_dives_pivot(s->down, true);
 	if (bound)
 		s->low = ortmem__pk_dives_new(pk);
+	if (s->low)
+		ortmem__pk_dives_pivot(s->low, true);
 	return s->down && (!bound || (s->cmp && s->low));
 }
 
