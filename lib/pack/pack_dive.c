@@ -7,7 +7,11 @@
  * or on the top of an item it conflicts with; each item then sits at its
  * base (pack_sky.c).  The search fills the lowest free position: the
  * lowest base p of all unplaced items, in the first section s* where an
- * item of base p lives.  Either an item of base p that lives in s* sits
+ * item of base p lives, first in a sweep of the sections that starts at
+ * the pivot and goes right, then left of it backwards (a pivot of 0: from
+ * the left).  With ortmem__pk_dives_pivot() the pivot is the section
+ * where the most bytes are live, which has the least room to spare: it
+ * is packed first, not with what the choices made left of it leave.  Either an item of base p that lives in s* sits
  * there (one branch per item), or none does: then every item of s* must
  * rise, to at least p plus the smallest unplaced size (it can only rest on
  * an item placed from now on, since nothing placed has a top between p
@@ -74,7 +78,6 @@ struct pk_dives {
 	uint32_t *byoff, *tmp;	/* the best packing's items by offset */
 	uint64_t *offkey;	/* sort keys: the best packing's offsets */
 	bool from_best;		/* odd dives start from the best packing */
-	const uint64_t *seed;	/* every dive starts from these offsets */
 	uint32_t pivot;		/* positions filled from this section out */
 	bool cut;		/* a candidate list was truncated */
 	uint32_t maxdepth;	/* frames */
@@ -317,23 +320,24 @@ static void pd_keys(struct pk_dives *d, uint32_t r)
 }
 
 /*
- * Start from a packing, @off (large-neighbourhood search): keep its items
- * that lie wholly below @line where they are (an offset of UINT64_MAX:
- * not kept), and let the dive pack the rest.  Listed by offset, each item
- * of a pushed-down packing rests at its base, so they are placed in that
- * order.  An item whose placement leaves a section's bytes no room under
- * the height is left to the dive instead: there the packing must change.
- * Such a dive proves nothing when it fails: it is marked cut.
+ * Start from the best packing found so far (large-neighbourhood search):
+ * keep its items that lie wholly below a random line under @h where they
+ * are, and let the dive pack the rest.  Listed by offset, each item of a
+ * pushed-down packing rests at its base, so they are placed in that order.
+ * An item whose placement leaves a section's bytes no room under @h is
+ * left to the dive instead: there the best packing must change.  Such a
+ * dive proves nothing when it fails: it is marked cut.
  */
-static void pd_replay(struct pk_dives *d, const uint64_t *off, uint64_t line)
+static void pd_replay(struct pk_dives *d, uint64_t h)
 {
 	struct packer *pk = d->pk;
 	struct pk_sky *k = &d->sky;
+	uint64_t line = (uint64_t)((double)h * ortmem__pk_rand_unit(pk));
 	uint32_t j;
 
 	for (j = 0; j < k->m; j++) {
 		d->byoff[j] = k->ids[j];
-		d->offkey[k->ids[j]] = off[k->ids[j]];
+		d->offkey[k->ids[j]] = pk->best_off[k->ids[j]];
 	}
 	ortmem__pk_sort_by(d->byoff, k->m, d->offkey, d->tmp);
 	d->cut = true;
@@ -347,7 +351,7 @@ static void pd_replay(struct pk_dives *d, const uint64_t *off, uint64_t line)
 			k->dead = true;
 			return;
 		}
-		if (off[i] == UINT64_MAX || off[i] + pk->it[i].size > line)
+		if (pk->best_off[i] + pk->it[i].size > line)
 			continue;
 		if (ortmem__sky_place(k, i) < 0) {
 			k->dead = true;	/* out of memory: this dive ends */
@@ -374,12 +378,9 @@ static void pd_begin(void *search, uint32_t r, uint64_t h)
 	d->depth = 0;
 	d->nplaced = 0;
 	d->dive_nodes = 0;
-	if (d->seed)
-		pd_replay(d, d->seed, UINT64_MAX);
-	else if (d->from_best && (r & 1) && d->pk->best_h != UINT64_MAX &&
-		 h < d->pk->best_h)
-		pd_replay(d, d->pk->best_off,
-			  (uint64_t)((double)h * ortmem__pk_rand_unit(d->pk)));
+	if (d->from_best && (r & 1) && d->pk->best_h != UINT64_MAX &&
+	    h < d->pk->best_h)
+		pd_replay(d, h);
 	d->fr[0] = (struct pd_frame){ .item = PD_NONE, .busy = false };
 	d->fr[0].nc = pd_expand(d, &d->fr[0], d->pool);
 }
@@ -445,12 +446,6 @@ struct pk_dives *ortmem__pk_dives_new(struct packer *pk)
 void ortmem__pk_dives_from_best(struct pk_dives *d, bool on)
 {
 	d->from_best = on;
-}
-
-void ortmem__pk_dives_seed(struct pk_dives *d, const uint64_t *off)
-{
-	d->seed = off;
-	d->diver.h = UINT64_MAX;	/* the next run starts over */
 }
 
 void ortmem__pk_dives_pivot(struct pk_dives *d, bool on)

@@ -15,7 +15,6 @@
  *   pack_diver.c    the driver of resumable dives over the skyline
  *   pack_dive.c     heuristic dives: a packing under a height H?
  *   pack_compact.c  the complete compact search under a height H
- *   pack_window.c   probes that pack the most crowded time window first
  *   pack_mirror.c   the items with time turned around, for a helper
  *   pack_race.c     probes of the height raced in turns
  *   pack.c          the driver: lower bound, portfolio, the searches
@@ -286,12 +285,6 @@ void ortmem__pk_dives_free(struct pk_dives *d);
 /* Every other dive of @d starts from the best packing's lower part. */
 void ortmem__pk_dives_from_best(struct pk_dives *d, bool on);
 /*
- * Every dive of @d starts from the packing @off (per item; UINT64_MAX: not
- * placed), kept until the next call; NULL: dives start afresh again.  The
- * next run starts over at its height.
- */
-void ortmem__pk_dives_seed(struct pk_dives *d, const uint64_t *off);
-/*
  * @on: the dives of @d fill the lowest free position in the section
  * nearest the step where the most bytes are live (sweeping right from it,
  * then left), instead of the leftmost.
@@ -308,16 +301,6 @@ void ortmem__pk_compact_free(struct pk_compact *d);
  * pk_probe, or -ENOMEM. */
 int ortmem__pk_compact(struct packer *pk, uint64_t h, uint64_t deadline,
 		       uint64_t max_nodes);
-/*
- * pack_window.c: probes of a height that pack the most crowded window of
- * time first, then the rest around it (same calling convention as the
- * dives; a failure proves nothing).
- */
-struct pk_window;
-struct pk_window *ortmem__pk_window_new(struct packer *pk);
-int ortmem__pk_window_run(struct pk_window *w, uint64_t h, uint64_t budget,
-			  uint64_t deadline);
-void ortmem__pk_window_free(struct pk_window *w);
 /*
  * pack_mirror.c: the items with time turned around (t -> end - t), for a
  * helper racer, when the step where the most bytes are live lies in the
