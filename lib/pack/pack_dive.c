@@ -7,7 +7,11 @@
  * or on the top of an item it conflicts with; each item then sits at its
  * base (pack_sky.c).  The search fills the lowest free position: the
  * lowest base p of all unplaced items, in the first section s* where an
- * item of base p lives.  Either an item of base p that lives in s* sits
+ * item of base p lives, first in a sweep of the sections that starts at
+ * the pivot and goes right, then left of it backwards (a pivot of 0: from
+ * the left).  With ortmem__pk_dives_pivot() the pivot is the section
+ * where the most bytes are live, which has the least room to spare: it
+ * is packed first, not with what the choices made left of it leave.  Either an item of base p that lives in s* sits
  * there (one branch per item), or none does: then every item of s* must
  * rise, to at least p plus the smallest unplaced size (it can only rest on
  * an item placed from now on, since nothing placed has a top between p
@@ -75,6 +79,7 @@ struct pk_dives {
 	uint32_t *bysize;	/* the live items, smallest first */
 	uint64_t *offkey;	/* sort keys: the best packing's offsets */
 	bool from_best;		/* odd dives start from the best packing */
+	uint32_t pivot;		/* positions filled from this section out */
 	bool cut;		/* a candidate list was truncated */
 	uint32_t maxdepth;	/* frames */
 	struct pk_diver diver;	/* restarts, pauses */
@@ -104,23 +109,27 @@ static bool pd_before(const struct pd_cand *a, const struct pd_cand *b)
  * The lowest base p of the unplaced items, the smallest size, and s*.  A
  * section's floor is exactly the lowest base of its unplaced members
  * (pack_sky.c), so p is the lowest floor of a section with members left,
- * and s* the first such section: the item of base p that starts leftmost
- * starts there.  The smallest size is the first unplaced item by size.
+ * and s* the first such section in the sweep from the pivot (that is, of
+ * the items of base p, the section of its life nearest in the sweep).  The smallest size is the first unplaced item by size.
  */
 static uint64_t pd_lowest(const struct pk_dives *d, uint64_t *minsz,
 			  uint32_t *star)
 {
 	const struct pk_sky *k = &d->sky;
 	uint64_t p = UINT64_MAX;
-	uint32_t s, j;
+	uint32_t s, j, r;
 
 	*minsz = UINT64_MAX;
 	*star = UINT32_MAX;
-	for (s = 0; s < k->nsec; s++)
+	/* the sweep from the pivot: right of it, then left of it backwards;
+	 * the first section of the lowest floor in that order */
+	for (r = 0; r < k->nsec; r++) {
+		s = r < k->nsec - d->pivot ? d->pivot + r : k->nsec - 1 - r;
 		if (k->scnt[s] && k->floor[s] < p) {
 			p = k->floor[s];
 			*star = s;
 		}
+	}
 	for (j = 0; j < k->m; j++)
 		if (!k->placed[d->bysize[j]]) {
 			*minsz = d->pk->it[d->bysize[j]].size;
@@ -434,6 +443,17 @@ struct pk_dives *ortmem__pk_dives_new(struct packer *pk)
 void ortmem__pk_dives_from_best(struct pk_dives *d, bool on)
 {
 	d->from_best = on;
+}
+
+void ortmem__pk_dives_pivot(struct pk_dives *d, bool on)
+{
+	const struct pk_sky *k = &d->sky;
+	uint32_t s;
+
+	d->pivot = 0;
+	for (s = 1; on && s < k->nsec; s++)
+		if (k->rem0[s] > k->rem0[d->pivot])
+			d->pivot = s;
 }
 
 uint64_t ortmem__pk_dives_work(const struct pk_dives *d)

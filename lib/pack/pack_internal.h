@@ -295,6 +295,12 @@ int ortmem__pk_dives_run(struct pk_dives *d, uint64_t h, uint64_t budget,
 void ortmem__pk_dives_free(struct pk_dives *d);
 /* Every other dive of @d starts from the best packing's lower part. */
 void ortmem__pk_dives_from_best(struct pk_dives *d, bool on);
+/*
+ * @on: the dives of @d fill the lowest free position in the section
+ * nearest the step where the most bytes are live (sweeping right from it,
+ * then left), instead of the leftmost.
+ */
+void ortmem__pk_dives_pivot(struct pk_dives *d, bool on);
 /* About what one dive costs, in steps of a nanosecond or so. */
 uint64_t ortmem__pk_dives_work(const struct pk_dives *d);
 struct pk_compact;

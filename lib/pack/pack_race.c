@@ -42,8 +42,9 @@
  * them found, and all stop when one proves it.  The best packing of all
  * is kept.  When the step where the most bytes are live lies in the later
  * half of time, every other helper races on the items with time turned
- * around (pack_mirror.c): the dives fill from the left, so that racer
- * packs the tightest step first.
+ * around (pack_mirror.c).  Every racer's dives fill from the step where
+ * the most bytes are live outward (ortmem__pk_dives_pivot()): right of it
+ * first, so the mirror's racer sweeps the other way.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -251,10 +252,14 @@ static bool ps_init(struct ps *s, struct packer *pk, const struct ps *proto,
 	s->low = s->down = NULL;
 	s->cmp = bound ? ortmem__pk_compact_new(pk) : NULL;
 	s->down = ortmem__pk_dives_new(pk);
-	if (s->down)
+	if (s->down) {
 		ortmem__pk_dives_from_best(s->down, true);
+		ortmem__pk_dives_pivot(s->down, true);
+	}
 	if (bound)
 		s->low = ortmem__pk_dives_new(pk);
+	if (s->low)
+		ortmem__pk_dives_pivot(s->low, true);
 	return s->down && (!bound || (s->cmp && s->low));
 }
 
