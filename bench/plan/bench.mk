@@ -13,7 +13,7 @@ bench-plan: $(O)/bench/plan/plan_bench
 	$(Q)$< $(PLAN_BUDGET_US) $(sort $(wildcard $(MINIMALLOC_DIR)/*.csv))
 
 # make bench-plan-orders [PLAN_PACKING=packing.csv]: how far a search over
-# placement orders gets (Documentation/lib/planner.rst, "Searching over
+# placement orders gets (Documentation/lib/planner-search.rst, "Searching over
 # orders").  Linked with libortmem.a for the packer's internals.
 PLAN_PACKING ?= $(CURDIR)/plan/records/D.1003520.csv
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench/plan/plan_orders.c - can a search over placement orders reach a
- * good packing?  (issue 17, fifth session; Documentation/lib/planner.rst,
+ * good packing?  (issue 17, fifth session; Documentation/lib/planner-search.rst,
  * "Searching over orders")
  *
  * Usage: plan_orders PACKING.csv [budget_us] [seed]

@@ -3,7 +3,7 @@
  * bench/plan/plan_same.c - the offset packer's node rate, and a trace of
  * what it finds under a node budget, to check that a change made the
  * search faster without changing what it searches (issue 17;
- * Documentation/lib/planner.rst, "Nodes a second").
+ * Documentation/lib/planner-search.rst, "Nodes a second").
  *
  *   plan_same trace NODES FILE.csv...   one line per instance and seed:
  *       the arena, the iterations and a hash of every offset, packed with

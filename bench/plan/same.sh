@@ -8,7 +8,7 @@
 # arena, iterations and a hash of every offset, packed under a node budget
 # on one thread (deterministic), on bench/plan/data/*.csv and on random
 # instances.  Exit 0 when equal.  A change that only makes nodes cheaper
-# must keep them equal (Documentation/lib/planner.rst, "Nodes a second").
+# must keep them equal (Documentation/lib/planner-search.rst, "Nodes a second").
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
