@@ -11,8 +11,9 @@
  * the pivot and goes right, then left of it backwards (a pivot of 0: from
  * the left).  With ortmem__pk_dives_pivot() the pivot is the section
  * where the most bytes are live, which has the least room to spare: it
- * is packed first, not with what the choices made left of it leave.  Either an item of base p that lives in s* sits
- * there (one branch per item), or none does: then every item of s* must
+ * is packed first, not with what the choices made left of it leave.
+ * Either an item of base p that lives in s* sits there (one branch per
+ * item), or none does: then every item of s* must
  * rise, to at least p plus the smallest unplaced size (it can only rest on
  * an item placed from now on, since nothing placed has a top between p
  * and its base), and their bases are raised so (the last branch).  Every
@@ -110,7 +111,8 @@ static bool pd_before(const struct pd_cand *a, const struct pd_cand *b)
  * section's floor is exactly the lowest base of its unplaced members
  * (pack_sky.c), so p is the lowest floor of a section with members left,
  * and s* the first such section in the sweep from the pivot (that is, of
- * the items of base p, the section of its life nearest in the sweep).  The smallest size is the first unplaced item by size.
+ * the items of base p, the section of its life nearest in the sweep).
+ * The smallest size is the first unplaced item by size.
  */
 static uint64_t pd_lowest(const struct pk_dives *d, uint64_t *minsz,
 			  uint32_t *star)
