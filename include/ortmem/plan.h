@@ -168,8 +168,11 @@ struct ortmem_plan_moves {
  * @earliest: for IN, the earliest step before which the read may start:
  *	its device range is free from there to the step, so the copy overlaps
  *	the compute of steps @earliest .. step - 1 (== step: it cannot start
- *	ahead, and stalls).  For OUT, the step after which it may start (the
- *	buffer is immutable: from its production on).  For MOVE, the step: it
+ *	ahead, and stalls).  For OUT, the step after which it may start: the
+ *	one that produced the value it writes out (values are immutable; a
+ *	buffer an in-place chain shares holds each of its values from the
+ *	step producing it, and each value with an off gap is written out
+ *	once).  For MOVE, the step: it
  *	runs after step - 1, before the step's read-backs.
  * @src_offset: for MOVE, where the buffer is copied from (the two ranges
  *	never overlap, and no other transfer of the step touches either);

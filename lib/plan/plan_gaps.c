@@ -108,7 +108,31 @@ static int gp_alloc(struct gap_ctx *c)
 	return 0;
 }
 
-/* Larger is a better victim: the rules the sweep is run under. */
+/*
+ * Belady's victim order (rule 0), exact: is @g a better victim than @h?
+ * The furthest next use first (a trailing gap's never comes), then the
+ * larger, then the lower buffer index.  The order is total, so the choice
+ * depends on no iteration order (the active list's is arbitrary: on a tie
+ * it picked whichever came first, a plan another tie-break could beat) and
+ * no rounding (a score mixing distance and size would round): the sweep
+ * makes, step by step, the choices of the simulations the placement is
+ * measured against (selftests/plan/plan_belady.h, bench/place), so what it
+ * keeps is never dearer than theirs.
+ */
+static bool gp_belady_before(const struct gap_ctx *c, const struct gap *g,
+			     const struct gap *h)
+{
+	uint32_t dg = g->tail ? UINT32_MAX : g->end, dh = h->tail ? UINT32_MAX : h->end;
+
+	if (dg != dh)
+		return dg > dh;
+	if (c->asz[g->buf] != c->asz[h->buf])
+		return c->asz[g->buf] > c->asz[h->buf];
+	return g->buf < h->buf;
+}
+
+/* Larger is a better victim: the rules the sweep is run under (rule 0
+ * chooses by gp_belady_before(), exactly). */
 static double gp_score(const struct gap_ctx *c, const struct gap *g, uint32_t s,
 		       uint64_t need, int rule)
 {
@@ -160,7 +184,8 @@ static uint64_t gp_sweep(struct gap_ctx *c, int rule)
 					continue;
 				}
 				sc = gp_score(c, g, s, c->prof[s] - c->bud[s], rule);
-				if (sc > best) {
+				if (best < 0 || (rule ? sc > best :
+				    gp_belady_before(c, g, &c->gaps[c->active[at]]))) {
 					best = sc;
 					at = j;
 				}

@@ -250,4 +250,28 @@ static inline bool ortmem__plan_buf_moves(const struct ortmem_plan *plan, uint32
 	return false;
 }
 
+/* Does touch @k of buffer @b write a value into it: the buffer's first
+ * touch, or a step whose output takes it in place?  An in-place chain
+ * holds one value after another, so each value with an off gap is written
+ * out on its own: the home holds the last one written. */
+static inline bool ortmem__plan_touch_writes(const struct ortmem_plan *plan,
+					     uint32_t b, uint32_t k)
+{
+	const struct pl_node *nd;
+	uint32_t i;
+
+	if (k == plan->touch_idx[b])
+		return true;
+	if (!plan->n_hints || (plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE))
+		return false;
+	nd = &plan->nodes[plan->touch_step[k]];
+	for (i = 0; i < nd->n_out; i++) {
+		const struct pl_value *y = &plan->vals[plan->edges[nd->out + i]];
+
+		if (y->inplace_of >= 0 && y->buf == (int32_t)b)
+			return true;
+	}
+	return false;
+}
+
 #endif /* ORTMEM_LIB_PLAN_INTERNAL_H */

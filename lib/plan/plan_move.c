@@ -321,8 +321,8 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 	return at;
 }
 
-/* Tier bytes a plan with these off gaps moves: one write per buffer sent off,
- * one read per off gap a touch ends. */
+/* Tier bytes a plan with these off gaps moves: one write per value sent off
+ * (per buffer, but for an in-place chain), one read per off gap a touch ends. */
 uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off)
 {
 	uint64_t cost = 0;
@@ -332,6 +332,10 @@ uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *of
 		bool w = false;
 
 		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			if (w && ortmem__plan_touch_writes(plan, b, k)) {
+				cost += plan->bufs[b].size;
+				w = false;
+			}
 			if (!off[k])
 				continue;
 			w = true;

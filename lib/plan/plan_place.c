@@ -239,8 +239,9 @@ static int pl_fit_tier(struct ortmem_plan *plan, int tier, uint64_t *prof,
 	return pl_refuse(plan, tier, res->height, 0, "placement did not converge");
 }
 
-/* Bytes moved per step: the write-out after the touch that opens a
- * buffer's first off gap, a read-back before each touch that ends one. */
+/* Bytes moved per step: the write-out after the touch that opens the
+ * first off gap of each value the buffer holds (one, but for an in-place
+ * chain), a read-back before each touch that ends one. */
 static void pl_gap_moves(struct ortmem_plan *plan)
 {
 	uint32_t b, k;
@@ -253,6 +254,8 @@ static void pl_gap_moves(struct ortmem_plan *plan)
 		if (t == ORTMEM_TIER_DEVICE)
 			continue;
 		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			if (ortmem__plan_touch_writes(plan, b, k))
+				written = false;
 			if (!plan->gap_off[k])
 				continue;
 			if (!written)

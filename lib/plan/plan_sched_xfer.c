@@ -143,15 +143,22 @@ ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,
 				stall += pb->size;
 			sx_put(xfers, cap, n++, &t);
 		}
-		for (first = plan->touch_idx[b]; !plan->gap_off[first]; first++)
+		if (!plan->gap_off[k])
+			continue;
+		/* Written out after the first off gap of the value it holds
+		 * now, from the touch that wrote that value on: an in-place
+		 * chain writes the next value over it (and the buffer's first
+		 * touch writes the first). */
+		for (first = k; !ortmem__plan_touch_writes(plan, b, first) &&
+				!plan->gap_off[first - 1]; first--)
 			;
-		if (first == k) {
+		if (ortmem__plan_touch_writes(plan, b, first)) {
 			t.dir = ORTMEM_PLAN_XFER_OUT;
 			t.from_tier = ORTMEM_TIER_DEVICE;
 			t.to_tier = pb->tier;
 			t.device_offset = plan->touch_off[k];
 			t.src_offset = t.device_offset;
-			t.earliest = plan->touch_step[plan->touch_idx[b]];
+			t.earliest = plan->touch_step[first];
 			sx_put(xfers, cap, n++, &t);
 		}
 	}

@@ -114,7 +114,8 @@ TEST(unaligned_budget_keeps_offsets_aligned)
 		random_graph(p, n, &seed);
 		foot = largest_step(p, &at);
 		ortmem_plan_free(p);
-		budget = foot + ALIGN * (rnd(&seed) % 32) + 1 + rnd(&seed) % (ALIGN - 1);
+		budget = foot + ALIGN * (rnd(&seed) % 32);
+		budget += 1 + rnd(&seed) % (ALIGN - 1);
 		p = plan_with(budget);
 		random_graph(p, n, &s2);
 		ASSERT_EQ(0, ortmem_plan_solve(p));
