@@ -57,6 +57,9 @@
 #include "place_bench.h"
 
 #define RUNS 5
+/* On-device bytes per tier byte in the like-for-like figure: the library's
+ * weight (ORTMEM__PLAN_MOVE_SHIFT), a device copy at 16x a host link. */
+#define MOVE_RATIO 16.0
 
 /* Diffusion-style U-Net: three blocks a level, each output kept as a skip
  * that the decoder reads at the same level on the way up. */
@@ -471,6 +474,8 @@ static uint32_t bound_bad;
 struct totals {
 	double x_struct, x_rand, y, y_off;
 	double dmove, y_nomove;	/* move bytes / tier bytes; no moves x Belady */
+	double bel_dmove;	/* Belady's compaction: move bytes / its tier bytes */
+	double y_like;		/* (tier + moved / 16) over Belady's, compacted */
 	double t_max;
 	uint32_t solved, feasible, kinds[BOUND_KINDS];
 	double bound_ms;	/* time spent on the bounds */
@@ -520,6 +525,8 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		struct run r = { 0 };
 		double bound, x, y;
 		struct bound_info bi;
+		struct compact_info ci;
+		double like_o, like_b;
 
 		budget = pct[i] ? lb * (uint64_t)pct[i] / 100 : m.max_foot;
 		if (budget < m.max_foot) {
@@ -536,6 +543,7 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		tot->solved++;
 		bel = belady(g, &m, budget);
 		bel_off = belady_offsets(g, &m, budget);
+		belady_compact(g, &m, budget, &ci);
 		bound = case_bound(g, &m, budget, r.moved, bel, &bi, tot);
 		x = bound > 0 ? (double)r.moved / bound : (r.moved ? INFINITY : 1.0);
 		y = bel ? (double)r.moved / (double)bel : (r.moved ? INFINITY : 1.0);
@@ -549,6 +557,15 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		tot->y_nomove = fmax(tot->y_nomove, bel ? (double)r.nomove / (double)bel :
 				     (r.nomove ? INFINITY : 1.0));
 		tot->t_max = fmax(tot->t_max, r.ms[RUNS / 2]);
+		/* like for like: both sides' moves within the arena at 1/16 */
+		like_o = (double)r.moved + (double)r.dmove / MOVE_RATIO;
+		like_b = (double)ci.tier + (double)ci.moved / MOVE_RATIO;
+		if (ci.tier != UINT64_MAX) {
+			tot->bel_dmove = fmax(tot->bel_dmove, ci.tier ? (double)ci.moved / (double)ci.tier :
+					      (ci.moved ? INFINITY : 0.0));
+			tot->y_like = fmax(tot->y_like, like_b > 0 ? like_o / like_b :
+					   (like_o > 0 ? INFINITY : 1.0));
+		}
 		tot->y_off = fmax(tot->y_off, bel_off && bel_off != UINT64_MAX ?
 				  (double)r.moved / (double)bel_off : (r.moved ? INFINITY : 1.0));
 		printf("  %3d%% %9.1f MiB: moved %10.1f MiB [%.1f-%.1f], Belady %10.1f, bound %10.1f %-12s"
@@ -562,6 +579,11 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		       bel_off && bel_off != UINT64_MAX ? (double)r.moved / (double)bel_off : 0.0,
 		       (double)r.dmove / MiB, (double)r.nomove / MiB,
 		       bel ? (double)r.nomove / (double)bel : 0.0, r.nomove_ms[RUNS / 2]);
+		printf("        Belady compacted: %.1f MiB moved on the device (%u compactions, %u slides;"
+		       " moves %u ordered, %u second in a gap, %u onto their source);"
+		       " tier+moved/16 %.1f against ortmem's %.1f (%.3fx)\n",
+		       (double)ci.moved / MiB, ci.compactions, ci.slides, ci.ordered, ci.second, ci.self,
+		       like_b / MiB, like_o / MiB, like_b > 0 ? like_o / like_b : 0.0);
 	}
 	model_free(&m);
 }
@@ -621,6 +643,8 @@ int main(void)
 	       tot.kinds[BOUND_LP], tot.bound_ms / 1e3);
 	printf("place: moved on the device %.2fx the tier bytes (max), without moves %.2fx Belady (max)\n",
 	       tot.dmove, tot.y_nomove);
+	printf("place: Belady compacted moves on the device %.2fx its tier bytes (max); "
+	       "tier + moved/16 %.2fx Belady's compacted (max)\n", tot.bel_dmove, tot.y_like);
 	if (bound_bad)
 		printf("!!! WARNING: %u bound(s) failed the sanity check, see above\n", bound_bad);
 	printf("place: moved %.2fx bound (max), %.2fx Belady (max), %u/%u feasible budgets solved, %.1f ms max\n",
