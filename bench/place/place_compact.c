@@ -344,6 +344,21 @@ static uint64_t pc_belady_step(struct pc *p, uint32_t s, uint64_t *used,
 	return moved;
 }
 
+/* The layout's own check: the residents disjoint, under the budget. */
+static bool pc_check(struct pc *p)
+{
+	uint32_t i;
+
+	qsort_r(p->live, p->n_live, sizeof(*p->live), pc_cmp_addr, p->addr);
+	for (i = 0; i < p->n_live; i++) {
+		uint64_t end = p->addr[p->live[i]] + p->m->asz[p->live[i]];
+
+		if (end > p->budget || (i + 1 < p->n_live && end > p->addr[p->live[i + 1]]))
+			return false;
+	}
+	return true;
+}
+
 static void pc_drop(struct pc *p, uint32_t v)
 {
 	uint32_t i;
@@ -406,6 +421,8 @@ void belady_compact(const struct graph *g, const struct model *m, uint64_t budge
 		}
 		for (i = 0; i < n_in; i++)
 			p.fresh[in[i]] = false;
+		if (ci->tier != UINT64_MAX && !pc_check(&p))
+			ci->bad++;
 		for (k = 0; k < nd->n_in + nd->n_out; k++) {	/* a touch ends the gap */
 			v = k < nd->n_in ? nd->in[k] : nd->out[k - nd->n_in];
 			p.moved_gap[v] = false;
