@@ -23,7 +23,12 @@
  *  - for information, Belady with offsets: the same rule run by an
  *    allocator that must find each value a contiguous range (a schedule a
  *    runtime could follow); printed per budget and as a maximum, not on
- *    the last line, which compares against the issue's Belady above.
+ *    the last line, which compares against the issue's Belady above;
+ *  - for information, Belady compacted (place_compact.c): Belady's own
+ *    residency laid out with offsets, the arena compacted where a value
+ *    finds no hole, its bytes moved within the arena printed like ortmem's
+ *    on-device moves, and tier bytes + moved / 16 for both (like for like:
+ *    Belady above assumes compaction is free).
  *
  * Workloads: U-Net inference, ResNet and transformer training steps
  * (activations saved for the backward pass, read twice), transformer
