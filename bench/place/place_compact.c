@@ -50,6 +50,11 @@ struct pc {
 	struct compact_info *ci;
 };
 
+static void *pc_zalloc(size_t n, size_t size)
+{
+	return memset(xrealloc(NULL, n * size), 0, n * size);
+}
+
 static uint32_t pc_next_use(const struct model *m, uint32_t v, uint32_t s)
 {
 	uint32_t k;
@@ -151,7 +156,7 @@ static void pc_move(struct pc *p, uint32_t v, uint64_t to)
 static bool pc_window(struct pc *p, uint64_t a, uint64_t size, uint64_t *was)
 {
 	uint64_t x[1][2] = { { a, a + size } }, to;
-	uint32_t i, j, n = 0, *way = malloc(sizeof(*way) * (p->n_live + 1));
+	uint32_t i, j, n = 0, *way = xrealloc(NULL, sizeof(*way) * (p->n_live + 1));
 	bool ok = true;
 
 	for (i = 0; i < p->n_live; i++) {
@@ -246,7 +251,7 @@ static uint64_t pc_slide_best(struct pc *p, uint64_t size, uint32_t *lo, uint32_
  * fewer; else that slide. */
 static uint64_t pc_compact(struct pc *p, uint64_t size, uint64_t *was)
 {
-	uint64_t (*win)[2] = malloc(sizeof(*win) * (2 * p->n_live + 2)), a, cur, slide;
+	uint64_t (*win)[2] = xrealloc(NULL, sizeof(*win) * (2 * p->n_live + 2)), a, cur, slide;
 	uint32_t i, j, n = 0, lo = 0, cnt = 0;
 
 	p->ci->compactions++;
@@ -373,19 +378,19 @@ static void pc_drop(struct pc *p, uint32_t v)
 void belady_compact(const struct graph *g, const struct model *m, uint64_t budget,
 		    struct compact_info *ci)
 {
-	uint32_t nv = g->n_vals, *in = malloc(sizeof(*in) * (MAX_IO * 2 + 1));
-	uint32_t *gone = malloc(sizeof(*gone) * (nv + 1)), n_in, n_gone, s, i, k, v;
+	uint32_t nv = g->n_vals, *in = xrealloc(NULL, sizeof(*in) * (MAX_IO * 2 + 1));
+	uint32_t *gone = xrealloc(NULL, sizeof(*gone) * (nv + 1)), n_in, n_gone, s, i, k, v;
 	struct pc p = { .g = g, .m = m, .budget = budget, .ci = ci };
-	uint64_t used = 0, t, *was = malloc(sizeof(*was) * (nv + 1));
+	uint64_t used = 0, t, *was = xrealloc(NULL, sizeof(*was) * (nv + 1));
 
 	memset(ci, 0, sizeof(*ci));
-	p.addr = calloc(nv + 1, sizeof(*p.addr));
-	p.res = calloc(nv + 1, 1);
-	p.wr = calloc(nv + 1, 1);
-	p.fresh = calloc(nv + 1, 1);
-	p.moved_gap = calloc(nv + 1, 1);
-	p.live = malloc(sizeof(*p.live) * (nv + 1));
-	p.src = malloc(sizeof(*p.src) * (nv + 1));
+	p.addr = pc_zalloc(nv + 1, sizeof(*p.addr));
+	p.res = pc_zalloc(nv + 1, 1);
+	p.wr = pc_zalloc(nv + 1, 1);
+	p.fresh = pc_zalloc(nv + 1, 1);
+	p.moved_gap = pc_zalloc(nv + 1, 1);
+	p.live = xrealloc(NULL, sizeof(*p.live) * (nv + 1));
+	p.src = xrealloc(NULL, sizeof(*p.src) * (nv + 1));
 	for (s = 0; s < m->n && ci->tier != UINT64_MAX; s++) {
 		const struct g_node *nd = &g->nodes[s];
 
