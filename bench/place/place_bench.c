@@ -23,7 +23,12 @@
  *  - for information, Belady with offsets: the same rule run by an
  *    allocator that must find each value a contiguous range (a schedule a
  *    runtime could follow); printed per budget and as a maximum, not on
- *    the last line, which compares against the issue's Belady above.
+ *    the last line, which compares against the issue's Belady above;
+ *  - for information, Belady compacted (place_compact.c): Belady's own
+ *    residency laid out with offsets, the arena compacted where a value
+ *    finds no hole, its bytes moved within the arena printed like ortmem's
+ *    on-device moves, and tier bytes + moved / 16 for both (like for like:
+ *    Belady above assumes compaction is free).
  *
  * Workloads: U-Net inference, ResNet and transformer training steps
  * (activations saved for the backward pass, read twice), transformer
@@ -57,6 +62,9 @@
 #include "place_bench.h"
 
 #define RUNS 5
+/* On-device bytes per tier byte in the like-for-like figure: the library's
+ * weight (ORTMEM__PLAN_MOVE_SHIFT), a device copy at 16x a host link. */
+#define MOVE_RATIO 16.0
 
 /* Diffusion-style U-Net: three blocks a level, each output kept as a skip
  * that the decoder reads at the same level on the way up. */
@@ -467,10 +475,14 @@ static void ortmem_run(const struct graph *g, uint64_t budget, struct run *r)
 
 /* Bounds that failed bound_check(): a wrong model, reported at the end */
 static uint32_t bound_bad;
+/* Cases whose compacted Belady failed its checks (place_compact.c) */
+static uint32_t compact_bad;
 
 struct totals {
 	double x_struct, x_rand, y, y_off;
 	double dmove, y_nomove;	/* move bytes / tier bytes; no moves x Belady */
+	double bel_dmove;	/* Belady's compaction: move bytes / its tier bytes */
+	double y_like;		/* (tier + moved / 16) over Belady's, compacted */
 	double t_max;
 	uint32_t solved, feasible, kinds[BOUND_KINDS];
 	double bound_ms;	/* time spent on the bounds */
@@ -520,6 +532,8 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		struct run r = { 0 };
 		double bound, x, y;
 		struct bound_info bi;
+		struct compact_info ci;
+		double like_o, like_b;
 
 		budget = pct[i] ? lb * (uint64_t)pct[i] / 100 : m.max_foot;
 		if (budget < m.max_foot) {
@@ -536,6 +550,13 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		tot->solved++;
 		bel = belady(g, &m, budget);
 		bel_off = belady_offsets(g, &m, budget);
+		belady_compact(g, &m, budget, &ci);
+		if (ci.bad || ci.tier != bel) {
+			printf("!!! WARNING: %s at %" PRIu64 ": Belady compacted overlaps at %u steps,"
+			       " or moves %" PRIu64 " tier bytes, not %" PRIu64 "\n",
+			       g->name, budget, ci.bad, ci.tier, bel);
+			compact_bad++;
+		}
 		bound = case_bound(g, &m, budget, r.moved, bel, &bi, tot);
 		x = bound > 0 ? (double)r.moved / bound : (r.moved ? INFINITY : 1.0);
 		y = bel ? (double)r.moved / (double)bel : (r.moved ? INFINITY : 1.0);
@@ -549,6 +570,15 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		tot->y_nomove = fmax(tot->y_nomove, bel ? (double)r.nomove / (double)bel :
 				     (r.nomove ? INFINITY : 1.0));
 		tot->t_max = fmax(tot->t_max, r.ms[RUNS / 2]);
+		/* like for like: both sides' moves within the arena at 1/16 */
+		like_o = (double)r.moved + (double)r.dmove / MOVE_RATIO;
+		like_b = (double)ci.tier + (double)ci.moved / MOVE_RATIO;
+		if (ci.tier != UINT64_MAX) {
+			tot->bel_dmove = fmax(tot->bel_dmove, ci.tier ? (double)ci.moved / (double)ci.tier :
+					      (ci.moved ? INFINITY : 0.0));
+			tot->y_like = fmax(tot->y_like, like_b > 0 ? like_o / like_b :
+					   (like_o > 0 ? INFINITY : 1.0));
+		}
 		tot->y_off = fmax(tot->y_off, bel_off && bel_off != UINT64_MAX ?
 				  (double)r.moved / (double)bel_off : (r.moved ? INFINITY : 1.0));
 		printf("  %3d%% %9.1f MiB: moved %10.1f MiB [%.1f-%.1f], Belady %10.1f, bound %10.1f %-12s"
@@ -562,6 +592,11 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		       bel_off && bel_off != UINT64_MAX ? (double)r.moved / (double)bel_off : 0.0,
 		       (double)r.dmove / MiB, (double)r.nomove / MiB,
 		       bel ? (double)r.nomove / (double)bel : 0.0, r.nomove_ms[RUNS / 2]);
+		printf("        Belady compacted: %.1f MiB moved on the device (%u compactions, %u slides;"
+		       " moves %u ordered, %u second in a gap, %u onto their source);"
+		       " tier+moved/16 %.1f against ortmem's %.1f (%.3fx)\n",
+		       (double)ci.moved / MiB, ci.compactions, ci.slides, ci.ordered, ci.second, ci.self,
+		       like_b / MiB, like_o / MiB, like_b > 0 ? like_o / like_b : 0.0);
 	}
 	model_free(&m);
 }
@@ -621,9 +656,11 @@ int main(void)
 	       tot.kinds[BOUND_LP], tot.bound_ms / 1e3);
 	printf("place: moved on the device %.2fx the tier bytes (max), without moves %.2fx Belady (max)\n",
 	       tot.dmove, tot.y_nomove);
+	printf("place: Belady compacted moves on the device %.2fx its tier bytes (max); "
+	       "tier + moved/16 %.2fx Belady's compacted (max)\n", tot.bel_dmove, tot.y_like);
 	if (bound_bad)
 		printf("!!! WARNING: %u bound(s) failed the sanity check, see above\n", bound_bad);
 	printf("place: moved %.2fx bound (max), %.2fx Belady (max), %u/%u feasible budgets solved, %.1f ms max\n",
 	       fmax(tot.x_struct, tot.x_rand), tot.y, tot.solved, tot.feasible, tot.t_max);
-	return tot.solved == tot.feasible && !bound_bad ? 0 : 1;
+	return tot.solved == tot.feasible && !bound_bad && !compact_bad ? 0 : 1;
 }

@@ -49,6 +49,22 @@ void graph_free(struct graph *g);
 void model_build(const struct graph *g, struct model *m);
 void model_free(struct model *m);
 
+/* Belady's residency laid out with offsets and compacted (place_compact.c):
+ * its tier bytes (belady()'s; UINT64_MAX: does not fit), the bytes it copies
+ * within the arena, how many compactions (of which slides), and how many of
+ * its moves land on another move's source of the step, move a value a
+ * second time between two touches, or land on part of their own source.
+ * The bench fails when a layout overlaps or its tier bytes are not
+ * belady()'s. */
+struct compact_info {
+	uint64_t tier, moved;
+	uint32_t compactions, slides, ordered, second, self;
+	uint32_t bad;		/* steps whose layout overlaps or overruns (a bug) */
+};
+
+void belady_compact(const struct graph *g, const struct model *m, uint64_t budget,
+		    struct compact_info *ci);
+
 /* Which bound a case got (see cover_bound()). */
 enum bound_kind { BOUND_NONE, BOUND_LP, BOUND_KC, BOUND_TREE, BOUND_MIP, BOUND_KINDS };
 
