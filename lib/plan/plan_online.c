@@ -311,21 +311,6 @@ static void ol_seat(struct ol *o, uint32_t b, uint32_t k, uint64_t addr)
 	o->toff[k] = addr;
 }
 
-static uint32_t ol_buf_of(const struct ortmem_plan *plan, uint32_t k)
-{
-	uint32_t lo = 0, hi = plan->n_bufs;
-
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (plan->touch_idx[mid] <= k)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* Re-seat every buffer step @s touches from offset 0. */
 static void ol_reseat(struct ol *o, uint32_t s)
 {
@@ -353,7 +338,7 @@ static void ol_reseat(struct ol *o, uint32_t s)
 		ol_drop(o, i, k != UINT32_MAX ? plan->touch_step[k] + 1 : s);
 	}
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++) {
-		uint32_t k = o->st_k[j], b = ol_buf_of(plan, k);
+		uint32_t k = o->st_k[j], b = o->st_b[j];
 
 		ol_seat(o, b, k, at);
 		o->cur[b] = k;
@@ -393,9 +378,9 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 			i++;
 	}
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++)
-		o->pin[ol_buf_of(plan, o->st_k[j])] = true;
+		o->pin[o->st_b[j]] = true;
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++) {
-		uint32_t k = o->st_k[j], b = ol_buf_of(plan, k);
+		uint32_t k = o->st_k[j], b = o->st_b[j];
 		uint64_t addr;
 
 		if (o->res[b]) {
@@ -435,7 +420,7 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 		o->end[b] = ol_planned_end(o, b, k);
 	}
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++)
-		o->pin[ol_buf_of(plan, o->st_k[j])] = false;
+		o->pin[o->st_b[j]] = false;
 }
 
 /* Touches of each step, largest buffer first (they seat best that way). */
@@ -456,10 +441,12 @@ static int ol_index(struct ol *o)
 	for (b = 0; b < plan->n_bufs; b++)
 		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
 			s = plan->touch_step[k];
-			for (j = pos[s]; j > o->st_idx[s] &&
-			     o->asz[ol_buf_of(plan, o->st_k[j - 1])] < o->asz[b]; j--)
+			for (j = pos[s]; j > o->st_idx[s] && o->asz[o->st_b[j - 1]] < o->asz[b]; j--) {
 				o->st_k[j] = o->st_k[j - 1];
+				o->st_b[j] = o->st_b[j - 1];
+			}
 			o->st_k[j] = k;
+			o->st_b[j] = b;
 			pos[s]++;
 		}
 	free(pos);
@@ -601,6 +588,7 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 	o.hole = malloc(sizeof(*o.hole) * (nb + 1));
 	o.st_idx = calloc(plan->n_nodes + 2, sizeof(*o.st_idx));
 	o.st_k = malloc(sizeof(*o.st_k) * (nt + 1));
+	o.st_b = malloc(sizeof(*o.st_b) * (nt + 1));
 	o.end = calloc(nb + 1, sizeof(*o.end));
 	o.endfit = !!(rule & ORTMEM__PLAN_ENDFIT);
 	o.retro = !!(rule & ORTMEM__PLAN_RETRO);
@@ -618,7 +606,7 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 			goto out;
 	}
 	if (!o.end || !o.cur || !o.addr || !o.res || !o.pin || !o.written || !o.live ||
-	    !o.hole || !o.st_idx || !o.st_k || (mstep && !ol_move_alloc(&o, nb, nt)))
+	    !o.hole || !o.st_idx || !o.st_k || !o.st_b || (mstep && !ol_move_alloc(&o, nb, nt)))
 		goto out;
 	memset(off, 0, nt);
 	if (ol_index(&o) || (guide && hint && ol_layout(&o)) || (guide && ol_guide_writes(&o)))
@@ -638,6 +626,7 @@ out:
 	free(o.hole);
 	free(o.st_idx);
 	free(o.st_k);
+	free(o.st_b);
 	free(o.fut);
 	free(o.end);
 	free(o.gw);

@@ -25,6 +25,7 @@ struct ol {
 	uint32_t n_live;
 	uint64_t (*hole)[3];	/* scratch: occupied ranges, buffer */
 	uint32_t *st_idx, *st_k;	/* touches per step, CSR */
+	uint32_t *st_b;		/* the buffer of each st_k[] touch */
 	struct ol_iv *fut;	/* hinted intervals by first step (hint && guide) */
 	uint32_t n_fut;
 	uint32_t *end;		/* per resident buffer: its planned end */
