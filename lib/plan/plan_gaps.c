@@ -5,10 +5,11 @@
  * A buffer's life is split at the steps that touch it (read or write it):
  * gap k runs from its k-th touch to the next one (the last gap of a graph
  * output runs to the end of the plan).  Every touch is on the device.  In a
- * gap the buffer is either kept on the device or sent off it: buffers are
- * immutable once produced, so it is written out once in its whole life, the
- * first time a gap of it goes off, and read back once before the touch that
- * ends each off gap (a trailing gap needs no read-back).
+ * gap the buffer is either kept on the device or sent off it: values are
+ * immutable once produced, so a buffer is written out once per value it
+ * holds (once in its life unless an in-place chain writes it again), the
+ * first time a gap of that value goes off, and read back once before the
+ * touch that ends each off gap (a trailing gap needs no read-back).
  *
  * The placement is a sweep over the steps, as Belady's rule would run it:
  * at a step where the bytes kept on the device exceed the budget, send off

@@ -111,7 +111,11 @@ static int plan_graph(struct acts *a, uint32_t n, uint64_t seed, uint64_t budget
 		uint32_t nin = 1 + (uint32_t)(rnd(&seed) % ACTS_MAX_IN);
 
 		for (k = 0; k < nin; k++) {
-			uint32_t back = 1 + (uint32_t)(rnd(&seed) % (rnd(&seed) % 4 ? 4 : 24));
+			/* two draws, sequenced (in one expression their order
+			 * is unspecified, and compilers differ) */
+			uint64_t draw = rnd(&seed);
+			uint64_t reach = rnd(&seed) % 4 ? 4 : 24;
+			uint32_t back = 1 + (uint32_t)(draw % reach);
 
 			in[k] = back > i ? 0 : i - back;
 		}
