@@ -29,7 +29,8 @@
  * probes at the target alone, every round, on one thread, and ends when
  * one finds a packing there or the compact search proves there is none:
  * nothing below the best is wanted.  On the placement's slack guides at
- * the largest step's budget (Documentation/lib/placement.rst) this finds
+ * the largest step's budget (Documentation/lib/placement-history.rst,
+ * "Packing the guide itself") this finds
  * in 5-10 ms the packing the full race does not find in 50.
  * Budgets and slices are counted in nodes, so that a run under an
  * iteration limit is reproducible.
