@@ -484,16 +484,6 @@ static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 	return true;
 }
 
-/* Order by size, largest first, then by index. */
-static int cl_size_cmp(const void *x, const void *y)
-{
-	const uint64_t *a = x, *b = y;
-
-	if (a[0] != b[0])
-		return a[0] < b[0] ? 1 : -1;
-	return (a[1] > b[1]) - (a[1] < b[1]);
-}
-
 /* The intervals' indices, largest first, into @ord (@tmp: 2 x c->n
  * scratch).  The moves search the most and stop at a deadline, so they
  * try first the gaps whose read-back (and maybe write-out) saves the most
@@ -505,13 +495,14 @@ static void cl_by_size(const struct cl *c, uint32_t *ord, uint64_t (*tmp)[2])
 {
 	uint32_t i;
 
+	/* by {index, size complemented}: size falling, then index rising */
 	for (i = 0; i < c->n; i++) {
-		tmp[i][0] = c->iv[i].size;
-		tmp[i][1] = i;
+		tmp[i][0] = i;
+		tmp[i][1] = ~c->iv[i].size;
 	}
-	qsort(tmp, c->n, sizeof(*tmp), cl_size_cmp);
+	cl_sort(tmp, c->n, true);
 	for (i = 0; i < c->n; i++)
-		ord[i] = (uint32_t)tmp[i][1];
+		ord[i] = (uint32_t)tmp[i][0];
 }
 
 /* Two passes of merges over the intervals (the second finds those the

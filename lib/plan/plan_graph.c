@@ -84,7 +84,7 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 				ortmem_tier_name(t), (unsigned long long)o->align[t]);
 	}
 	if (!o->time_budget_us)
-		o->time_budget_us = ORTMEM_PLAN_DEFAULT_BUDGET_US * (getenv("FRAG8_TB") ? atoi(getenv("FRAG8_TB")) : 1);
+		o->time_budget_us = ORTMEM_PLAN_DEFAULT_BUDGET_US;
 	if (o->time_budget_us > PL_MAX_BUDGET_US)
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_plan_opts.time_budget_us = %llu is over an hour",
