@@ -161,17 +161,6 @@ static void transformer(struct graph *g, uint32_t layers, bool train)
 	free(saved);
 }
 
-/* Next touch of @v after step @s, or UINT32_MAX. */
-static uint32_t next_use(const struct model *m, uint32_t v, uint32_t s)
-{
-	uint32_t k;
-
-	for (k = m->t_idx[v]; k < m->t_idx[v + 1]; k++)
-		if (m->t_step[k] > s)
-			return m->t_step[k];
-	return UINT32_MAX;
-}
-
 /* Furthest-next-use eviction; bytes moved (UINT64_MAX: does not fit). */
 static uint64_t belady(const struct graph *g, const struct model *m, uint64_t budget)
 {
@@ -201,9 +190,9 @@ static uint64_t belady(const struct graph *g, const struct model *m, uint64_t bu
 			uint32_t best = UINT32_MAX, far = 0, nu;
 
 			for (v = 0; v < g->n_vals; v++) {
-				if (!res[v] || next_use(m, v, s - 1) == s)
+				if (!res[v] || model_next_use(m, v, s - 1) == s)
 					continue;
-				nu = next_use(m, v, s);
+				nu = model_next_use(m, v, s);
 				if (best == UINT32_MAX || nu > far ||
 				    (nu == far && m->asz[v] > m->asz[best])) {
 					best = v;
@@ -313,7 +302,7 @@ static uint64_t belady_offsets(const struct graph *g, const struct model *m, uin
 				for (i = 0; i < b.n_live; i++) {
 					if (b.pin[b.live[i]])
 						continue;
-					nu = next_use(m, b.live[i], s);
+					nu = model_next_use(m, b.live[i], s);
 					if (best == UINT32_MAX || nu > far) {
 						best = i;
 						far = nu;

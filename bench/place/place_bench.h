@@ -48,6 +48,8 @@ void random_dag(struct graph *g, uint32_t n, uint64_t seed);
 void graph_free(struct graph *g);
 void model_build(const struct graph *g, struct model *m);
 void model_free(struct model *m);
+/* The next touch of value @v after step @s, or UINT32_MAX. */
+uint32_t model_next_use(const struct model *m, uint32_t v, uint32_t s);
 
 /* Belady's residency laid out with offsets and compacted (place_compact.c):
  * its tier bytes (belady()'s; UINT64_MAX: does not fit), the bytes it copies

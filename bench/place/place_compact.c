@@ -55,16 +55,6 @@ static void *pc_zalloc(size_t n, size_t size)
 	return memset(xrealloc(NULL, n * size), 0, n * size);
 }
 
-static uint32_t pc_next_use(const struct model *m, uint32_t v, uint32_t s)
-{
-	uint32_t k;
-
-	for (k = m->t_idx[v]; k < m->t_idx[v + 1]; k++)
-		if (m->t_step[k] > s)
-			return m->t_step[k];
-	return UINT32_MAX;
-}
-
 static bool pc_meets(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 {
 	return a0 < b1 && b0 < a1;
@@ -328,9 +318,9 @@ static uint64_t pc_belady_step(struct pc *p, uint32_t s, uint64_t *used,
 		uint32_t best = UINT32_MAX, far = 0, nu;
 
 		for (v = 0; v < p->g->n_vals; v++) {
-			if (!p->res[v] || pc_next_use(m, v, s - 1) == s)
+			if (!p->res[v] || model_next_use(m, v, s - 1) == s)
 				continue;
-			nu = pc_next_use(m, v, s);
+			nu = model_next_use(m, v, s);
 			if (best == UINT32_MAX || nu > far ||
 			    (nu == far && m->asz[v] > m->asz[best])) {
 				best = v;

@@ -157,6 +157,17 @@ void model_build(const struct graph *g, struct model *m)
 	free(last);
 }
 
+/* Next touch of @v after step @s, or UINT32_MAX. */
+uint32_t model_next_use(const struct model *m, uint32_t v, uint32_t s)
+{
+	uint32_t k;
+
+	for (k = m->t_idx[v]; k < m->t_idx[v + 1]; k++)
+		if (m->t_step[k] > s)
+			return m->t_step[k];
+	return UINT32_MAX;
+}
+
 void model_free(struct model *m)
 {
 	free(m->t_idx);
