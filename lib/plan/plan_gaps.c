@@ -354,6 +354,14 @@ struct gp_win {
 	uint8_t *guide;
 	uint64_t *hint;
 	uint64_t deadline, retro_by;	/* for closing gaps, moving back; 0: none */
+	/* the search's end (the time budget left after the first plan), the
+	 * longest pass timed so far, the time kept for the winner's closing
+	 * at the end */
+	uint64_t end, pass_ns, close_ns;
+	/* the passes' closings under w->deadline so far (budgeted work, also
+	 * within the first plan's passes: at a small budget they stop) */
+	uint64_t closing_ns;
+	uint64_t until;		/* the current kind of pass's share ends */
 	/* what gp_alt() varies, the cheapest pass without hinted offsets
 	 * or at the main guide's: its guide, rule (-1: none), second
 	 * choices, windows cleared, whether at the main guide's offsets */
@@ -370,13 +378,20 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n_win = 0;
-	uint64_t h, cost;
+	uint64_t h, cost, t = ortmem__now_ns(), tc;
 
 	h = ortmem__plan_online_mv(plan, c->asz, c->budget, rule, alt, guide, hint,
 				   w->try_off, w->try_toff, w->try_mv, &n_win, w->retro_by);
+	tc = ortmem__now_ns();
 	if (h == UINT64_MAX || ortmem__plan_close_gaps_mv(plan, c->asz, w->try_off, w->try_toff,
 							  w->try_mv, 0, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	if (w->deadline)
+		w->closing_ns += ortmem__now_ns() - tc;
+	/* the longest pass so far: no later one starts without that room */
+	t = ortmem__now_ns() - t;
+	if (t > w->pass_ns)
+		w->pass_ns = t;
 	cost = ortmem__plan_gap_cost(plan, w->try_off) +
 	       (ortmem__plan_move_bytes(plan, w->try_off, w->try_mv) >> ORTMEM__PLAN_MOVE_SHIFT);
 	if (cost < w->cost) {
@@ -406,6 +421,48 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
 }
 
 /*
+ * Room for one more pass before the winner's closing: the time budget
+ * buys what runs after the first plan, and no pass starts that would end
+ * past it (a pass is timed like the longest one so far; none can stop
+ * half way).
+ */
+static bool gp_room(const struct gp_win *w)
+{
+	uint64_t t = ortmem__now_ns() + w->pass_ns;
+
+	return t + w->close_ns <= w->end && t <= w->until;
+}
+
+/* The kind of pass that starts now gets up to @num / 4 of the time left
+ * to the passes, counted from @from (what an earlier kind leaves goes to
+ * the later ones). */
+static void gp_share(struct gp_win *w, uint64_t from, uint64_t left, unsigned int num)
+{
+	w->until = from + left / 4 * num;
+}
+
+/* Work since @t0, when the closings had taken @c0, was part of the first
+ * plan, made whatever the clock says: the end moves by its time, but for
+ * the closings, which the budget pays for. */
+static void gp_first_done(struct gp_win *w, uint64_t t0, uint64_t c0)
+{
+	uint64_t t = ortmem__now_ns() - t0 - (w->closing_ns - c0);
+
+	w->end += t;
+	w->until += t;
+}
+
+static int gp_online_first(struct gap_ctx *c, struct gp_win *w, int rule,
+			   const uint8_t *guide, const uint64_t *hint)
+{
+	uint64_t t = ortmem__now_ns(), c0 = w->closing_ns;
+	int ret = gp_online(c, w, rule, guide, hint);
+
+	gp_first_done(w, t, c0);
+	return ret;
+}
+
+/*
  * The cheapest pass without hinted offsets again, with one window
  * clearing at a time taking its second cheapest window instead, kept
  * where it costs less, in order of the clearings (greedy), until the
@@ -413,14 +470,14 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
  * seat after it), so a different choice at one clearing often ends
  * cheaper: on random DAGs it saves 0-5 % per budget.
  */
-static int gp_alt(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
+static int gp_alt(struct gap_ctx *c, struct gp_win *w)
 {
 	int ret = 0;
 	uint32_t j;
 
 	if (w->win_rule < 0)
 		return 0;
-	for (j = 0; !ret && j < w->win_n && j < 32 && ortmem__now_ns() < deadline; j++)
+	for (j = 0; !ret && j < w->win_n && j < 32 && gp_room(w); j++)
 		if (!(w->win_alt & 1u << j))
 			ret = gp_online_alt(c, w, w->win_rule, w->win_alt | 1u << j,
 					    w->win_guided ? w->win_guide : NULL,
@@ -433,35 +490,41 @@ static int gp_alt(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
  * rule leaves the most packable plan is not the one that moves least
  * before offsets); stops when no sweep alone costs less than the best
  * plan. */
-static int gp_slack(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
+static int gp_slack(struct gap_ctx *c, struct gp_win *w)
 {
 	struct ortmem_plan *plan = c->plan;
 	int ret = 0, rule, slack, sweep;
 	uint32_t s;
 
-	/* they run past the deadline, but not past a second time budget (on a
-	 * small graph the packer's search took the first; on a big one the
-	 * first passes did): on random DAGs they are where most of the room
-	 * for fragmentation is found */
-	deadline += plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
-	/* the first (the least slack, Belady's rule) always: on random DAGs
-	 * it is the one that pays most often */
+	/* On random DAGs they are where most of the room for fragmentation
+	 * is found.  The first (the least slack, Belady's rule, its first
+	 * way of seating) is part of the first plan, made whatever the
+	 * clock says: on random DAGs it is the one that pays most often. */
 	for (slack = 1; slack <= GAP_SLACKS && !ret &&
-	     (slack == 1 || ortmem__now_ns() < deadline); slack++) {
+	     (slack == 1 || gp_room(w)); slack++) {
 		bool cheaper = false;
 
 		for (s = 0; s < plan->n_nodes; s++)
 			c->bud[s] = c->budget - (c->budget >> (8 - slack));
 		for (sweep = 0; sweep < GAP_RULES && !ret &&
-		     ((slack == 1 && !sweep) || ortmem__now_ns() < deadline); sweep++) {
+		     ((slack == 1 && !sweep) || gp_room(w)); sweep++) {
+			bool first = slack == 1 && !sweep;
+			uint64_t t = ortmem__now_ns(), c0 = w->closing_ns;
+
 			gp_sweep(c, sweep);
 			memcpy(c->best, c->off, plan->touch_idx[plan->n_bufs]);
-			if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+			if (ortmem__plan_gap_cost(plan, c->best) >= w->cost) {
+				if (first)
+					gp_first_done(w, t, c0);
 				continue;	/* less room only costs more */
+			}
 			cheaper = true;
 			for (rule = 0; rule < GAP_PASS_RULES && !ret &&
-			     (!rule || slack > 1 || sweep || ortmem__now_ns() < deadline); rule++)
+			     ((first && !rule) || gp_room(w)); rule++) {
 				ret = gp_online(c, w, gp_pass_rule[rule], c->best, NULL);
+				if (first && !rule)
+					gp_first_done(w, t, c0);
+			}
 		}
 		if (!cheaper)
 			break;
@@ -525,11 +588,12 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
  * whose sweep already costs the best plan or more.  Only where the
  * largest step's footprint exceeds the level's sweep budget (below), and
  * on small graphs: on a big one the packer has no time for its search
- * (see gp_pack()).  Each level until two time budgets from the start:
- * the race needs 5-10 ms where it succeeds, at load 3-5 on a shared
- * 2-core machine, and a level cut short is wasted (with one time budget
- * it found the 300-node DAG's packing in 13 of 15 solves, with two in
- * 15 of 15, in the same solve time, since it stops when it finds one).
+ * (see gp_pack()).  The levels share the time gp_candidates() gives
+ * them (half of what is left after the first plan, first): the race needs
+ * 5-10 ms where it succeeds, at load 3-5 on a shared 2-core machine, so
+ * under the default budget it often finds nothing (it once had two time
+ * budgets of its own, and found the 300-node DAG's packing in 15 of 15
+ * solves; with one, 13 of 15).
  * Why: at the largest step's budget that step's own buffers pin the
  * bound to the budget, so the guide's packing (searched at the bound, the
  * race's probes below the best in vain) overruns; a slack sweep leaves
@@ -539,10 +603,14 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 static int gp_slack_decide(struct gap_ctx *c, struct gp_win *w)
 {
 	struct ortmem_plan *plan = c->plan;
-	uint64_t end = ortmem__now_ns() + 2 * plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
+	/* a packing's first plan costs about a pass: the search ends so */
+	uint64_t end = w->end > w->close_ns ? w->end - w->close_ns : 0;
 	int slack, ret = 0;
 	uint32_t s;
 
+	if (end > w->until)
+		end = w->until;
+	end = end > w->pass_ns ? end - w->pass_ns : 0;
 	for (slack = 1; slack <= GAP_SLACKS && !ret && ortmem__now_ns() < end; slack++) {
 		struct pk_result pres = { 0 };
 
@@ -564,69 +632,112 @@ static int gp_slack_decide(struct gap_ctx *c, struct gp_win *w)
 	return ret;
 }
 
-/* The candidates, cheapest kept: the sweep's plan, packed (it stands when
+/*
+ * The candidates, cheapest kept: the sweep's plan, packed (it stands when
  * the packing fits); the allocator following it at the packer's offsets;
  * the allocator on its own; the slack sweeps; second choices; the cheapest
- * pass again, moving residents back in time. */
+ * pass again, moving residents back in time.
+ *
+ * The time budget is the search's: the first plan (the sweep, the
+ * packer's first heuristic, the two passes following the sweep and the
+ * first slack sweep's pass) is made whatever the clock says, and
+ * everything else (the packer's search, the other passes, the closing
+ * that moves intervals) shares one budget, so that a solve returns within
+ * the budget plus the first plan (ortmem_plan_new(3)).  The packer's
+ * search gets an eighth of it on a small graph (the sweep's plans seldom
+ * pack within the budget, the passes are what pays); on a big one it
+ * has none (gp_pack()).  Before, the passes of a small graph all ran
+ * whatever the clock said and a big graph's ran up to two budgets past
+ * the deadline: 2.7 time budgets past the first plan on make
+ * bench-place's workloads, against about one now.
+ */
 static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs], s;
+	uint64_t tb = plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC, t, left;
 	struct pk_result pres = { 0 };
 	bool small = nt <= GAP_SEARCH_MAX;
+	/* the largest step pins the packing's bound to the budget: the
+	 * search for the lowest packing is in vain, a decision is not (see
+	 * gp_slack_decide()), so it gets the time, first */
+	bool pinned = small && c->max_foot > c->budget - (c->budget >> 7);
 	int ret;
 
+	/* until the first passes are timed, the budget's end */
+	t = ortmem__now_ns();
+	w->end = w->until = deadline;
+	/* the closing's moves search on a big graph; a small one's are cheap */
+	w->close_ns = small ? 0 : tb / 4;
 	w->deadline = small ? 0 : deadline;
 	for (s = 0; s < plan->n_nodes; s++)
 		c->bud[s] = c->budget;
 	gp_place(c);
 	memcpy(w->guide, c->best, nt);
+	gp_first_done(w, t, w->closing_ns);
 	ret = gp_exact_candidates(c, w);
 	if (ret)
 		return ret;
-	/* The sweep's plan as it is, when its packing fits: the packer's
-	 * search gets the time budget. */
-	ret = gp_pack(c, deadline, false, &pres);
+	/* The sweep's plan as it is, when its packing fits. */
+	t = ortmem__now_ns();
+	ret = gp_pack(c, t + tb / 8 < w->end ? t + tb / 8 : w->end, false, &pres);
 	if (ret)
 		return ret;
+	if (!small)
+		gp_first_done(w, t, w->closing_ns);	/* the first heuristic alone */
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
 	gp_keep_packed(c, w, &pres);
 	/* The allocator following the sweep's plan at the packer's offsets,
 	 * and following it seating by ends: always (every budget gets a
-	 * plan).  The others while time is left, or always on a small graph,
-	 * where they cost a fraction of the packer's search.  Seating by ends
-	 * follows the sweep's plan without the packer's offsets: where the
-	 * packing overruns (on big graphs, 8-20 % over the budget) its
-	 * offsets mislead more than they help (on 10 random DAGs it moved
-	 * less than the pass at the offsets at 6 of 8 budgets of the
-	 * 1,500-node one); it took the place of the allocator on its own,
-	 * which never won there. */
-	ret = gp_online(c, w, 1, w->guide, w->hint);
+	 * plan).  Seating by ends follows the sweep's plan without the
+	 * packer's offsets: where the packing overruns (on big graphs, 8-20 %
+	 * over the budget) its offsets mislead more than they help (on 10
+	 * random DAGs it moved less than the pass at the offsets at 6 of 8
+	 * budgets of the 1,500-node one); it took the place of the allocator
+	 * on its own, which never won there. */
+	ret = gp_online_first(c, w, 1, w->guide, w->hint);
 	if (!ret)
-		ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
-	if (!ret && (small || ortmem__now_ns() < deadline))
+		ret = gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
+	/* The time left: where the largest step pins the bound to the
+	 * budget, half of it to the decisions first; then half to the
+	 * allocator on its own and the slack sweeps, the rest to second
+	 * choices and moving back in time. */
+	t = ortmem__now_ns();
+	left = w->end > t + w->close_ns ? w->end - t - w->close_ns : 0;
+	if (pinned) {
+		gp_share(w, t, left, 2);
+		ret = ret ? ret : gp_slack_decide(c, w);
+		t = ortmem__now_ns();
+		left = w->end > t + w->close_ns ? w->end - t - w->close_ns : 0;
+	}
+	gp_share(w, t, left, 2);
+	if (!ret && gp_room(w))
 		ret = gp_online(c, w, 0, NULL, NULL);
-	if (!ret && (small || ortmem__now_ns() < deadline))
+	if (!ret && gp_room(w))
 		ret = gp_online(c, w, 0, w->guide, w->hint);
-	if (!ret && (small || ortmem__now_ns() < deadline))
+	if (!ret && gp_room(w))
 		ret = gp_online(c, w, 1, NULL, NULL);
-	if (!ret && (small || ortmem__now_ns() < deadline))
+	if (!ret && gp_room(w))
 		ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, NULL, NULL);
-	if (!ret && (small || ortmem__now_ns() < deadline))
+	if (!ret && gp_room(w))
 		ret = gp_online(c, w, 1 | ORTMEM__PLAN_ENDFIT, NULL, NULL);
 	if (!ret)
-		ret = gp_slack(c, w, deadline);
+		ret = gp_slack(c, w);
+	/* second choices up to a pass before the closing's time: one more
+	 * pass, moving back in time, then */
+	w->until = w->end > w->close_ns + 2 * w->pass_ns ?
+		   w->end - w->close_ns - w->pass_ns : 0;
 	if (!ret)
-		ret = gp_alt(c, w, deadline + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC * 3 / 2);
-	/* the cheapest pass again, moving residents back in time first (on a
-	 * big graph, like second choices, for half a time budget past theirs) */
-	w->retro_by = small ? 0 : deadline + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC * 2;
-	if (!ret && w->win_rule >= 0 && (small || ortmem__now_ns() < w->retro_by))
+		ret = gp_alt(c, w);
+	w->until = w->end;
+	/* the cheapest pass again, moving residents back in time first; its
+	 * moves stop at the end (the rest of the pass then runs as a plain
+	 * one) */
+	w->retro_by = w->end > w->close_ns ? w->end - w->close_ns : 1;
+	if (!ret && w->win_rule >= 0 && gp_room(w))
 		ret = gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
 				    w->win_guided ? w->win_guide : NULL,
 				    w->win_hinted ? w->hint : NULL);
-	if (!ret && small)
-		ret = gp_slack_decide(c, w);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;
@@ -663,10 +774,10 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		ret = gp_candidates(&c, &w, deadline);
 	/* The winner's off gaps that some free range holds across, or one the
 	 * intervals in the way move out of, are kept on the device (once: too
-	 * dear for every candidate); on a big graph for half the time budget. */
+	 * dear for every candidate), until the search's end (on a big graph a
+	 * quarter of the time budget is kept for it). */
 	if (!ret && ortmem__plan_close_gaps_mv(plan, c.asz, w.off, w.toff, w.mv,
-			ORTMEM__PLAN_CLOSE_MOVE, !w.deadline ? 0 :
-			ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 2))
+			ORTMEM__PLAN_CLOSE_MOVE, w.end > ortmem__now_ns() ? w.end : 1))
 		ret = ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret && ortmem__plan_height(plan, c.asz, w.toff) != w.res.height) {
 		w.res.height = ortmem__plan_height(plan, c.asz, w.toff);

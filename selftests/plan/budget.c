@@ -67,13 +67,15 @@ static void build(struct ortmem_plan *p, int n, enum shape shape, uint64_t seed)
 	}
 }
 
-/* Solve a fresh plan; its wall time in ms and its stats. */
-static double solve_ms(int n, enum shape shape, uint64_t budget_us,
-		       uint64_t max_iter, uint32_t threads,
-		       struct ortmem_plan_stats *st)
+/* Solve a fresh plan (under a device budget of @dev bytes, 0: none); its
+ * wall time in ms and its stats. */
+static double solve_dev_ms(int n, enum shape shape, uint64_t budget_us,
+			   uint64_t max_iter, uint32_t threads, uint64_t dev,
+			   struct ortmem_plan_stats *st)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, o, .time_budget_us = budget_us,
-		    .max_iterations = max_iter, .threads = threads);
+		    .max_iterations = max_iter, .threads = threads,
+		    .budget = { dev, 0, 0 });
 	struct ortmem_plan *p = NULL;
 	double t0, t;
 
@@ -90,6 +92,13 @@ static double solve_ms(int n, enum shape shape, uint64_t budget_us,
 	ortmem_plan_stats(p, st);
 	ortmem_plan_free(p);
 	return t;
+}
+
+static double solve_ms(int n, enum shape shape, uint64_t budget_us,
+		       uint64_t max_iter, uint32_t threads,
+		       struct ortmem_plan_stats *st)
+{
+	return solve_dev_ms(n, shape, budget_us, max_iter, threads, 0, st);
 }
 
 static int threads_of_process(void)
@@ -157,6 +166,48 @@ TEST_TIMEOUT(random_tree_10k_keeps_the_budget, 200)
 TEST_TIMEOUT(wide_layers_10k_keep_the_budget, 200)
 {
 	check_budget(_metadata, 10000, WIDE_LAYERS);
+}
+
+/*
+ * Under a device budget the placement's passes (plan_gaps.c) share the
+ * time budget too: the first plan is what a solve under 1 us makes (the
+ * fastest of three), and every budgeted solve ends within five times the
+ * budget plus that.  (make bench-place prints the tight figure: the most
+ * any solve takes past its first plan, in time budgets.)
+ */
+TEST_TIMEOUT(placement_under_a_device_budget_keeps_the_budget, 300)
+{
+	static const uint64_t budgets_us[] = { 1, 10000, 50000 };
+	static const unsigned int pct[] = { 50, 90 };
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t lb;
+
+	ASSERT_LE(0, solve_ms(600, SKIP_RANDOM, 1, 0, 1, &st));
+	lb = st.lower_bound;
+	for (size_t d = 0; d < sizeof(pct) / sizeof(pct[0]); d++) {
+		uint64_t dev = lb / 100 * pct[d];
+		double first = 1e30;
+
+		for (int r = 0; r < 3; r++) {
+			double t = solve_dev_ms(600, SKIP_RANDOM, 1, 0, 0, dev, &st);
+
+			ASSERT_LE(0, t);
+			if (t < first)
+				first = t;
+		}
+		/* it placed: something moves, and the arena fits */
+		EXPECT_LT(0, st.spill_bytes);
+		EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], dev);
+		for (size_t b = 0; b < sizeof(budgets_us) / sizeof(budgets_us[0]); b++) {
+			double t = solve_dev_ms(600, SKIP_RANDOM, budgets_us[b], 0, 0, dev, &st);
+
+			ASSERT_LE(0, t);
+			TH_LOG("device budget %u %% of LB, time budget %llu us: %.1f ms (first plan %.1f ms)",
+			       pct[d], (unsigned long long)budgets_us[b], t, first);
+			EXPECT_LE(t, 5 * (budgets_us[b] / 1e3 + first) + 500);
+			EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], dev);
+		}
+	}
 }
 
 /* ortmem_plan_pack() on plain buffers, all overlapping one another. */
