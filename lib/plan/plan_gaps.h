@@ -39,6 +39,14 @@ struct gap_ctx {
 	int rule;		/* the rule of c->best */
 };
 
+/* Victim rules of the sweeps (plan_gap_sweep.c): 0 is Belady's. */
+#define GAP_RULES 4
+
+/* One sweep under @rule: its plan in c->off, its cost returned. */
+uint64_t ortmem__plan_gap_sweep(struct gap_ctx *c, int rule);
+/* Every rule's sweep; the cheapest plan in c->best (its rule c->rule). */
+void ortmem__plan_gap_place(struct gap_ctx *c);
+
 /* Improve c->best (costing @best) by branch and bound over the sweep's
  * choices, on small models, until @deadline (plan_gap_exact.c). */
 void ortmem__plan_gap_exact(struct gap_ctx *c, uint64_t best, uint64_t deadline);
