@@ -37,6 +37,7 @@ struct gap_ctx {
 	uint8_t *best;
 	uint32_t *order;	/* evictions of one sweep, in order */
 	int rule;		/* the rule of c->best */
+	bool searched;		/* the last gp_pack() had time to search */
 };
 
 /* Victim rules of the sweeps (plan_gap_sweep.c): 0 is Belady's. */
