@@ -741,4 +741,115 @@ TEST_TIMEOUT(random_graphs_keep_the_promises, 120)
 	EXPECT_EQ(0, bad);
 }
 
+/*
+ * One random ortmem_plan_pack() instance: empty and inverted lifetimes,
+ * identical items, many tiny ones, huge times, sizes whose sum overflows,
+ * any alignment and budget.  r->why empty when its answer keeps the
+ * promises: disjoint, aligned offsets under the stated height, the bound
+ * below it, a refusal only over budget.
+ */
+#define PMAX 600
+
+static void one_pack(struct run *r)
+{
+	static struct ortmem_plan_buffer b[PMAX];
+	static uint64_t off[PMAX];
+	ORTMEM_OPTS(ortmem_plan_opts, o);
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t s = r->seed, sum = 0, top = 0, al, base;
+	uint32_t n = (uint32_t)(rnd(&s) % (rnd(&s) % 4 ? 40 : PMAX)), i, j;
+	bool empty = false, over = false, hollow = rnd(&s) % 6 == 0;
+	int ret;
+
+	r->why[0] = '\0';
+	base = rnd(&s) % 3 ? 0 : UINT64_MAX - 1000 - rnd(&s) % 1000;
+	for (i = 0; i < n; i++) {
+		if (i && rnd(&s) % 5 == 0) {
+			b[i] = b[rnd(&s) % i];		/* identical */
+		} else {
+			b[i].lower = base + rnd(&s) % 50;
+			b[i].upper = b[i].lower + rnd(&s) % 20;
+			if (rnd(&s) % 10 == 0 && hollow)
+				b[i].size = 0;
+			if (rnd(&s) % 40 == 0)
+				b[i].upper = b[i].lower - rnd(&s) % 3;	/* empty or inverted */
+			b[i].size = rnd(&s) % 3 ? 1 + rnd(&s) % 64 : pick_size(&s);
+			if (rnd(&s) % 200 == 0)
+				b[i].size = UINT64_MAX >> (rnd(&s) % 3);
+		}
+		empty |= b[i].size && b[i].upper <= b[i].lower;
+		over |= b[i].size > (UINT64_MAX >> 2) ||
+			__builtin_add_overflow(sum, b[i].size, &sum) || sum > (UINT64_MAX >> 2);
+	}
+	o.align[0] = rnd(&s) % 3 ? 0 : 1ull << (rnd(&s) % 24);
+	al = o.align[0] ? o.align[0] : ORTMEM_PLAN_DEFAULT_ALIGN_DEVICE;
+	o.max_iterations = rnd(&s) % 2 ? 0 : 1 + rnd(&s) % 10;
+	o.time_budget_us = 1 + rnd(&s) % 2000;
+	o.threads = 1 + (uint32_t)(rnd(&s) % 8);
+	o.flags = ORTMEM_PLAN_F_VALIDATE;
+	if (rnd(&s) % 3 == 0)
+		o.budget[0] = 1 + rnd(&s) % (sum / 2 + 1);
+	ret = ortmem_plan_pack(b, n, &o, off, &st);
+	if (empty) {
+		if (ret != -EINVAL && !(over && ret == -EOVERFLOW))
+			FAIL(r, "pack: an empty lifetime with a size: %d", ret);
+		goto out;
+	}
+	if (over) {
+		if (ret != -EOVERFLOW)
+			FAIL(r, "pack: sizes summing past 2^62: %d", ret);
+		goto out;
+	}
+	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE) {
+		if (!o.budget[0])
+			FAIL(r, "pack: refused with no budget");
+		goto out;
+	}
+	if (ret == -EOVERFLOW)
+		goto out;	/* aligned sizes may sum past 2^64 */
+	if (ret)
+		FAIL(r, "pack: %d %s", ret, ortmem_last_error_message());
+	for (i = 0; i < n; i++) {
+		uint64_t sz = align_up(b[i].size, al);
+
+		if (!b[i].size || b[i].upper <= b[i].lower)
+			continue;
+		if (off[i] % al || off[i] + sz < off[i])
+			FAIL(r, "pack: item %u at %llu (align %llu)", i, (unsigned long long)off[i],
+			     (unsigned long long)al);
+		if (off[i] + sz > top)
+			top = off[i] + sz;
+		for (j = 0; j < i; j++)
+			if (b[j].size && b[j].upper > b[j].lower &&
+			    b[i].lower < b[j].upper && b[j].lower < b[i].upper &&
+			    off[i] < off[j] + align_up(b[j].size, al) && off[j] < off[i] + sz)
+				FAIL(r, "pack: items %u and %u overlap", i, j);
+	}
+	if (top != st.arena[0] || st.lower_bound > st.arena[0] ||
+	    (o.budget[0] && st.arena[0] > o.budget[0]))
+		FAIL(r, "pack: height %llu, stats arena %llu, bound %llu, budget %llu",
+		     (unsigned long long)top, (unsigned long long)st.arena[0],
+		     (unsigned long long)st.lower_bound, (unsigned long long)o.budget[0]);
+out:
+	return;
+}
+
+TEST_TIMEOUT(random_pack_instances_keep_the_promises, 120)
+{
+	uint64_t rounds = env_u64("ORTMEM_STRESS_ROUNDS", 1500), seed = env_u64("ORTMEM_STRESS_SEED", 1);
+	uint64_t k, bad = 0;
+	struct run r;
+
+	for (k = 0; k < rounds; k++) {
+		r.seed = (seed + k) * 0xbf58476d1ce4e5b9ull | 1;
+		one_pack(&r);
+		if (r.why[0]) {
+			TH_LOG("pack seed %llu (round %llu): %s", (unsigned long long)r.seed,
+			       (unsigned long long)(seed + k), r.why);
+			bad++;
+		}
+	}
+	EXPECT_EQ(0, bad);
+}
+
 TEST_HARNESS_MAIN
