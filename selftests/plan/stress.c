@@ -805,8 +805,17 @@ static void one_pack(struct run *r)
 			FAIL(r, "pack: refused with no budget");
 		goto out;
 	}
-	if (ret == -EOVERFLOW)
-		goto out;	/* aligned sizes may sum past 2^64 */
+	if (ret == -EOVERFLOW) {
+		uint64_t asum = 0;
+
+		for (i = 0; i < n; i++)
+			if (__builtin_add_overflow(asum, align_up(b[i].size, al), &asum))
+				asum = UINT64_MAX;
+		if (asum < (1ull << 62))
+			FAIL(r, "pack: EOVERFLOW on aligned sizes summing to %llu",
+			     (unsigned long long)asum);
+		goto out;	/* aligned sizes reach 2^62 */
+	}
 	if (ret)
 		FAIL(r, "pack: %d %s", ret, ortmem_last_error_message());
 	for (i = 0; i < n; i++) {
