@@ -459,8 +459,21 @@ static void run_one(struct run *r, const struct gen *gp, struct ortmem_plan_opts
 		FAIL(r, "build: %d %s", ret, ortmem_last_error_message());
 	ret = ortmem_plan_solve(p);
 	if (g->deferred) {
+		uint32_t ids[VMAX], i, want = 0;
+		int n;
+
 		if (ret != -ORTMEM_E_PLAN_DEFERRED)
 			FAIL(r, "deferred graph solved: %d", ret);
+		for (i = 0; i < g->nv; i++)
+			want += g->v[i].defer && g->v[i].def >= 0;
+		n = ortmem_plan_deferred(p, ids, VMAX);
+		if (n != (int)want)
+			FAIL(r, "deferred: %d values named, %u deferred", n, want);
+		for (i = 0; i < (uint32_t)n; i++)
+			if (ids[i] >= g->nv || !g->v[ids[i]].defer)
+				FAIL(r, "deferred: value %u named", ids[i]);
+		if (ortmem_plan_offset(p, 0, &(uint64_t){ 0 }) != -ENODATA)
+			FAIL(r, "deferred plan answers offsets");
 		goto out;
 	}
 	if (ret == -EOVERFLOW) {
