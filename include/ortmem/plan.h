@@ -303,7 +303,8 @@ ORTMEM_API int ortmem_plan_set_size_fn(struct ortmem_plan *plan,
  * the budgets cannot hold the plan (the detailed error has every figure);
  * -EINVAL (a node reads a value before it is produced, an oracle answer
  * outside its contract...); -ENOMEM; -EOVERFLOW (a size, or the sum of the
- * sizes, of 2^62 bytes or more).
+ * sizes, each rounded up to the largest alignment of the allowed tiers, of
+ * 2^62 bytes or more).
  */
 ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan);
 
@@ -423,7 +424,7 @@ ORTMEM_API int ortmem_plan_validate(const struct ortmem_plan *plan);
  *	iterations, solve_ns (may be NULL).
  *
  * Return: 0, -EINVAL (upper <= lower with a size, bad options),
- * -EOVERFLOW, -ENOMEM, -ORTMEM_E_CAPACITY_UNAVAILABLE (over budget).
+ * -EOVERFLOW (sizes rounded up to align[DEVICE] reach 2^62), -ENOMEM, -ORTMEM_E_CAPACITY_UNAVAILABLE (over budget).
  */
 ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 				size_t n, const struct ortmem_plan_opts *opts,

@@ -210,7 +210,12 @@ static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, i
 	double best = 0, best2 = 0, pen;
 	uint32_t i, j, first = 0;
 
-	for (i = 0; i <= d; i++) {
+	for (i = 0, a = 0; i <= d; i++) {
+		/* A zero-size resident can end below the one before it: a
+		 * window starting there was looked at already, and the scan
+		 * from @first would miss the residents below it. */
+		if (i && o->hole[i - 1][1] < a)
+			continue;
 		a = i ? o->hole[i - 1][1] : 0;
 		if (a + size > o->budget)
 			continue;

@@ -73,19 +73,27 @@ static int pl_figures(struct ortmem_plan *plan)
 	return 0;
 }
 
-/* Sizes whose aligned sum could overflow are refused up front. */
+/* Sizes whose aligned sum could overflow are refused up front: each
+ * rounded up to the largest alignment of a tier it may take (a huge
+ * alignment makes small sizes huge). */
 static int pl_check_sizes(const struct ortmem_plan *plan)
 {
-	uint64_t sum = 0;
+	uint64_t sum = 0, align = 1, a;
 	uint32_t b;
+	int t;
 
-	for (b = 0; b < plan->n_bufs; b++)
-		if (plan->bufs[b].size > (UINT64_MAX >> 2) ||
-		    __builtin_add_overflow(sum, plan->bufs[b].size, &sum) ||
+	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
+		if ((plan->o.tiers & (1u << t)) && plan->o.align[t] > align)
+			align = plan->o.align[t];
+	for (b = 0; b < plan->n_bufs; b++) {
+		a = plan->bufs[b].size <= (UINT64_MAX >> 2) ?
+		    (plan->bufs[b].size + align - 1) & ~(align - 1) : UINT64_MAX;
+		if (a > (UINT64_MAX >> 2) || __builtin_add_overflow(sum, a, &sum) ||
 		    sum > (UINT64_MAX >> 2))
 			return ortmem__err_plain(-EOVERFLOW,
-				"planner: the buffer of value %u (%" PRIu64 " bytes) makes the sizes overflow; sizes and their sum must stay below 2^62 bytes",
-				plan->bufs[b].owner, plan->bufs[b].size);
+				"planner: the buffer of value %u (%" PRIu64 " bytes, aligned to %" PRIu64 ") makes the sizes overflow; sizes and their sum, aligned, must stay below 2^62 bytes",
+				plan->bufs[b].owner, plan->bufs[b].size, align);
+	}
 	return 0;
 }
 
@@ -280,12 +288,15 @@ static int pk_check_input(const struct ortmem_plan_buffer *bufs, size_t n,
 				"ortmem_plan_pack: buffer %zu lives over [%llu, %llu), which is empty",
 				i, (unsigned long long)bufs[i].lower,
 				(unsigned long long)bufs[i].upper);
+		/* aligned: a huge alignment makes small sizes huge */
+		if (s <= (UINT64_MAX >> 2))
+			s = (s + align - 1) & ~(align - 1);
 		if (s > (UINT64_MAX >> 2) || __builtin_add_overflow(sum, s, &sum) ||
 		    sum > (UINT64_MAX >> 2))
 			return ortmem__err_plain(-EOVERFLOW,
-				"ortmem_plan_pack: the sizes overflow at buffer %zu", i);
-		it[i] = (struct pk_item){ bufs[i].lower, bufs[i].upper,
-					  (s + align - 1) & ~(align - 1) };
+				"ortmem_plan_pack: the sizes overflow at buffer %zu (sizes and their sum, aligned to %llu, must stay below 2^62)",
+				i, (unsigned long long)align);
+		it[i] = (struct pk_item){ bufs[i].lower, bufs[i].upper, s };
 	}
 	return 0;
 }

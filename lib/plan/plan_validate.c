@@ -177,7 +177,12 @@ static int vl_value_span(const struct ortmem_plan *plan, uint32_t *lo, uint32_t 
 	uint32_t v, s, k;
 
 	for (v = 0; v < plan->n_vals; v++) {
-		lo[v] = plan->vals[v].def < 0 ? 0 : (uint32_t)plan->vals[v].def;
+		int32_t def = plan->vals[v].def;
+
+		/* a view no node produces lives within its root's buffer */
+		if (def < 0)
+			def = plan->vals[plan->vals[v].root].def;
+		lo[v] = def < 0 ? 0 : (uint32_t)def;
 		hi[v] = lo[v] + 1;
 		if (plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT)
 			hi[v] = plan->n_nodes;

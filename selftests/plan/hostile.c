@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The planner's answers to hostile figures: sizes whose sum overflows are
- * -EOVERFLOW (as plan.h promises, and as ortmem_plan_pack() answers), and a
+ * -EOVERFLOW (as plan.h promises, and as ortmem_plan_pack() answers), sizes
+ * too once a huge alignment rounds them up, and a
  * size oracle that returns anything but 0, 1 or a negative code is refused.
  */
 #include <errno.h>
@@ -55,6 +56,36 @@ TEST(sizes_whose_sum_overflows_are_eoverflow)
 		ret = ortmem_plan_solve(p);
 		TH_LOG("5 x %llu bytes: %d (%s)", (unsigned long long)sizes[i],
 		       ret, ortmem_last_error_message());
+		EXPECT_EQ(-EOVERFLOW, ret);
+		ortmem_plan_free(p);
+	}
+}
+
+/*
+ * Small sizes under a huge alignment: each rounds up to 2^62 or 2^63, and
+ * three or four live at once overflowed the arena (offsets past 2^64
+ * wrapped to overlap, and the validator failed the plan, or passed an
+ * overlapping packing).  Both are -EOVERFLOW now, like the sizes above.
+ */
+TEST(sizes_whose_aligned_sum_overflows_are_eoverflow)
+{
+	static const struct ortmem_plan_buffer b[4] = {
+		{ 0, 2, 1 }, { 0, 2, 1 }, { 1, 3, 1 }, { 0, 3, 1 } };
+	int sh;
+
+	for (sh = 61; sh <= 63; sh++) {
+		ORTMEM_OPTS(ortmem_plan_opts, o, .align = { 1ull << sh, 1ull << sh, 1ull << sh });
+		struct ortmem_plan *p = NULL;
+		uint64_t off[4];
+		int ret;
+
+		ret = ortmem_plan_pack(b, 4, &o, off, NULL);
+		TH_LOG("pack, align 2^%d: %d (%s)", sh, ret, ortmem_last_error_message());
+		EXPECT_EQ(-EOVERFLOW, ret);
+		ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+		ASSERT_EQ(0, chain_all_alive(p, 3, 1));
+		ret = ortmem_plan_solve(p);
+		TH_LOG("solve, align 2^%d: %d (%s)", sh, ret, ortmem_last_error_message());
 		EXPECT_EQ(-EOVERFLOW, ret);
 		ortmem_plan_free(p);
 	}
