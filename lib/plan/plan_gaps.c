@@ -531,9 +531,9 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	uint64_t tb = plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC, t, left;
 	struct pk_result pres = { 0 };
 	bool small = nt <= GAP_SEARCH_MAX;
-	/* the largest step pins the packing's bound to the budget: the
-	 * search for the lowest packing is in vain, a decision is not (see
-	 * gp_slack_decide()), so it gets the time, first */
+	/* the largest step pins the packing's bound to the budget: there the
+	 * search for the lowest packing is mostly in vain, a decision is not
+	 * (see gp_slack_decide()), so the decisions get the time left first */
 	bool pinned = small && c->max_foot > c->budget - (c->budget >> 7);
 	int ret;
 
