@@ -18,6 +18,7 @@ static inline struct ortmem_plan *plan_with(uint64_t budget)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
 		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20,
+		    .time_budget_us = GENEROUS_BUDGET_US,
 		    .flags = ORTMEM_PLAN_F_NO_MOVE);
 	struct ortmem_plan *p = NULL;
 

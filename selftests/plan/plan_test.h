@@ -7,6 +7,14 @@
 #ifndef SELFTESTS_PLAN_PLAN_TEST_H
 #define SELFTESTS_PLAN_PLAN_TEST_H
 
+/*
+ * The searches are bounded by max_iterations, so that a plan is the same
+ * on every run; the placement's passes are bounded by the time budget
+ * only, so it is generous: under a sanitizer's slowdown the default
+ * 10 ms leaves some unrun (plan.h, max_iterations).
+ */
+#define GENEROUS_BUDGET_US 10000000
+
 #include <stdbool.h>
 #include <stdint.h>
 

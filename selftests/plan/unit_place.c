@@ -49,6 +49,7 @@ static struct ortmem_plan *plan_with(uint64_t budget)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
 		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20,
+		    .time_budget_us = GENEROUS_BUDGET_US,
 		    .flags = ORTMEM_PLAN_F_VALIDATE);
 	struct ortmem_plan *p = NULL;
 
