@@ -474,13 +474,15 @@ static void ortmem_run(const struct graph *g, uint64_t budget, struct run *r)
 	r->first_ms = INFINITY;
 	for (i = 0; i < FIRST_RUNS; i++) {
 		uint64_t keep = time_budget_us;
+		bool ok;
 
 		time_budget_us = 1;
-		if (!solve_once(g, budget, 0, &st)) {
+		ok = solve_once(g, budget, 0, &st);
+		time_budget_us = keep;
+		if (!ok) {
 			r->ok = 0;
 			return;
 		}
-		time_budget_us = keep;
 		r->first_ms = fmin(r->first_ms, (double)st.solve_ns / 1e6);
 	}
 	qsort(r->nomove_ms, RUNS, sizeof(r->nomove_ms[0]), cmp_d);

@@ -306,14 +306,6 @@ static bool gp_room(const struct gp_win *w)
 	return t + w->close_ns <= w->end && t <= w->until;
 }
 
-/* The kind of pass that starts now gets up to @num / 4 of the time left
- * to the passes, counted from @from (what an earlier kind leaves goes to
- * the later ones). */
-static void gp_share(struct gp_win *w, uint64_t from, uint64_t left, unsigned int num)
-{
-	w->until = from + left / 4 * num;
-}
-
 /* Work since @t0, when the closings had taken @c0, was part of the first
  * plan, made whatever the clock says: the end moves by its time, but for
  * the closings, which the budget pays for. */
@@ -519,10 +511,10 @@ static int gp_slack_decide(struct gap_ctx *c, struct gp_win *w)
  * the budget plus the first plan (ortmem_plan_new(3)).  The packer's
  * search gets half of it where it searches at all (gp_pack(); an eighth
  * did as well within the noise over 12 other DAGs, 1.0107 against 1.0095
- * times the bytes of the ungated passes), the passes the rest.  Before, the passes of a small graph all ran
- * whatever the clock said and a big graph's ran up to two budgets past
- * the deadline: 2.7 time budgets past the first plan on make
- * bench-place's workloads, against about one now.
+ * times the bytes of the ungated passes), the passes the rest.  Before,
+ * the passes of a small graph all ran whatever the clock said and a big
+ * graph's ran up to two budgets past the deadline: 2.7 time budgets past
+ * the first plan on make bench-place's workloads, against about one now.
  */
 static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 {
@@ -578,12 +570,12 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	t = ortmem__now_ns();
 	left = w->end > t + w->close_ns ? w->end - t - w->close_ns : 0;
 	if (pinned) {
-		gp_share(w, t, left, 2);
+		w->until = t + left / 2;
 		ret = ret ? ret : gp_slack_decide(c, w);
 		t = ortmem__now_ns();
 		left = w->end > t + w->close_ns ? w->end - t - w->close_ns : 0;
 	}
-	gp_share(w, t, left, 2);
+	w->until = t + left / 2;
 	if (!ret && gp_room(w))
 		ret = gp_online(c, w, 0, NULL, NULL);
 	if (!ret && gp_room(w))
@@ -604,8 +596,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		ret = gp_alt(c, w);
 	w->until = w->end;
 	/* the cheapest pass again, moving residents back in time first; its
-	 * moves stop at the end (the rest of the pass then runs as a plain
-	 * one) */
+	 * moves stop at the closing's time (the rest of the pass then runs
+	 * as a plain one) */
 	w->retro_by = w->end > w->close_ns ? w->end - w->close_ns : 1;
 	if (!ret && w->win_rule >= 0 && gp_room(w))
 		ret = gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
