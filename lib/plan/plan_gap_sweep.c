@@ -31,8 +31,8 @@ static bool gp_belady_before(const struct gap_ctx *c, const struct gap *g,
 	return g->buf < h->buf;
 }
 
-/* Larger is a better victim: the rules the sweep is run under (rule 0
- * chooses by gp_belady_before(), exactly). */
+/* Larger is a better victim: the rules the sweep is run under but the
+ * first (rule 0 chooses by gp_belady_before(), exactly). */
 static double gp_score(const struct gap_ctx *c, const struct gap *g, uint32_t s,
 		       uint64_t need, int rule)
 {
@@ -40,8 +40,6 @@ static double gp_score(const struct gap_ctx *c, const struct gap *g, uint32_t s,
 	double dist = (double)(g->tail ? c->plan->n_nodes + 1u : g->end) - s;
 	double useful = (double)(c->asz[g->buf] < need ? c->asz[g->buf] : need);
 
-	if (rule == 0)		/* Belady: furthest next use, larger first */
-		return dist * 4.0 + (double)c->asz[g->buf] / (double)(c->asz[g->buf] + need);
 	if (units == 0)
 		return 1e300;	/* already written, never read again: free */
 	if (rule == 1)
@@ -51,70 +49,154 @@ static double gp_score(const struct gap_ctx *c, const struct gap *g, uint32_t s,
 	return useful / (units * (double)c->asz[g->buf]) * 1e6 + dist;
 }
 
-static void gp_evict(struct gap_ctx *c, const struct gap *g, uint32_t from)
+/* A budget as the range tree holds it: the sizes and their sum stay below
+ * 2^62 (plan_solve.c), so a larger budget compares the same. */
+static int64_t gp_cap(uint64_t bud)
 {
-	uint32_t t;
-
-	c->off[g->k] = 1;
-	c->written[g->buf] = true;
-	for (t = from; t < g->end; t++)
-		c->prof[t] -= c->asz[g->buf];
+	return bud > 1ull << 62 ? (int64_t)(1ull << 62) : (int64_t)bud;
 }
 
-/* One sweep under @rule; the off gaps land in c->off, the cost returned. */
+/* The tree from the profile with every gap kept, less each step's budget. */
+static void gp_over_reset(struct gap_ctx *c)
+{
+	uint32_t s;
+
+	for (s = 0; s < c->plan->n_nodes; s++)
+		c->vals[s] = (int64_t)c->base[s] - gp_cap(c->bud[s]);
+	ortmem__rt_set(&c->over, c->vals);
+}
+
+static void gp_evict(struct gap_ctx *c, const struct gap *g, uint32_t from)
+{
+	c->off[g->k] = 1;
+	c->written[g->buf] = true;
+	ortmem__rt_add(&c->over, from, g->end, -(int64_t)c->asz[g->buf]);
+}
+
+/* Belady's victims, a heap in c->active: the best (gp_belady_before())
+ * on top. */
+static void gp_heap_push(struct gap_ctx *c, uint32_t *n, uint32_t id)
+{
+	uint32_t i = (*n)++;
+
+	while (i && gp_belady_before(c, &c->gaps[id], &c->gaps[c->active[(i - 1) / 2]])) {
+		c->active[i] = c->active[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	c->active[i] = id;
+}
+
+static void gp_heap_pop(struct gap_ctx *c, uint32_t *n)
+{
+	uint32_t id = c->active[--*n], i = 0, k;
+
+	while ((k = 2 * i + 1) < *n) {
+		if (k + 1 < *n && gp_belady_before(c, &c->gaps[c->active[k + 1]],
+						   &c->gaps[c->active[k]]))
+			k++;
+		if (!gp_belady_before(c, &c->gaps[c->active[k]], &c->gaps[id]))
+			break;
+		c->active[i] = c->active[k];
+		i = k;
+	}
+	if (*n)
+		c->active[i] = id;
+}
+
+/*
+ * Belady's victim at step @s: the heap's top once the gaps that ended are
+ * gone from it (a gap leaves only so, or when sent off).  The order puts
+ * trailing gaps first, then by end, so below a top that is still live
+ * nothing needs looking at: O(log gaps) per eviction, the choice the scan
+ * below makes.
+ */
+static int64_t gp_belady_victim(struct gap_ctx *c, uint32_t *na, uint32_t s)
+{
+	while (*na && c->gaps[c->active[0]].end <= s)
+		gp_heap_pop(c, na);
+	return *na ? (int64_t)c->active[0] : -1;
+}
+
+/* The best victim at step @s under @rule (1 to GAP_RULES - 1), a scan of
+ * the live gaps (ended ones dropped on the way), or -1. */
+static int64_t gp_scan_victim(struct gap_ctx *c, uint32_t *na, uint32_t s,
+			      uint64_t need, int rule)
+{
+	double best = -1.0, sc;
+	uint32_t at = 0, j;
+
+	for (j = 0; j < *na;) {
+		const struct gap *g = &c->gaps[c->active[j]];
+
+		if (g->end <= s || c->off[g->k]) {
+			c->active[j] = c->active[--*na];
+			continue;
+		}
+		sc = gp_score(c, g, s, need, rule);
+		if (best < 0 || sc > best) {
+			best = sc;
+			at = j;
+		}
+		j++;
+	}
+	return best < 0 ? -1 : (int64_t)c->active[at];
+}
+
+/* Take back what fits again, latest eviction first (@ne of them). */
+static void gp_take_back(struct gap_ctx *c, uint32_t ne)
+{
+	uint32_t i;
+
+	gp_over_reset(c);
+	for (i = 0; i < c->n_gaps; i++)
+		if (c->off[c->gaps[i].k])
+			ortmem__rt_add(&c->over, c->gaps[i].first, c->gaps[i].end,
+				       -(int64_t)c->asz[c->gaps[i].buf]);
+	while (ne--) {
+		const struct gap *g = &c->gaps[c->order[ne]];
+		int64_t sz = (int64_t)c->asz[g->buf];
+
+		if (ortmem__rt_max(&c->over, g->first, g->end) + sz > 0)
+			continue;
+		c->off[g->k] = 0;
+		ortmem__rt_add(&c->over, g->first, g->end, sz);
+	}
+}
+
+/*
+ * One sweep under @rule; the off gaps land in c->off, the cost returned.
+ * The bytes over each step's budget are a range tree, so that sending a
+ * gap off costs O(log steps), not its length; Belady's rule takes its
+ * victims from a heap; the other rules scan the live gaps per eviction
+ * (on a dense graph too slow for a first plan: see GAP_DENSE_SPAN).
+ */
 uint64_t ortmem__plan_gap_sweep(struct gap_ctx *c, int rule)
 {
 	uint32_t n = c->plan->n_nodes, s, i, na = 0, ne = 0;
+	int64_t over, v;
 
-	memcpy(c->prof, c->base, sizeof(*c->prof) * n);
 	memset(c->off, 0, c->plan->touch_idx[c->plan->n_bufs]);
 	memset(c->written, 0, sizeof(*c->written) * c->plan->n_bufs);
+	gp_over_reset(c);
 	for (s = 0; s < n; s++) {
-		for (i = c->by_first_idx[s]; i < c->by_first_idx[s + 1]; i++)
-			c->active[na++] = c->by_first[i];
-		while (c->prof[s] > c->bud[s]) {
-			double best = -1.0, sc;
-			uint32_t at = 0, j;
-
-			for (j = 0; j < na;) {
-				const struct gap *g = &c->gaps[c->active[j]];
-
-				if (g->end <= s || c->off[g->k]) {
-					c->active[j] = c->active[--na];
-					continue;
-				}
-				sc = gp_score(c, g, s, c->prof[s] - c->bud[s], rule);
-				if (best < 0 || (rule ? sc > best :
-				    gp_belady_before(c, g, &c->gaps[c->active[at]]))) {
-					best = sc;
-					at = j;
-				}
-				j++;
-			}
-			if (best < 0)
+		for (i = c->by_first_idx[s]; i < c->by_first_idx[s + 1]; i++) {
+			if (rule)
+				c->active[na++] = c->by_first[i];
+			else
+				gp_heap_push(c, &na, c->by_first[i]);
+		}
+		while ((over = ortmem__rt_max(&c->over, s, s + 1)) > 0) {
+			v = rule ? gp_scan_victim(c, &na, s, (uint64_t)over, rule) :
+				   gp_belady_victim(c, &na, s);
+			if (v < 0)
 				break;	/* only touches left: the step's own footprint */
-			c->order[ne++] = c->active[at];
-			gp_evict(c, &c->gaps[c->active[at]], s);
+			if (!rule)
+				gp_heap_pop(c, &na);
+			c->order[ne++] = (uint32_t)v;
+			gp_evict(c, &c->gaps[v], s);
 		}
 	}
-	/* Take back what fits again, latest eviction first. */
-	memcpy(c->prof, c->base, sizeof(*c->prof) * n);
-	for (i = 0; i < c->n_gaps; i++)
-		if (c->off[c->gaps[i].k])
-			for (s = c->gaps[i].first; s < c->gaps[i].end; s++)
-				c->prof[s] -= c->asz[c->gaps[i].buf];
-	while (ne--) {
-		const struct gap *g = &c->gaps[c->order[ne]];
-		bool fits = true;
-
-		for (s = g->first; s < g->end && fits; s++)
-			fits = c->prof[s] + c->asz[g->buf] <= c->bud[s];
-		if (!fits)
-			continue;
-		c->off[g->k] = 0;
-		for (s = g->first; s < g->end; s++)
-			c->prof[s] += c->asz[g->buf];
-	}
+	gp_take_back(c, ne);
 	return ortmem__plan_gap_cost(c->plan, c->off);
 }
 
@@ -125,7 +207,8 @@ void ortmem__plan_gap_place(struct gap_ctx *c)
 	uint32_t nt = c->plan->touch_idx[c->plan->n_bufs];
 	int rule;
 
-	for (rule = 0; rule < GAP_RULES; rule++) {
+	/* a dense graph's first plan: Belady's rule alone (the others scan) */
+	for (rule = 0; rule < (c->dense ? 1 : GAP_RULES); rule++) {
 		cost = ortmem__plan_gap_sweep(c, rule);
 		if (cost < best) {
 			best = cost;

@@ -19,7 +19,9 @@
  * cheapest result kept: plain furthest-next-use is one of the rules, so
  * the plan never moves more than Belady's.  A last pass takes back onto the
  * device every off gap that fits again (a later eviction may have made the
- * room).  Each sweep is O(steps x gaps live at a step).
+ * room).  Under Belady's rule a sweep is O(g log g) for g gaps (a heap and
+ * a range tree, plan_gap_sweep.c); the other rules scan the gaps live at
+ * each eviction.
  *
  * Offsets: each resident interval (a run of touches joined by kept gaps)
  * is one packing item.  The profile fitting the budget does not promise
@@ -43,6 +45,17 @@
 
 #define GAP_SEARCH_MAX 2048
 #define GAP_SLACKS 4
+/*
+ * A dense graph: its gaps span more than this many steps in all.  An
+ * allocator's pass costs about 8-16 ns per step a gap spans (it walks the
+ * residents at every step: 130-270 ms on a random tree of 10,000 values,
+ * 16.5 million), so past 2^19 a pass alone takes more than the default
+ * time budget, and the sweeps' rules other than Belady's, which scan the
+ * live gaps per eviction, as much.  A dense graph's first plan is the
+ * Belady sweep and its packing only (gp_first_dense()); its passes are
+ * timed like the rest and stop at the budget's end.
+ */
+#define GAP_DENSE_SPAN (1u << 19)
 
 /* The allocator's rules a slack sweep's plan is followed under, the most
  * often cheapest first (measured on random DAGs): how a buffer seats
@@ -68,25 +81,30 @@ static int gp_alloc(struct gap_ctx *c)
 	c->gaps = malloc(sizeof(*c->gaps) * (nt + 1));
 	c->by_first = malloc(sizeof(*c->by_first) * (nt + 1));
 	c->by_first_idx = calloc(n + 2, sizeof(*c->by_first_idx));
-	c->base = calloc(n + 1, sizeof(*c->base));
+	c->base = calloc(n + 2, sizeof(*c->base));
 	c->prof = malloc(sizeof(*c->prof) * (n + 1));
 	c->bud = malloc(sizeof(*c->bud) * (n + 1));
 	c->foot = calloc(n + 1, sizeof(*c->foot));
-	c->over = calloc(n + 1, sizeof(*c->over));
+	c->vals = malloc(sizeof(*c->vals) * (n + 1));
 	c->active = malloc(sizeof(*c->active) * (nt + 1));
 	c->written = malloc(sizeof(*c->written) * (nb + 1));
 	c->off = calloc(nt + 1, 1);
 	c->best = calloc(nt + 1, 1);
 	c->order = malloc(sizeof(*c->order) * (nt + 1));
 	if (!c->asz || !c->gaps || !c->by_first || !c->by_first_idx || !c->base ||
-	    !c->prof || !c->bud || !c->foot || !c->over || !c->active || !c->written || !c->off || !c->best || !c->order)
+	    !c->prof || !c->bud || !c->foot || !c->vals || !c->active || !c->written || !c->off || !c->best || !c->order)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot index the gaps of %u buffers", nb);
+	if (ortmem__rt_init(&c->over, n))
+		return ortmem__err_plain(-ENOMEM, "planner: cannot index the steps of %u buffers", nb);
 	for (b = 0; b < nb; b++) {
 		const struct pl_buf *pb = &plan->bufs[b];
 
 		c->asz[b] = gp_align_up(pb->size, plan->o.align[ORTMEM_TIER_DEVICE]);
-		for (i = pb->lo; i < pb->hi; i++)
-			c->base[i] += c->asz[b];
+		/* the profile as differences first: O(buffers), not O(lifetimes) */
+		if (pb->lo < pb->hi) {
+			c->base[pb->lo] += c->asz[b];
+			c->base[pb->hi] -= c->asz[b];
+		}
 		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
 			struct gap g = { .k = k, .buf = b, .first = plan->touch_step[k] + 1 };
 
@@ -96,8 +114,12 @@ static int gp_alloc(struct gap_ctx *c)
 				continue;	/* nothing inside: never worth sending off */
 			c->gaps[c->n_gaps++] = g;
 			c->by_first_idx[g.first + 1]++;
+			c->span += g.end - g.first;
 		}
 	}
+	for (i = 1; i <= n; i++)
+		c->base[i] += c->base[i - 1];
+	c->dense = c->span > GAP_DENSE_SPAN;
 	for (i = 0; i <= n; i++)
 		c->by_first_idx[i + 1] += c->by_first_idx[i];
 	for (i = 0; i < c->n_gaps; i++)
@@ -143,14 +165,6 @@ static int gp_pack(struct gap_ctx *c, uint64_t deadline, bool decide, struct pk_
 	ret = ortmem__pack(it, n, &po, off, res);
 	if (ret)
 		ret = ortmem__err_plain(ret, "planner: cannot pack %u device intervals", n);
-	memset(c->over, 0, sizeof(*c->over) * plan->n_nodes);
-	for (j = 0; !ret && j < n; j++) {
-		uint64_t top = off[j] + it[j].size, s;
-
-		for (s = it[j].lo; top > c->budget && s < it[j].hi && s < plan->n_nodes; s++)
-			if (top - c->budget > c->over[s])
-				c->over[s] = top - c->budget;
-	}
 	for (b = 0, n = 0; !ret && b < plan->n_bufs; b++)
 		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1, n++) {
 			for (j = k; j + 1 < plan->touch_idx[b + 1] && !c->best[j]; j++)
@@ -204,7 +218,8 @@ static void gp_free(struct gap_ctx *c)
 	free(c->prof);
 	free(c->bud);
 	free(c->foot);
-	free(c->over);
+	free(c->vals);
+	ortmem__rt_free(&c->over);
 	free(c->active);
 	free(c->written);
 	free(c->off);
@@ -235,6 +250,7 @@ struct gp_win {
 	 * within the first plan's passes: at a small budget they stop) */
 	uint64_t closing_ns;
 	uint64_t until;		/* the current kind of pass's share ends */
+	bool first;		/* a pass of the first plan: never stopped */
 	/* what gp_alt() varies, the cheapest pass without hinted offsets
 	 * or at the main guide's: its guide, rule (-1: none), second
 	 * choices, windows cleared, whether at the main guide's offsets */
@@ -251,11 +267,23 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n_win = 0;
-	uint64_t h, cost, t = ortmem__now_ns(), tc;
+	uint64_t h, cost, t = ortmem__now_ns(), tc, stop = 0;
 
+	/* a dense graph's passes stop at their share's end (but the one a
+	 * first plan may need): one may take several budgets */
+	if (c->dense && !w->first) {
+		stop = w->end > w->close_ns ? w->end - w->close_ns : 1;
+		stop = stop < w->until ? stop : w->until;
+	}
 	h = ortmem__plan_online_mv(plan, c->asz, c->budget, rule, alt, guide, hint,
-				   w->try_off, w->try_toff, w->try_mv, &n_win, w->retro_by);
+				   w->try_off, w->try_toff, w->try_mv, &n_win, w->retro_by, stop);
 	tc = ortmem__now_ns();
+	if (h == ORTMEM__PLAN_STOPPED) {
+		/* no plan: it ran at least so long */
+		if (tc - t > w->pass_ns)
+			w->pass_ns = tc - t;
+		return 0;
+	}
 	if (h == UINT64_MAX || ortmem__plan_close_gaps_mv(plan, c->asz, w->try_off, w->try_toff,
 							  w->try_mv, 0, w->deadline))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
@@ -321,8 +349,11 @@ static int gp_online_first(struct gap_ctx *c, struct gp_win *w, int rule,
 			   const uint8_t *guide, const uint64_t *hint)
 {
 	uint64_t t = ortmem__now_ns(), c0 = w->closing_ns;
-	int ret = gp_online(c, w, rule, guide, hint);
+	int ret;
 
+	w->first = true;
+	ret = gp_online(c, w, rule, guide, hint);
+	w->first = false;
 	gp_first_done(w, t, c0);
 	return ret;
 }
@@ -366,14 +397,14 @@ static int gp_slack(struct gap_ctx *c, struct gp_win *w)
 	 * way of seating) is part of the first plan, made whatever the
 	 * clock says: on random DAGs it is the one that pays most often. */
 	for (slack = 1; slack <= GAP_SLACKS && !ret &&
-	     (slack == 1 || gp_room(w)); slack++) {
+	     ((slack == 1 && !c->dense) || gp_room(w)); slack++) {
 		bool cheaper = false;
 
 		for (s = 0; s < plan->n_nodes; s++)
 			c->bud[s] = c->budget - (c->budget >> (8 - slack));
-		for (sweep = 0; sweep < GAP_RULES && !ret &&
-		     ((slack == 1 && !sweep) || gp_room(w)); sweep++) {
-			bool first = slack == 1 && !sweep;
+		for (sweep = 0; sweep < (c->dense ? 1 : GAP_RULES) && !ret &&
+		     ((slack == 1 && !sweep && !c->dense) || gp_room(w)); sweep++) {
+			bool first = slack == 1 && !sweep && !c->dense;
 			uint64_t t = ortmem__now_ns(), c0 = w->closing_ns;
 
 			ortmem__plan_gap_sweep(c, sweep);
@@ -498,6 +529,45 @@ static int gp_slack_decide(struct gap_ctx *c, struct gp_win *w)
 }
 
 /*
+ * A dense graph's first plan, where the sweep's packing overran the
+ * budget (@pres): the sweep again under a budget lowered by the overrun
+ * (at least 1/128 of the budget, the first slack level's room), packed,
+ * until a packing fits, GAP_LOWER_ROUNDS times at most; where none fits,
+ * the allocator following the sweep's plan (it always fits, however long
+ * it takes).  Each round is O(g log g) and a packing's first heuristic.
+ */
+#define GAP_LOWER_ROUNDS 4
+static int gp_first_dense(struct gap_ctx *c, struct gp_win *w, struct pk_result *pres)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint32_t nt = plan->touch_idx[plan->n_bufs], s;
+	uint64_t low = c->budget, t = ortmem__now_ns();
+	int r, ret = 0;
+
+	for (r = 0; r < GAP_LOWER_ROUNDS && !ret && w->cost == UINT64_MAX; r++) {
+		uint64_t over = pres->height > c->budget ? pres->height - c->budget : 0;
+
+		if (over < c->budget >> 7)
+			over = c->budget >> 7;
+		low = low > over ? low - over : 0;
+		for (s = 0; s < plan->n_nodes; s++)
+			c->bud[s] = low;
+		ortmem__plan_gap_sweep(c, 0);
+		memcpy(c->best, c->off, nt);
+		ret = gp_pack(c, 0, false, pres);
+		if (!ret)
+			gp_keep_packed(c, w, pres);
+	}
+	for (s = 0; s < plan->n_nodes; s++)
+		c->bud[s] = c->budget;
+	memcpy(c->best, w->guide, nt);
+	gp_first_done(w, t, w->closing_ns);
+	if (!ret && w->cost == UINT64_MAX)
+		ret = gp_online_first(c, w, 1, w->guide, w->hint);
+	return ret;
+}
+
+/*
  * The candidates, cheapest kept: the sweep's plan, packed (it stands when
  * the packing fits); the allocator following it at the packer's offsets;
  * the allocator on its own; the slack sweeps; second choices; the cheapest
@@ -560,9 +630,18 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	 * random DAGs it moved less than the pass at the offsets at 6 of 8
 	 * budgets of the 1,500-node one); it took the place of the allocator
 	 * on its own, which never won there. */
-	ret = gp_online_first(c, w, 1, w->guide, w->hint);
-	if (!ret)
-		ret = gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
+	if (c->dense) {
+		ret = w->cost == UINT64_MAX ? gp_first_dense(c, w, &pres) : 0;
+		/* then, budgeted, the passes the others' first plan has */
+		if (!ret && gp_room(w))
+			ret = gp_online(c, w, 1, w->guide, w->hint);
+		if (!ret && gp_room(w))
+			ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
+	} else {
+		ret = gp_online_first(c, w, 1, w->guide, w->hint);
+		if (!ret)
+			ret = gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
+	}
 	/* The time left: where the largest step pins the bound to the
 	 * budget, half of it to the decisions first; then half to the
 	 * allocator on its own and the slack sweeps, the rest to second

@@ -17,6 +17,18 @@ struct gap {
 	bool tail;		/* no touch ends it: no read-back */
 };
 
+/* plan_range.c: add over a range of steps, the largest value over one */
+struct plan_rtree {
+	uint32_t n;
+	int64_t *mx, *add;
+};
+
+int ortmem__rt_init(struct plan_rtree *t, uint32_t n);
+void ortmem__rt_free(struct plan_rtree *t);
+void ortmem__rt_set(struct plan_rtree *t, const int64_t *v);
+void ortmem__rt_add(struct plan_rtree *t, uint32_t lo, uint32_t hi, int64_t d);
+int64_t ortmem__rt_max(const struct plan_rtree *t, uint32_t lo, uint32_t hi);
+
 struct gap_ctx {
 	struct ortmem_plan *plan;
 	uint64_t budget;
@@ -30,8 +42,11 @@ struct gap_ctx {
 	uint64_t *bud;		/* budget per step */
 	uint64_t *foot;		/* bytes the step itself touches */
 	uint64_t max_foot;	/* the largest of them */
-	uint64_t *over;		/* per step: how far the packing overran */
-	uint32_t *active;
+	int64_t *vals;		/* per step: scratch for the range tree */
+	struct plan_rtree over;	/* per step: bytes kept over its budget */
+	uint64_t span;		/* the gaps' steps, summed */
+	bool dense;		/* span past GAP_DENSE_SPAN (plan_gaps.c) */
+	uint32_t *active;	/* live gaps; a heap under Belady's rule */
 	bool *written;
 	uint8_t *off;		/* per touch: the gap it opens is off */
 	uint8_t *best;

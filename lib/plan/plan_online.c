@@ -547,7 +547,7 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
 				 uint64_t retro_by)
 {
 	return ortmem__plan_online_mv(plan, asz, budget, rule, alt, guide, hint, off, toff,
-				      NULL, n_win, retro_by);
+				      NULL, n_win, retro_by, 0);
 }
 
 /* The scratch of moves within the arena (plan_move.c); false: no memory. */
@@ -576,7 +576,7 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 				uint64_t budget, int rule, uint32_t alt,
 				const uint8_t *guide, const uint64_t *hint,
 				uint8_t *off, uint64_t *toff, uint32_t *mstep,
-				uint32_t *n_win, uint64_t retro_by)
+				uint32_t *n_win, uint64_t retro_by, uint64_t stop_at)
 {
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s;
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
@@ -616,8 +616,15 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 	memset(off, 0, nt);
 	if (ol_index(&o) || (guide && hint && ol_layout(&o)) || (guide && ol_guide_writes(&o)))
 		goto out;
-	for (s = 0; s < plan->n_nodes; s++)
+	for (s = 0; s < plan->n_nodes; s++) {
+		/* the clock every 16 steps: a dense graph's step walks
+		 * thousands of residents, a sparse one's a few */
+		if (stop_at && !(s & 15) && ortmem__now_ns() > stop_at) {
+			h = ORTMEM__PLAN_STOPPED;
+			goto out;
+		}
 		ol_step(&o, s, rule);
+	}
 	h = ortmem__plan_height(plan, asz, toff);
 	if (n_win)
 		*n_win = o.n_win;
