@@ -56,6 +56,7 @@
  * timed like the rest and stop at the budget's end.
  */
 #define GAP_DENSE_SPAN (1u << 19)
+uint64_t ortmem__plan_dense_span = GAP_DENSE_SPAN;
 
 /* The allocator's rules a slack sweep's plan is followed under, the most
  * often cheapest first (measured on random DAGs): how a buffer seats
@@ -119,7 +120,7 @@ static int gp_alloc(struct gap_ctx *c)
 	}
 	for (i = 1; i <= n; i++)
 		c->base[i] += c->base[i - 1];
-	c->dense = c->span > GAP_DENSE_SPAN;
+	c->dense = c->span > ortmem__plan_dense_span;
 	for (i = 0; i <= n; i++)
 		c->by_first_idx[i + 1] += c->by_first_idx[i];
 	for (i = 0; i < c->n_gaps; i++)

@@ -151,6 +151,10 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
  * @mstep (one per touch, 0: none; NULL: never move).  Past @stop_at (0:
  * never) it stops half way and returns ORTMEM__PLAN_STOPPED. */
 #define ORTMEM__PLAN_STOPPED (UINT64_MAX - 1)
+/* Past this many steps spanned by its gaps a graph is dense under a device
+ * budget (plan_gaps.c, GAP_DENSE_SPAN); the unit tests lower it to plan
+ * small graphs the dense way.  Never written by the library. */
+extern uint64_t ortmem__plan_dense_span;
 uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *asz,
 				uint64_t budget, int rule, uint32_t alt,
 				const uint8_t *guide, const uint64_t *hint,
