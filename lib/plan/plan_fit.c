@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Holding a tier to its budget (the host tier under a host budget, or a
+ * budgeted tier with no slower one, where it only checks) by sending whole
+ * buffers down to the next allowed tier.
+ *
+ * One walk over the steps keeps the bytes live on the tier: where they
+ * pass the cap of a step, the buffers live there go down by the victim
+ * rule (the fewest uses, then the most bytes x steps), taken from a heap
+ * of the buffers started so far, until they fit.  A walk costs
+ * O(n_nodes + n_bufs log n_bufs); recomputing the profile and scanning
+ * every buffer per demoted one was quadratic on dense graphs.
+ *
+ * Then the tier is packed.  A packing lost to fragmentation places some
+ * buffers above the budget; the steps under them get caps lowered below
+ * their live bytes by that overshoot (doubled each round after the first
+ * few) and the walk runs again: a few walks and packings, never one per
+ * demoted buffer.  Each such round sends down at least one buffer, so it
+ * ends, at worst with the tier empty.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "plan_internal.h"
+
+/* Rounds that lower the caps by the overshoot itself, before doubling. */
+#define PL_FIT_PLAIN_ROUNDS 3
+
+struct pl_fit {
+	struct ortmem_plan *plan;
+	int tier, next;
+	uint64_t budget;
+	uint32_t steps;
+	uint32_t *first;	/* [steps + 1]: by_lo[first[s]..] start at s */
+	uint32_t *by_lo;	/* the tier's buffers (size > 0) by start */
+	uint64_t *ends;		/* [steps + 1]: bytes whose life ends there */
+	uint32_t *heap;		/* buffers started, best victim on top */
+	uint32_t n_heap;
+	uint64_t *cap;		/* [steps]; NULL: the budget at every step */
+	uint32_t *fill;		/* [steps + 1]: next step not lowered yet */
+};
+
+static uint64_t pl_fit_size(const struct ortmem_plan *plan, int tier, uint32_t b)
+{
+	uint64_t a = plan->o.align[tier];
+
+	return (plan->bufs[b].size + a - 1) & ~(a - 1);
+}
+
+/* A buffer of @tier the walk weighs: some bytes, some life. */
+static bool pl_fit_has(const struct ortmem_plan *plan, int tier, uint32_t b)
+{
+	const struct pl_buf *pb = &plan->bufs[b];
+
+	return pb->tier == tier && pb->hi > pb->lo && pl_fit_size(plan, tier, b);
+}
+
+/* Pack the buffers on @tier (with staging copies on the device). */
+static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
+			struct pk_result *res)
+{
+	uint64_t *off = NULL;
+	uint32_t b, n = 0, cap = 0;
+	struct pk_item *it = NULL;
+	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
+			      .max_iter = plan->o.max_iterations,
+			      .threads = plan->o.threads };
+	int ret;
+
+	for (b = 0; b < plan->n_bufs; b++)
+		cap += plan->bufs[b].tier == tier;
+	it = malloc(sizeof(*it) * (cap ? cap : 1));
+	off = malloc(sizeof(*off) * (cap ? cap : 1));
+	if (!it || !off) {
+		ret = ortmem__err_plain(-ENOMEM, "planner: cannot pack %u buffers", cap);
+		goto out;
+	}
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+
+		if (pb->tier == tier)
+			it[n++] = (struct pk_item){ pb->lo, pb->hi, pl_fit_size(plan, tier, b) };
+	}
+	ret = ortmem__pack(it, n, &po, off, res);
+	if (ret) {
+		ret = ortmem__err_plain(ret, "planner: cannot pack %u buffers of the %s tier",
+					n, ortmem_tier_name(tier));
+		goto out;
+	}
+	for (b = 0, n = 0; b < plan->n_bufs; b++) {
+		struct pl_buf *pb = &plan->bufs[b];
+
+		if (pb->tier == tier)
+			pb->off = off[n++];
+	}
+out:
+	free(it);
+	free(off);
+	return ret;
+}
+
+static int pl_refuse(struct ortmem_plan *plan, int tier, uint64_t need,
+		     uint32_t step, const char *why)
+{
+	return ortmem__err_capacity(false, tier, ORTMEM_ROLE_ACTIVATION, need,
+		plan->o.budget[tier],
+		"the %s arena needs %" PRIu64 " bytes at step %u but its budget is %" PRIu64
+		" (%s; budgets device %" PRIu64 ", host %" PRIu64 ", disk %" PRIu64 ", 0 = none)",
+		ortmem_tier_name(tier), need, step, plan->o.budget[tier], why,
+		plan->o.budget[0], plan->o.budget[1], plan->o.budget[2]);
+}
+
+/* Live bytes per step on @tier (a difference array); the peak and its
+ * first step. */
+static uint64_t pl_fit_profile(const struct ortmem_plan *plan, int tier,
+			       uint64_t *prof, uint32_t *at)
+{
+	uint64_t live = 0, peak = 0;
+	uint32_t b, s;
+
+	memset(prof, 0, sizeof(*prof) * (plan->n_nodes + 1ull));
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+
+		if (pb->tier != tier)
+			continue;
+		prof[pb->lo] += pl_fit_size(plan, tier, b);
+		prof[pb->hi] -= pl_fit_size(plan, tier, b);
+	}
+	*at = 0;
+	for (s = 0; s < plan->n_nodes; s++) {
+		live += prof[s];
+		prof[s] = live;
+		if (live > peak) {
+			peak = live;
+			*at = s;
+		}
+	}
+	return peak;
+}
+
+/* @a goes down before @b: fewer uses, then more bytes x steps. */
+static bool pl_fit_before(const struct pl_buf *bufs, uint32_t a, uint32_t b)
+{
+	const struct pl_buf *x = &bufs[a], *y = &bufs[b];
+	double wx = (double)x->size * (x->hi - x->lo);
+	double wy = (double)y->size * (y->hi - y->lo);
+
+	if (x->uses != y->uses)
+		return x->uses < y->uses;
+	if (wx != wy)
+		return wx > wy;
+	return a < b;
+}
+
+static void pl_heap_push(struct pl_fit *f, uint32_t b)
+{
+	const struct pl_buf *bufs = f->plan->bufs;
+	uint32_t i = f->n_heap++;
+
+	while (i && pl_fit_before(bufs, b, f->heap[(i - 1) / 2])) {
+		f->heap[i] = f->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	f->heap[i] = b;
+}
+
+static uint32_t pl_heap_pop(struct pl_fit *f)
+{
+	const struct pl_buf *bufs = f->plan->bufs;
+	uint32_t top = f->heap[0], last = f->heap[--f->n_heap], i = 0, c;
+
+	for (;;) {
+		c = 2 * i + 1;
+		if (c >= f->n_heap)
+			break;
+		if (c + 1 < f->n_heap && pl_fit_before(bufs, f->heap[c + 1], f->heap[c]))
+			c++;
+		if (!pl_fit_before(bufs, f->heap[c], last))
+			break;
+		f->heap[i] = f->heap[c];
+		i = c;
+	}
+	if (f->n_heap)
+		f->heap[i] = last;
+	return top;
+}
+
+/* The best victim live at step @s, or -1; the dead leave the heap here. */
+static int32_t pl_fit_victim(struct pl_fit *f, uint32_t s)
+{
+	while (f->n_heap) {
+		uint32_t b = pl_heap_pop(f);
+
+		if (f->plan->bufs[b].hi > s)
+			return (int32_t)b;
+	}
+	return -1;
+}
+
+/* Walk the steps; where the live bytes pass the cap, demote until they
+ * fit.  @prof gets the live bytes after. */
+static int pl_fit_walk(struct pl_fit *f, uint64_t *prof, const char *why)
+{
+	struct pl_buf *bufs = f->plan->bufs;
+	uint64_t live = 0, sz;
+	uint32_t s, k;
+
+	memset(f->ends, 0, sizeof(*f->ends) * (f->steps + 1ull));
+	f->n_heap = 0;
+	for (s = 0; s < f->steps; s++) {
+		uint64_t cap = f->cap ? f->cap[s] : f->budget;
+
+		live -= f->ends[s];
+		for (k = f->first[s]; k < f->first[s + 1]; k++) {
+			uint32_t b = f->by_lo[k];
+
+			if (bufs[b].tier != f->tier)
+				continue;
+			sz = pl_fit_size(f->plan, f->tier, b);
+			live += sz;
+			f->ends[bufs[b].hi] += sz;
+			pl_heap_push(f, b);
+		}
+		while (live > cap) {
+			int32_t v = pl_fit_victim(f, s);
+
+			if (v < 0)
+				return pl_refuse(f->plan, f->tier, live, s, why);
+			bufs[v].tier = f->next;
+			sz = pl_fit_size(f->plan, f->tier, (uint32_t)v);
+			live -= sz;
+			f->ends[bufs[v].hi] -= sz;
+		}
+		prof[s] = live;
+	}
+	return 0;
+}
+
+static int pl_fit_init(struct pl_fit *f)
+{
+	const struct ortmem_plan *plan = f->plan;
+	uint32_t b, s, n = 0;
+
+	f->steps = plan->n_nodes;
+	f->first = calloc(f->steps + 2ull, sizeof(*f->first));
+	f->ends = malloc(sizeof(*f->ends) * (f->steps + 1ull));
+	for (b = 0; b < plan->n_bufs; b++)
+		n += pl_fit_has(plan, f->tier, b);
+	f->by_lo = malloc(sizeof(*f->by_lo) * (n ? n : 1));
+	f->heap = malloc(sizeof(*f->heap) * (n ? n : 1));
+	if (!f->first || !f->ends || !f->by_lo || !f->heap)
+		return ortmem__err_plain(-ENOMEM, "planner: cannot fit %u buffers to the %s budget",
+					 n, ortmem_tier_name(f->tier));
+	/* counting sort by start: first[lo + 2] counts, then shifts down */
+	for (b = 0; b < plan->n_bufs; b++)
+		if (pl_fit_has(plan, f->tier, b))
+			f->first[plan->bufs[b].lo + 2]++;
+	for (s = 2; s <= f->steps + 1; s++)
+		f->first[s] += f->first[s - 1];
+	for (b = 0; b < plan->n_bufs; b++)
+		if (pl_fit_has(plan, f->tier, b))
+			f->by_lo[f->first[plan->bufs[b].lo + 1]++] = b;
+	return 0;
+}
+
+static uint32_t pl_fill_next(uint32_t *fill, uint32_t s)
+{
+	while (fill[s] != s) {
+		fill[s] = fill[fill[s]];
+		s = fill[s];
+	}
+	return s;
+}
+
+static int pl_by_top(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return x[0] < y[0] ? 1 : x[0] > y[0] ? -1 : 0;
+}
+
+/*
+ * The packing rose above the budget: under each buffer placed above it
+ * (the highest first, so a step takes the largest overshoot over it), the
+ * cap drops to the live bytes less the overshoot, shifted left by @shift.
+ */
+static int pl_fit_lower(struct pl_fit *f, const uint64_t *prof, uint32_t shift)
+{
+	const struct ortmem_plan *plan = f->plan;
+	uint64_t (*over)[2] = NULL;
+	uint32_t b, s, n = 0;
+
+	if (!f->cap) {
+		f->cap = malloc(sizeof(*f->cap) * (f->steps ? f->steps : 1));
+		f->fill = malloc(sizeof(*f->fill) * (f->steps + 1ull));
+		if (!f->cap || !f->fill)
+			goto nomem;
+		for (s = 0; s < f->steps; s++)
+			f->cap[s] = f->budget;
+	}
+	for (s = 0; s <= f->steps; s++)
+		f->fill[s] = s;
+	for (b = 0; b < plan->n_bufs; b++)
+		n += plan->bufs[b].tier == f->tier &&
+		     plan->bufs[b].off + pl_fit_size(plan, f->tier, b) > f->budget;
+	over = malloc(sizeof(*over) * (n ? n : 1));
+	if (!over)
+		goto nomem;
+	for (b = 0, n = 0; b < plan->n_bufs; b++) {
+		uint64_t top = plan->bufs[b].off + pl_fit_size(plan, f->tier, b);
+
+		if (plan->bufs[b].tier == f->tier && top > f->budget) {
+			over[n][0] = top;
+			over[n++][1] = b;
+		}
+	}
+	qsort(over, n, sizeof(*over), pl_by_top);
+	for (b = 0; b < n; b++) {
+		const struct pl_buf *pb = &plan->bufs[over[b][1]];
+		uint64_t d = over[b][0] - f->budget;
+
+		d = shift >= 64 || d > UINT64_MAX >> shift ? UINT64_MAX : d << shift;
+		for (s = pl_fill_next(f->fill, pb->lo); s < pb->hi;
+		     s = pl_fill_next(f->fill, s)) {
+			f->cap[s] = prof[s] > d ? prof[s] - d : 0;
+			f->fill[s] = s + 1;
+		}
+	}
+	free(over);
+	return 0;
+nomem:
+	return ortmem__err_plain(-ENOMEM, "planner: cannot refit the %s arena over %u steps",
+				 ortmem_tier_name(f->tier), f->steps);
+}
+
+/* The first step under the highest buffer of the packed @tier. */
+static uint32_t pl_fit_top_step(const struct ortmem_plan *plan, int tier)
+{
+	uint64_t top = 0;
+	uint32_t b, at = 0;
+
+	for (b = 0; b < plan->n_bufs; b++)
+		if (plan->bufs[b].tier == tier &&
+		    plan->bufs[b].off + pl_fit_size(plan, tier, b) > top) {
+			top = plan->bufs[b].off + pl_fit_size(plan, tier, b);
+			at = plan->bufs[b].lo;
+		}
+	return at;
+}
+
+/* With nothing to move: check the profile, pack, check the packing. */
+static int pl_fit_check(struct ortmem_plan *plan, int tier, uint64_t *prof,
+			uint64_t deadline, struct pk_result *res)
+{
+	uint64_t budget = plan->o.budget[tier], peak;
+	uint32_t at;
+	int ret;
+
+	peak = budget ? pl_fit_profile(plan, tier, prof, &at) : 0;
+	if (peak > budget)
+		return pl_refuse(plan, tier, peak, at, "no slower tier is allowed");
+	ret = pl_pack_tier(plan, tier, deadline, res);
+	if (ret || !budget || res->height <= budget)
+		return ret;
+	return pl_refuse(plan, tier, res->height, pl_fit_top_step(plan, tier),
+			 "the packing cannot fit it and nothing more can move down");
+}
+
+/* Demote from @tier to @next (-1: none) until its packed arena fits. */
+int ortmem__plan_fit_tier(struct ortmem_plan *plan, int tier, int next,
+			  uint64_t *prof, uint64_t deadline, struct pk_result *res)
+{
+	struct pl_fit f = { .plan = plan, .tier = tier, .next = next,
+			    .budget = plan->o.budget[tier] };
+	uint32_t round;
+	int ret;
+
+	if (next < 0 || !f.budget)
+		return pl_fit_check(plan, tier, prof, deadline, res);
+	ret = pl_fit_init(&f);
+	if (!ret)
+		ret = pl_fit_walk(&f, prof, "every buffer live there is used there");
+	for (round = 0; !ret; round++) {
+		ret = pl_pack_tier(plan, tier, deadline, res);
+		if (ret || res->height <= f.budget)
+			break;
+		ret = pl_fit_lower(&f, prof, round < PL_FIT_PLAIN_ROUNDS ? 0 :
+				   round - PL_FIT_PLAIN_ROUNDS + 1);
+		if (!ret)
+			ret = pl_fit_walk(&f, prof,
+				"the packing cannot fit it and nothing more can move down");
+		/* the time went to the first packing: the rest take first plans */
+		deadline = ortmem__now_ns();
+	}
+	free(f.first);
+	free(f.by_lo);
+	free(f.ends);
+	free(f.heap);
+	free(f.cap);
+	free(f.fill);
+	return ret;
+}
