@@ -24,8 +24,8 @@
 
 #include "plan_internal.h"
 
-/* Rounds that lower the caps by the overshoot itself, before doubling. */
-#define PL_FIT_PLAIN_ROUNDS 3
+/* Packings after the first that try lowered caps. */
+#define PL_FIT_ROUNDS 4
 
 struct pl_fit {
 	struct ortmem_plan *plan;
@@ -39,6 +39,16 @@ struct pl_fit {
 	uint32_t n_heap;
 	uint64_t *cap;		/* [steps]; NULL: the budget at every step */
 	uint32_t *fill;		/* [steps + 1]: next step not lowered yet */
+	uint32_t *down;		/* buffers the walks sent down, in order */
+	uint32_t n_down;
+	uint64_t *slack;	/* segment tree: cap less live bytes, min */
+	uint64_t *tag;		/* bytes taken from a whole subtree */
+	uint32_t leaves;
+	bool have_best;		/* a packing cut to the budget is kept: */
+	uint64_t best_cost;	/* the bytes it sends down */
+	struct pk_result best_res;
+	uint8_t *best_tier;	/* [n_bufs] */
+	uint64_t *best_off;
 };
 
 static uint64_t pl_fit_size(const struct ortmem_plan *plan, int tier, uint32_t b)
@@ -229,6 +239,7 @@ static int pl_fit_walk(struct pl_fit *f, uint64_t *prof, const char *why)
 			if (v < 0)
 				return pl_refuse(f->plan, f->tier, live, s, why);
 			bufs[v].tier = f->next;
+			f->down[f->n_down++] = (uint32_t)v;
 			sz = pl_fit_size(f->plan, f->tier, (uint32_t)v);
 			live -= sz;
 			f->ends[bufs[v].hi] -= sz;
@@ -250,7 +261,15 @@ static int pl_fit_init(struct pl_fit *f)
 		n += pl_fit_has(plan, f->tier, b);
 	f->by_lo = malloc(sizeof(*f->by_lo) * (n ? n : 1));
 	f->heap = malloc(sizeof(*f->heap) * (n ? n : 1));
-	if (!f->first || !f->ends || !f->by_lo || !f->heap)
+	f->down = malloc(sizeof(*f->down) * (n ? n : 1));
+	for (f->leaves = 1; f->leaves < f->steps; f->leaves *= 2)
+		;
+	f->slack = malloc(sizeof(*f->slack) * 2 * f->leaves);
+	f->tag = malloc(sizeof(*f->tag) * 2 * f->leaves);
+	f->best_tier = malloc(plan->n_bufs ? plan->n_bufs : 1);
+	f->best_off = malloc(sizeof(*f->best_off) * (plan->n_bufs ? plan->n_bufs : 1));
+	if (!f->first || !f->ends || !f->by_lo || !f->heap || !f->down || !f->slack ||
+	    !f->tag || !f->best_tier || !f->best_off)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot fit %u buffers to the %s budget",
 					 n, ortmem_tier_name(f->tier));
 	/* counting sort by start: first[lo + 2] counts, then shifts down */
@@ -262,6 +281,120 @@ static int pl_fit_init(struct pl_fit *f)
 	for (b = 0; b < plan->n_bufs; b++)
 		if (pl_fit_has(plan, f->tier, b))
 			f->by_lo[f->first[plan->bufs[b].lo + 1]++] = b;
+	return 0;
+}
+
+/*
+ * The walk's demotions overshoot (a big victim frees more than the step
+ * needed).  A buffer sent down comes back when every step of its life has
+ * room under its cap: the last the rule would pick first (the most uses,
+ * then the fewest bytes x steps).  A segment tree over the steps keeps the
+ * room left (slack), each check and each return O(log n_nodes).
+ */
+static uint64_t pl_slack_min(const struct pl_fit *f, uint32_t x, uint32_t l, uint32_t r,
+			     uint32_t ql, uint32_t qr)
+{
+	uint64_t a, b;
+	uint32_t m = l + (r - l) / 2;
+
+	if (qr <= l || r <= ql)
+		return UINT64_MAX;
+	if (ql <= l && r <= qr)
+		return f->slack[x];
+	a = pl_slack_min(f, 2 * x, l, m, ql, qr);
+	b = pl_slack_min(f, 2 * x + 1, m, r, ql, qr);
+	a = a < b ? a : b;
+	return a == UINT64_MAX ? a : a - f->tag[x];
+}
+
+/* Take @sz from the slack of [ql, qr) (it has that much everywhere). */
+static void pl_slack_take(struct pl_fit *f, uint32_t x, uint32_t l, uint32_t r,
+			  uint32_t ql, uint32_t qr, uint64_t sz)
+{
+	uint32_t m = l + (r - l) / 2;
+	uint64_t a, b;
+
+	if (qr <= l || r <= ql)
+		return;
+	if (ql <= l && r <= qr) {
+		f->slack[x] -= sz;
+		f->tag[x] += sz;
+		return;
+	}
+	pl_slack_take(f, 2 * x, l, m, ql, qr, sz);
+	pl_slack_take(f, 2 * x + 1, m, r, ql, qr, sz);
+	a = f->slack[2 * x];
+	b = f->slack[2 * x + 1];
+	f->slack[x] = (a < b ? a : b) - f->tag[x];
+}
+
+struct pl_back {
+	double weight;
+	uint32_t uses;
+	uint32_t b;
+};
+
+static int pl_back_order(const void *pa, const void *pb)
+{
+	const struct pl_back *x = pa, *y = pb;
+
+	if (x->uses != y->uses)
+		return x->uses > y->uses ? -1 : 1;
+	if (x->weight != y->weight)
+		return x->weight < y->weight ? -1 : 1;
+	return x->b < y->b ? -1 : x->b > y->b;
+}
+
+static int pl_fit_restore(struct pl_fit *f, uint64_t *prof)
+{
+	struct pl_buf *bufs = f->plan->bufs;
+	uint64_t room;
+	struct pl_back *o;
+	uint32_t i, n = 0, s;
+
+	o = malloc(sizeof(*o) * (f->n_down ? f->n_down : 1));
+	if (!o)
+		return ortmem__err_plain(-ENOMEM, "planner: cannot weigh %u buffers sent down",
+					 f->n_down);
+	for (i = 0; i < f->n_down; i++) {
+		const struct pl_buf *pb = &bufs[f->down[i]];
+
+		if (pb->tier == f->next)
+			o[n++] = (struct pl_back){ (double)pb->size * (pb->hi - pb->lo),
+						   pb->uses, f->down[i] };
+	}
+	qsort(o, n, sizeof(*o), pl_back_order);
+	/* leaves past the last step never limit: huge slack */
+	for (s = 0; s < f->leaves; s++) {
+		room = UINT64_MAX >> 1;
+		if (s < f->steps && (f->cap ? f->cap[s] : f->budget) - prof[s] < room)
+			room = (f->cap ? f->cap[s] : f->budget) - prof[s];
+		f->slack[f->leaves + s] = room;
+	}
+	memset(f->tag, 0, sizeof(*f->tag) * 2 * f->leaves);
+	memset(f->ends, 0, sizeof(*f->ends) * (f->steps + 1ull));
+	for (s = f->leaves - 1; s >= 1; s--)
+		f->slack[s] = f->slack[2 * s] < f->slack[2 * s + 1] ?
+			      f->slack[2 * s] : f->slack[2 * s + 1];
+	for (i = 0, f->n_down = 0; i < n; i++) {
+		const struct pl_buf *pb = &bufs[o[i].b];
+		uint64_t sz = pl_fit_size(f->plan, f->tier, o[i].b);
+
+		if (pl_slack_min(f, 1, 0, f->leaves, pb->lo, pb->hi) < sz) {
+			f->down[f->n_down++] = o[i].b;
+			continue;
+		}
+		bufs[o[i].b].tier = f->tier;
+		pl_slack_take(f, 1, 0, f->leaves, pb->lo, pb->hi, sz);
+		f->ends[pb->lo] += sz;
+		f->ends[pb->hi] -= sz;
+	}
+	/* @prof: the live bytes with the returned (difference array) */
+	for (s = 0, room = 0; s < f->steps; s++) {
+		room += f->ends[s];
+		prof[s] += room;
+	}
+	free(o);
 	return 0;
 }
 
@@ -284,9 +417,9 @@ static int pl_by_top(const void *a, const void *b)
 /*
  * The packing rose above the budget: under each buffer placed above it
  * (the highest first, so a step takes the largest overshoot over it), the
- * cap drops to the live bytes less the overshoot, shifted left by @shift.
+ * cap drops to the live bytes less the overshoot.
  */
-static int pl_fit_lower(struct pl_fit *f, const uint64_t *prof, uint32_t shift)
+static int pl_fit_lower(struct pl_fit *f, const uint64_t *prof)
 {
 	const struct ortmem_plan *plan = f->plan;
 	uint64_t (*over)[2] = NULL;
@@ -321,7 +454,6 @@ static int pl_fit_lower(struct pl_fit *f, const uint64_t *prof, uint32_t shift)
 		const struct pl_buf *pb = &plan->bufs[over[b][1]];
 		uint64_t d = over[b][0] - f->budget;
 
-		d = shift >= 64 || d > UINT64_MAX >> shift ? UINT64_MAX : d << shift;
 		for (s = pl_fill_next(f->fill, pb->lo); s < pb->hi;
 		     s = pl_fill_next(f->fill, s)) {
 			f->cap[s] = prof[s] > d ? prof[s] - d : 0;
@@ -368,7 +500,74 @@ static int pl_fit_check(struct ortmem_plan *plan, int tier, uint64_t *prof,
 			 "the packing cannot fit it and nothing more can move down");
 }
 
-/* Demote from @tier to @next (-1: none) until its packed arena fits. */
+/* Bytes the walks keep sent down (what a runtime writes to @next). */
+static uint64_t pl_fit_down_bytes(const struct pl_fit *f)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < f->n_down; i++)
+		sum += f->plan->bufs[f->down[i]].size;
+	return sum;
+}
+
+/*
+ * A packing above the budget, cut: the buffers placed above it go down
+ * too, and what is left keeps its offsets, all under the budget.  Kept
+ * in @f->best (tiers and offsets of every buffer) when it sends fewer
+ * bytes down than the best so far.
+ */
+static void pl_fit_cut(struct pl_fit *f, const struct pk_result *res)
+{
+	struct ortmem_plan *plan = f->plan;
+	uint64_t cost = pl_fit_down_bytes(f), top, height = 0;
+	uint32_t b;
+
+	for (b = 0; b < plan->n_bufs; b++)
+		if (plan->bufs[b].tier == f->tier &&
+		    plan->bufs[b].off + pl_fit_size(plan, f->tier, b) > f->budget)
+			cost += plan->bufs[b].size;
+	if (f->have_best && cost >= f->best_cost)
+		return;
+	f->have_best = true;
+	f->best_cost = cost;
+	f->best_res = *res;
+	for (b = 0; b < plan->n_bufs; b++) {
+		const struct pl_buf *pb = &plan->bufs[b];
+
+		f->best_tier[b] = (uint8_t)pb->tier;
+		f->best_off[b] = pb->off;
+		top = pb->off + pl_fit_size(plan, f->tier, b);
+		if (pb->tier != f->tier)
+			continue;
+		if (top > f->budget)
+			f->best_tier[b] = (uint8_t)f->next;
+		else if (top > height)
+			height = top;
+	}
+	f->best_res.height = height;
+}
+
+/* Take the best packing back: its tiers, offsets, height, lower bound. */
+static void pl_fit_take_best(struct pl_fit *f, uint64_t *prof, struct pk_result *res)
+{
+	struct ortmem_plan *plan = f->plan;
+	uint32_t b, at;
+
+	for (b = 0; b < plan->n_bufs; b++) {
+		plan->bufs[b].tier = f->best_tier[b];
+		plan->bufs[b].off = f->best_off[b];
+	}
+	*res = f->best_res;
+	res->lb = pl_fit_profile(plan, f->tier, prof, &at);
+	res->optimal = res->height <= res->lb;
+}
+
+/*
+ * Demote from @tier to @next (-1: none) until its packed arena fits: walk,
+ * pack; a packing above the budget is cut to it (pl_fit_cut()), and a few
+ * rounds try lowered caps for one that sends fewer bytes down.
+ */
 int ortmem__plan_fit_tier(struct ortmem_plan *plan, int tier, int next,
 			  uint64_t *prof, uint64_t deadline, struct pk_result *res)
 {
@@ -382,23 +581,39 @@ int ortmem__plan_fit_tier(struct ortmem_plan *plan, int tier, int next,
 	ret = pl_fit_init(&f);
 	if (!ret)
 		ret = pl_fit_walk(&f, prof, "every buffer live there is used there");
+	if (!ret)
+		ret = pl_fit_restore(&f, prof);
 	for (round = 0; !ret; round++) {
 		ret = pl_pack_tier(plan, tier, deadline, res);
-		if (ret || res->height <= f.budget)
+		if (ret)
 			break;
-		ret = pl_fit_lower(&f, prof, round < PL_FIT_PLAIN_ROUNDS ? 0 :
-				   round - PL_FIT_PLAIN_ROUNDS + 1);
+		if (res->height <= f.budget && (!f.have_best || pl_fit_down_bytes(&f) < f.best_cost))
+			goto out;
+		pl_fit_cut(&f, res);
+		if (res->height <= f.budget || round == PL_FIT_ROUNDS)
+			break;
+		ret = pl_fit_lower(&f, prof);
 		if (!ret)
 			ret = pl_fit_walk(&f, prof,
 				"the packing cannot fit it and nothing more can move down");
+		if (!ret)
+			ret = pl_fit_restore(&f, prof);
 		/* the time went to the first packing: the rest take first plans */
 		deadline = ortmem__now_ns();
 	}
+	if (!ret)
+		pl_fit_take_best(&f, prof, res);
+out:
 	free(f.first);
 	free(f.by_lo);
 	free(f.ends);
 	free(f.heap);
+	free(f.down);
+	free(f.slack);
+	free(f.tag);
 	free(f.cap);
 	free(f.fill);
+	free(f.best_tier);
+	free(f.best_off);
 	return ret;
 }
