@@ -7,16 +7,18 @@
  * One walk over the steps keeps the bytes live on the tier: where they
  * pass the cap of a step, the buffers live there go down by the victim
  * rule (the fewest uses, then the most bytes x steps), taken from a heap
- * of the buffers started so far, until they fit.  A walk costs
- * O(n_nodes + n_bufs log n_bufs); recomputing the profile and scanning
- * every buffer per demoted one was quadratic on dense graphs.
+ * of the buffers started so far, until they fit; then those sent down
+ * come back where their whole life has room (pl_fit_restore()).  A walk
+ * costs O(n_nodes + n_bufs log n_bufs); recomputing the profile and
+ * scanning every buffer per demoted one was quadratic on dense graphs.
  *
  * Then the tier is packed.  A packing lost to fragmentation places some
- * buffers above the budget; the steps under them get caps lowered below
- * their live bytes by that overshoot (doubled each round after the first
- * few) and the walk runs again: a few walks and packings, never one per
- * demoted buffer.  Each such round sends down at least one buffer, so it
- * ends, at worst with the tier empty.
+ * buffers above the budget: cut there (those go down too, the rest keep
+ * their offsets) it fits, so a plan is always at hand.  Up to
+ * PL_FIT_ROUNDS more rounds lower the caps of the steps under the buffers
+ * placed too high by their overshoot, walk and pack again; the plan that
+ * sends the fewest bytes down wins.  A few walks and packings, never one
+ * per demoted buffer, and never a refusal while a slower tier is allowed.
  */
 #include <errno.h>
 #include <inttypes.h>
