@@ -17,6 +17,7 @@
  *   plan_gaps.c      device residency per gap and its offsets
  *   plan_gap_exact.c the branch and bound over the gap sweep's choices
  *   plan_place.c     tier placement and offsets under the budgets, moves per step
+ *   plan_fit.c       a tier held to its budget: whole buffers sent a tier down
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
  *   plan_sched_xfer.c  ortmem_plan_transfers(): the transfer schedule
  */
