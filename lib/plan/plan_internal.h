@@ -17,6 +17,7 @@
  *   plan_gaps.c      device residency per gap and its offsets
  *   plan_gap_exact.c the branch and bound over the gap sweep's choices
  *   plan_place.c     tier placement and offsets under the budgets, moves per step
+ *   plan_fit.c       a tier held to its budget: whole buffers sent a tier down
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
  *   plan_sched_xfer.c  ortmem_plan_transfers(): the transfer schedule
  */
@@ -197,6 +198,10 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 uint64_t ortmem__plan_gap_cost(const struct ortmem_plan *plan, const uint8_t *off);
 uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off);
 uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *height);
+/* plan_fit.c: demote from @tier to @next (-1: none) until its packed arena
+ * fits its budget; @prof has n_nodes + 1 cells of scratch. */
+int ortmem__plan_fit_tier(struct ortmem_plan *plan, int tier, int next,
+			  uint64_t *prof, uint64_t deadline, struct pk_result *res);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
 int ortmem__plan_place(struct ortmem_plan *plan);
 

@@ -6,21 +6,13 @@
  * resident intervals; a buffer that leaves the device at least once has a
  * home copy on the next allowed tier (written once, read back before each
  * touch that ends an off gap).  The host tier is then held to its budget
- * by demoting whole home copies to disk: at the most crowded step, the one
- * with the fewest uses (then the most bytes x steps) goes down.  The packing
- * of each arena may exceed its lower bound; the loop demotes more until the
- * packed arena fits, or refuses with every figure.
+ * by demoting whole home copies to disk (plan_fit.c), or the plan is
+ * refused with every figure.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 
 #include "plan_internal.h"
-
-static uint64_t pl_align_up(uint64_t x, uint64_t a)
-{
-	return (x + a - 1) & ~(a - 1);
-}
 
 /* Buffer of a value, or -1 when the plan does not hold it. */
 static int32_t pl_buf_of(const struct ortmem_plan *plan, uint32_t v)
@@ -77,166 +69,12 @@ nomem:
 	return ortmem__err_plain(-ENOMEM, "planner: cannot index the uses of %u buffers", nb);
 }
 
-/* Pack the buffers on @tier (with staging copies on the device). */
-static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
-			struct pk_result *res)
-{
-	uint64_t a = plan->o.align[tier], *off = NULL;
-	uint32_t b, n = 0, cap = 0;
-	struct pk_item *it = NULL;
-	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
-			      .max_iter = plan->o.max_iterations,
-			      .threads = plan->o.threads };
-	int ret;
-
-	for (b = 0; b < plan->n_bufs; b++) {
-		const struct pl_buf *pb = &plan->bufs[b];
-
-		if (pb->tier == tier)
-			cap++;
-	}
-	it = malloc(sizeof(*it) * (cap ? cap : 1));
-	off = malloc(sizeof(*off) * (cap ? cap : 1));
-	if (!it || !off) {
-		ret = ortmem__err_plain(-ENOMEM, "planner: cannot pack %u buffers", cap);
-		goto out;
-	}
-	for (b = 0; b < plan->n_bufs; b++) {
-		const struct pl_buf *pb = &plan->bufs[b];
-
-		if (pb->tier == tier)
-			it[n++] = (struct pk_item){ pb->lo, pb->hi, pl_align_up(pb->size, a) };
-	}
-	ret = ortmem__pack(it, n, &po, off, res);
-	if (ret) {
-		ret = ortmem__err_plain(ret, "planner: cannot pack %u buffers of the %s tier",
-					n, ortmem_tier_name(tier));
-		goto out;
-	}
-	for (b = 0, n = 0; b < plan->n_bufs; b++) {
-		struct pl_buf *pb = &plan->bufs[b];
-
-		if (pb->tier == tier)
-			pb->off = off[n++];
-	}
-out:
-	free(it);
-	free(off);
-	return ret;
-}
-
-/* Live bytes per step on @tier (whole buffers). */
-static void pl_profile(const struct ortmem_plan *plan, int tier, uint64_t *prof)
-{
-	uint64_t a = plan->o.align[tier];
-	uint32_t b, s;
-
-	memset(prof, 0, sizeof(*prof) * (plan->n_nodes + 1ull));
-	for (b = 0; b < plan->n_bufs; b++) {
-		const struct pl_buf *pb = &plan->bufs[b];
-		uint64_t sz = pl_align_up(pb->size, a);
-
-		if (pb->tier == tier)
-			for (s = pb->lo; s < pb->hi; s++)
-				prof[s] += sz;
-	}
-}
-
-/* The buffer to demote from @tier at step @s, or -1. */
-static int32_t pl_victim(const struct ortmem_plan *plan, int tier, uint32_t s)
-{
-	int32_t best = -1;
-	uint32_t b;
-
-	for (b = 0; b < plan->n_bufs; b++) {
-		const struct pl_buf *pb = &plan->bufs[b], *q;
-
-		if (pb->tier != tier || pb->lo > s || pb->hi <= s || !pb->size)
-			continue;
-		if (best < 0) {
-			best = (int32_t)b;
-			continue;
-		}
-		q = &plan->bufs[best];
-		if (pb->uses < q->uses ||
-		    (pb->uses == q->uses &&
-		     (double)pb->size * (pb->hi - pb->lo) > (double)q->size * (q->hi - q->lo)))
-			best = (int32_t)b;
-	}
-	return best;
-}
-
 static int pl_next_tier(const struct ortmem_plan *plan, int tier)
 {
 	for (tier++; tier < ORTMEM_TIER_COUNT; tier++)
 		if (plan->o.tiers & (1u << tier))
 			return tier;
 	return -1;
-}
-
-static uint32_t pl_peak(const uint64_t *prof, uint32_t steps, uint64_t *peak)
-{
-	uint32_t s, at = 0;
-
-	*peak = 0;
-	for (s = 0; s < steps; s++)
-		if (prof[s] > *peak) {
-			*peak = prof[s];
-			at = s;
-		}
-	return at;
-}
-
-static int pl_refuse(struct ortmem_plan *plan, int tier, uint64_t need,
-		     uint32_t step, const char *why)
-{
-	return ortmem__err_capacity(false, tier, ORTMEM_ROLE_ACTIVATION, need,
-		plan->o.budget[tier],
-		"the %s arena needs %" PRIu64 " bytes at step %u but its budget is %" PRIu64
-		" (%s; budgets device %" PRIu64 ", host %" PRIu64 ", disk %" PRIu64 ", 0 = none)",
-		ortmem_tier_name(tier), need, step, plan->o.budget[tier], why,
-		plan->o.budget[0], plan->o.budget[1], plan->o.budget[2]);
-}
-
-/* Demote from @tier until its packed arena fits its budget. */
-static int pl_fit_tier(struct ortmem_plan *plan, int tier, uint64_t *prof,
-		       uint64_t deadline, struct pk_result *res)
-{
-	uint64_t budget = plan->o.budget[tier], peak;
-	int next = pl_next_tier(plan, tier), ret;
-	uint32_t round;
-	uint32_t at;
-	int32_t v;
-
-	/* Each round demotes one buffer or returns. */
-	for (round = 0; round <= plan->n_bufs; round++) {
-		at = 0;
-		peak = 0;
-		if (budget) {
-			pl_profile(plan, tier, prof);
-			at = pl_peak(prof, plan->n_nodes, &peak);
-		}
-		if (budget && peak > budget) {
-			v = next < 0 ? -1 : pl_victim(plan, tier, at);
-			if (v < 0)
-				return pl_refuse(plan, tier, peak, at, next < 0 ?
-					"no slower tier is allowed" :
-					"every buffer live there is used there");
-			plan->bufs[v].tier = next;
-			continue;
-		}
-		ret = pl_pack_tier(plan, tier, deadline, res);
-		if (ret || !budget || res->height <= budget)
-			return ret;
-		/* Packing lost to fragmentation: demote one more at the peak. */
-		v = next < 0 ? -1 : pl_victim(plan, tier, at);
-		if (v < 0)
-			return pl_refuse(plan, tier, res->height, at,
-					 "the packing cannot fit it and nothing more can move down");
-		plan->bufs[v].tier = next;
-		deadline = ortmem__now_ns();
-	}
-	return pl_refuse(plan, tier, res->height, 0, "placement did not converge");
 }
 
 /* Bytes moved per step: the write-out after the touch that opens the
@@ -300,7 +138,8 @@ int ortmem__plan_place(struct ortmem_plan *plan)
 		if (t == ORTMEM_TIER_DEVICE && plan->o.budget[t] && pl_next_tier(plan, t) >= 0)
 			ret = ortmem__plan_gaps(plan, pl_next_tier(plan, t), deadline, &res[t]);
 		else
-			ret = pl_fit_tier(plan, t, prof, t ? ortmem__now_ns() : deadline, &res[t]);
+			ret = ortmem__plan_fit_tier(plan, t, pl_next_tier(plan, t), prof,
+						    t ? ortmem__now_ns() : deadline, &res[t]);
 		plan->st.arena[t] = res[t].height;
 		plan->st.tier_lower_bound[t] = res[t].lb;
 		plan->st.iterations += res[t].iters;
