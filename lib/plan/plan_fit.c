@@ -43,9 +43,8 @@ struct pl_fit {
 	uint32_t *fill;		/* [steps + 1]: next step not lowered yet */
 	uint32_t *down;		/* buffers the walks sent down, in order */
 	uint32_t n_down;
-	uint64_t *slack;	/* segment tree: cap less live bytes, min */
-	uint64_t *tag;		/* bytes taken from a whole subtree */
-	uint32_t leaves;
+	struct plan_rtree over;	/* live bytes less the cap, per step */
+	int64_t *vals;		/* [steps]: scratch to start it from */
 	bool have_best;		/* a packing cut to the budget is kept: */
 	uint64_t best_cost;	/* the bytes it sends down */
 	struct pk_result best_res;
@@ -264,14 +263,11 @@ static int pl_fit_init(struct pl_fit *f)
 	f->by_lo = malloc(sizeof(*f->by_lo) * (n ? n : 1));
 	f->heap = malloc(sizeof(*f->heap) * (n ? n : 1));
 	f->down = malloc(sizeof(*f->down) * (n ? n : 1));
-	for (f->leaves = 1; f->leaves < f->steps; f->leaves *= 2)
-		;
-	f->slack = malloc(sizeof(*f->slack) * 2 * f->leaves);
-	f->tag = malloc(sizeof(*f->tag) * 2 * f->leaves);
+	f->vals = malloc(sizeof(*f->vals) * (f->steps + 1ull));
 	f->best_tier = malloc(plan->n_bufs ? plan->n_bufs : 1);
 	f->best_off = malloc(sizeof(*f->best_off) * (plan->n_bufs ? plan->n_bufs : 1));
-	if (!f->first || !f->ends || !f->by_lo || !f->heap || !f->down || !f->slack ||
-	    !f->tag || !f->best_tier || !f->best_off)
+	if (!f->first || !f->ends || !f->by_lo || !f->heap || !f->down || !f->vals ||
+	    ortmem__rt_init(&f->over, f->steps) || !f->best_tier || !f->best_off)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot fit %u buffers to the %s budget",
 					 n, ortmem_tier_name(f->tier));
 	/* counting sort by start: first[lo + 2] counts, then shifts down */
@@ -290,44 +286,16 @@ static int pl_fit_init(struct pl_fit *f)
  * The walk's demotions overshoot (a big victim frees more than the step
  * needed).  A buffer sent down comes back when every step of its life has
  * room under its cap: the last the rule would pick first (the most uses,
- * then the fewest bytes x steps).  A segment tree over the steps keeps the
- * room left (slack), each check and each return O(log n_nodes).
+ * then the fewest bytes x steps).  A range tree over the steps
+ * (plan_range.c) keeps the live bytes less the cap, each check and each
+ * return O(log n_nodes).
  */
-static uint64_t pl_slack_min(const struct pl_fit *f, uint32_t x, uint32_t l, uint32_t r,
-			     uint32_t ql, uint32_t qr)
+static int64_t pl_fit_cap(const struct pl_fit *f, uint32_t s)
 {
-	uint64_t a, b;
-	uint32_t m = l + (r - l) / 2;
+	uint64_t cap = f->cap ? f->cap[s] : f->budget;
 
-	if (qr <= l || r <= ql)
-		return UINT64_MAX;
-	if (ql <= l && r <= qr)
-		return f->slack[x];
-	a = pl_slack_min(f, 2 * x, l, m, ql, qr);
-	b = pl_slack_min(f, 2 * x + 1, m, r, ql, qr);
-	a = a < b ? a : b;
-	return a == UINT64_MAX ? a : a - f->tag[x];
-}
-
-/* Take @sz from the slack of [ql, qr) (it has that much everywhere). */
-static void pl_slack_take(struct pl_fit *f, uint32_t x, uint32_t l, uint32_t r,
-			  uint32_t ql, uint32_t qr, uint64_t sz)
-{
-	uint32_t m = l + (r - l) / 2;
-	uint64_t a, b;
-
-	if (qr <= l || r <= ql)
-		return;
-	if (ql <= l && r <= qr) {
-		f->slack[x] -= sz;
-		f->tag[x] += sz;
-		return;
-	}
-	pl_slack_take(f, 2 * x, l, m, ql, qr, sz);
-	pl_slack_take(f, 2 * x + 1, m, r, ql, qr, sz);
-	a = f->slack[2 * x];
-	b = f->slack[2 * x + 1];
-	f->slack[x] = (a < b ? a : b) - f->tag[x];
+	/* sizes and their sum stay below 2^62 (plan_solve.c) */
+	return cap > 1ull << 62 ? (int64_t)(1ull << 62) : (int64_t)cap;
 }
 
 struct pl_back {
@@ -366,28 +334,21 @@ static int pl_fit_restore(struct pl_fit *f, uint64_t *prof)
 						   pb->uses, f->down[i] };
 	}
 	qsort(o, n, sizeof(*o), pl_back_order);
-	/* leaves past the last step never limit: huge slack */
-	for (s = 0; s < f->leaves; s++) {
-		room = UINT64_MAX >> 1;
-		if (s < f->steps && (f->cap ? f->cap[s] : f->budget) - prof[s] < room)
-			room = (f->cap ? f->cap[s] : f->budget) - prof[s];
-		f->slack[f->leaves + s] = room;
-	}
-	memset(f->tag, 0, sizeof(*f->tag) * 2 * f->leaves);
+	for (s = 0; s < f->steps; s++)
+		f->vals[s] = (int64_t)prof[s] - pl_fit_cap(f, s);
+	ortmem__rt_set(&f->over, f->vals);
 	memset(f->ends, 0, sizeof(*f->ends) * (f->steps + 1ull));
-	for (s = f->leaves - 1; s >= 1; s--)
-		f->slack[s] = f->slack[2 * s] < f->slack[2 * s + 1] ?
-			      f->slack[2 * s] : f->slack[2 * s + 1];
 	for (i = 0, f->n_down = 0; i < n; i++) {
 		const struct pl_buf *pb = &bufs[o[i].b];
 		uint64_t sz = pl_fit_size(f->plan, f->tier, o[i].b);
 
-		if (pl_slack_min(f, 1, 0, f->leaves, pb->lo, pb->hi) < sz) {
+		if (pb->lo < f->steps &&
+		    ortmem__rt_max(&f->over, pb->lo, pb->hi) + (int64_t)sz > 0) {
 			f->down[f->n_down++] = o[i].b;
 			continue;
 		}
 		bufs[o[i].b].tier = f->tier;
-		pl_slack_take(f, 1, 0, f->leaves, pb->lo, pb->hi, sz);
+		ortmem__rt_add(&f->over, pb->lo, pb->hi, (int64_t)sz);
 		f->ends[pb->lo] += sz;
 		f->ends[pb->hi] -= sz;
 	}
@@ -611,8 +572,8 @@ out:
 	free(f.ends);
 	free(f.heap);
 	free(f.down);
-	free(f.slack);
-	free(f.tag);
+	free(f.vals);
+	ortmem__rt_free(&f.over);
 	free(f.cap);
 	free(f.fill);
 	free(f.best_tier);

@@ -17,18 +17,6 @@ struct gap {
 	bool tail;		/* no touch ends it: no read-back */
 };
 
-/* plan_range.c: add over a range of steps, the largest value over one */
-struct plan_rtree {
-	uint32_t n;
-	int64_t *mx, *add;
-};
-
-int ortmem__rt_init(struct plan_rtree *t, uint32_t n);
-void ortmem__rt_free(struct plan_rtree *t);
-void ortmem__rt_set(struct plan_rtree *t, const int64_t *v);
-void ortmem__rt_add(struct plan_rtree *t, uint32_t lo, uint32_t hi, int64_t d);
-int64_t ortmem__rt_max(const struct plan_rtree *t, uint32_t lo, uint32_t hi);
-
 struct gap_ctx {
 	struct ortmem_plan *plan;
 	uint64_t budget;

@@ -152,6 +152,18 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
  * @mstep (one per touch, 0: none; NULL: never move).  Past @stop_at (0:
  * never) it stops half way and returns ORTMEM__PLAN_STOPPED. */
 #define ORTMEM__PLAN_STOPPED (UINT64_MAX - 1)
+/* plan_range.c: add over a range of steps, the largest value over one */
+struct plan_rtree {
+	uint32_t n;
+	int64_t *mx, *add;
+};
+
+int ortmem__rt_init(struct plan_rtree *t, uint32_t n);
+void ortmem__rt_free(struct plan_rtree *t);
+void ortmem__rt_set(struct plan_rtree *t, const int64_t *v);
+void ortmem__rt_add(struct plan_rtree *t, uint32_t lo, uint32_t hi, int64_t d);
+int64_t ortmem__rt_max(const struct plan_rtree *t, uint32_t lo, uint32_t hi);
+
 /* Past this many steps spanned by its gaps a graph is dense under a device
  * budget (plan_gaps.c, GAP_DENSE_SPAN); the unit tests lower it to plan
  * small graphs the dense way.  Never written by the library. */

@@ -2,10 +2,11 @@
 /*
  * A range tree over the steps: add to every step of a range, and the
  * largest value over a range, each in O(log steps).  The gap sweeps
- * (plan_gap_sweep.c) keep the bytes over budget per step in one: sending
- * a gap off or taking it back changes every step it spans, and on a dense
- * graph (buffers live for thousands of steps) a walk over those steps made
- * the sweep quadratic.
+ * (plan_gap_sweep.c) and the tier fitting's returns (plan_fit.c) keep the
+ * bytes over budget per step in one: sending a buffer or a gap off or
+ * taking it back changes every step it spans, and on a dense graph
+ * (buffers live for thousands of steps) a walk over those steps made them
+ * quadratic.
  *
  * Node x covers [l, r); mx[x] is the largest value in it with the adds
  * made at x and below, add[x] what was added to the whole of x (its
@@ -14,7 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "plan_gaps.h"
+#include "plan_internal.h"
 
 int ortmem__rt_init(struct plan_rtree *t, uint32_t n)
 {
