@@ -21,6 +21,12 @@
 #include "plan_test.h"
 #include "plan_belady.h"
 
+/* Level @i of 6 from the largest step's footprint up to the bound, aligned. */
+static uint64_t level_budget(uint64_t foot, uint64_t lb, int i)
+{
+	return (foot + (lb > foot ? (lb - foot) * i / 6 : 0)) & ~(uint64_t)(ALIGN - 1);
+}
+
 TEST(range_tree_matches_an_array)
 {
 	for (uint64_t seed = 1; seed <= 200; seed++) {
@@ -77,8 +83,7 @@ TEST_TIMEOUT(dense_guide_never_moves_more_than_belady, 120)
 		graph_limits(n, seed, &foot, &lb);
 		ASSERT_NE(0, foot);
 		for (int i = 0; i <= 6; i++) {
-			uint64_t budget = (foot + (lb > foot ? (lb - foot) * i / 6 : 0)) &
-					  ~(uint64_t)(ALIGN - 1);
+			uint64_t budget = level_budget(foot, lb, i);
 			struct ortmem_plan *p = graph_at(n, seed, budget);
 			uint64_t cost, bel;
 			uint8_t *off;
@@ -123,9 +128,7 @@ TEST_TIMEOUT(dense_way_plans_every_feasible_budget, 300)
 		graph_limits(n, seed, &foot, &lb);
 		ASSERT_NE(0, foot);
 		for (int i = -1; i <= 6; i++) {
-			uint64_t budget = i < 0 ? foot - ALIGN :
-					  (foot + (lb > foot ? (lb - foot) * i / 6 : 0)) &
-					  ~(uint64_t)(ALIGN - 1);
+			uint64_t budget = i < 0 ? foot - ALIGN : level_budget(foot, lb, i);
 
 			for (size_t b = 0; b < sizeof(budgets_us) / sizeof(budgets_us[0]); b++) {
 				ORTMEM_OPTS(ortmem_plan_stats, st);
