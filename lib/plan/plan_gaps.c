@@ -93,7 +93,8 @@ static int gp_alloc(struct gap_ctx *c)
 	c->best = calloc(nt + 1, 1);
 	c->order = malloc(sizeof(*c->order) * (nt + 1));
 	if (!c->asz || !c->gaps || !c->by_first || !c->by_first_idx || !c->base ||
-	    !c->prof || !c->bud || !c->foot || !c->vals || !c->active || !c->written || !c->off || !c->best || !c->order)
+	    !c->prof || !c->bud || !c->foot || !c->vals || !c->active || !c->written ||
+	    !c->off || !c->best || !c->order)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot index the gaps of %u buffers", nb);
 	if (ortmem__rt_init(&c->over, n))
 		return ortmem__err_plain(-ENOMEM, "planner: cannot index the steps of %u buffers", nb);

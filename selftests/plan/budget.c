@@ -8,7 +8,8 @@
  * Machines are noisy (and sanitizers slow everything), so no bound here is
  * tighter than five times what the contract promises: the first plan is
  * timed alone (max_iterations = 1, the fastest of three), and a budgeted
- * run must end within 5 x (budget + first plan) + 500 ms (a preempted run on a shared machine is not a broken budget).
+ * run must end within 5 x (budget + first plan) + 500 ms (a preempted run
+ * on a shared machine is not a broken budget).
  */
 #include <dirent.h>
 #include <stdlib.h>
