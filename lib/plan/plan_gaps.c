@@ -45,18 +45,6 @@
 
 #define GAP_SEARCH_MAX 2048
 #define GAP_SLACKS 4
-/*
- * A dense graph: its gaps span more than this many steps in all.  An
- * allocator's pass costs about 8-16 ns per step a gap spans (it walks the
- * residents at every step: 130-270 ms on a random tree of 10,000 values,
- * 16.5 million), so past 2^19 a pass alone takes more than the default
- * time budget, and the sweeps' rules other than Belady's, which scan the
- * live gaps per eviction, as much.  A dense graph's first plan is the
- * Belady sweep and its packing only (gp_first_dense()); its passes are
- * timed like the rest and stop at the budget's end.
- */
-#define GAP_DENSE_SPAN (1u << 19)
-uint64_t ortmem__plan_dense_span = GAP_DENSE_SPAN;
 
 /* The allocator's rules a slack sweep's plan is followed under, the most
  * often cheapest first (measured on random DAGs): how a buffer seats
@@ -66,71 +54,6 @@ static const int gp_pass_rule[] = {
 };
 #define GAP_PASS_RULES ((int)(sizeof(gp_pass_rule) / sizeof(gp_pass_rule[0])))
 
-
-static uint64_t gp_align_up(uint64_t x, uint64_t a)
-{
-	return (x + a - 1) & ~(a - 1);
-}
-
-static int gp_alloc(struct gap_ctx *c)
-{
-	struct ortmem_plan *plan = c->plan;
-	uint32_t n = plan->n_nodes, nb = plan->n_bufs;
-	uint32_t nt = plan->touch_idx[nb], b, k, i;
-
-	c->asz = malloc(sizeof(*c->asz) * (nb + 1));
-	c->gaps = malloc(sizeof(*c->gaps) * (nt + 1));
-	c->by_first = malloc(sizeof(*c->by_first) * (nt + 1));
-	c->by_first_idx = calloc(n + 2, sizeof(*c->by_first_idx));
-	c->base = calloc(n + 2, sizeof(*c->base));
-	c->prof = malloc(sizeof(*c->prof) * (n + 1));
-	c->bud = malloc(sizeof(*c->bud) * (n + 1));
-	c->foot = calloc(n + 1, sizeof(*c->foot));
-	c->vals = malloc(sizeof(*c->vals) * (n + 1));
-	c->active = malloc(sizeof(*c->active) * (nt + 1));
-	c->written = malloc(sizeof(*c->written) * (nb + 1));
-	c->off = calloc(nt + 1, 1);
-	c->best = calloc(nt + 1, 1);
-	c->order = malloc(sizeof(*c->order) * (nt + 1));
-	if (!c->asz || !c->gaps || !c->by_first || !c->by_first_idx || !c->base ||
-	    !c->prof || !c->bud || !c->foot || !c->vals || !c->active || !c->written ||
-	    !c->off || !c->best || !c->order)
-		return ortmem__err_plain(-ENOMEM, "planner: cannot index the gaps of %u buffers", nb);
-	if (ortmem__rt_init(&c->over, n))
-		return ortmem__err_plain(-ENOMEM, "planner: cannot index the steps of %u buffers", nb);
-	for (b = 0; b < nb; b++) {
-		const struct pl_buf *pb = &plan->bufs[b];
-
-		c->asz[b] = gp_align_up(pb->size, plan->o.align[ORTMEM_TIER_DEVICE]);
-		/* the profile as differences first: O(buffers), not O(lifetimes) */
-		if (pb->lo < pb->hi) {
-			c->base[pb->lo] += c->asz[b];
-			c->base[pb->hi] -= c->asz[b];
-		}
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
-			struct gap g = { .k = k, .buf = b, .first = plan->touch_step[k] + 1 };
-
-			g.tail = k + 1 == plan->touch_idx[b + 1];
-			g.end = g.tail ? pb->hi : plan->touch_step[k + 1];
-			if (g.end <= g.first || !pb->size)
-				continue;	/* nothing inside: never worth sending off */
-			c->gaps[c->n_gaps++] = g;
-			c->by_first_idx[g.first + 1]++;
-			c->span += g.end - g.first;
-		}
-	}
-	for (i = 1; i <= n; i++)
-		c->base[i] += c->base[i - 1];
-	c->dense = c->span > ortmem__plan_dense_span;
-	for (i = 0; i <= n; i++)
-		c->by_first_idx[i + 1] += c->by_first_idx[i];
-	for (i = 0; i < c->n_gaps; i++)
-		c->by_first[c->by_first_idx[c->gaps[i].first]++] = i;
-	for (i = n + 1; i > 0; i--)
-		c->by_first_idx[i] = c->by_first_idx[i - 1];
-	c->by_first_idx[0] = 0;
-	return 0;
-}
 
 /* Pack the resident intervals; offsets to the buffers and touches. */
 static int gp_pack(struct gap_ctx *c, uint64_t deadline, bool decide, struct pk_result *res)
@@ -178,54 +101,6 @@ static int gp_pack(struct gap_ctx *c, uint64_t deadline, bool decide, struct pk_
 	free(it);
 	free(off);
 	return ret;
-}
-
-/* The largest single step's footprint; refuse a budget below it. */
-static int gp_footprint(struct gap_ctx *c, uint64_t *foot)
-{
-	struct ortmem_plan *plan = c->plan;
-	uint32_t b, k, s, at = 0;
-	uint64_t given;
-
-	*foot = 0;
-	for (b = 0; b < plan->n_bufs; b++)
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-			c->foot[plan->touch_step[k]] += c->asz[b];
-	for (s = 0; s < plan->n_nodes; s++)
-		if (c->foot[s] > *foot) {
-			*foot = c->foot[s];
-			at = s;
-		}
-	c->max_foot = *foot;
-	if (*foot <= c->budget)
-		return 0;
-	/* Name the budget the caller gave; c->budget is it rounded down to
-	 * the alignment, and the footprint, a sum of aligned sizes, fits
-	 * one exactly when it fits the other. */
-	given = plan->o.budget[ORTMEM_TIER_DEVICE];
-	return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
-		*foot, given,
-		"step %u alone needs %" PRIu64 " device bytes (its inputs and outputs, aligned), %" PRIu64
-		" more than the device budget of %" PRIu64 "; raise the budget to at least %" PRIu64,
-		at, *foot, *foot - given, given, *foot);
-}
-
-static void gp_free(struct gap_ctx *c)
-{
-	free(c->asz);
-	free(c->gaps);
-	free(c->by_first);
-	free(c->by_first_idx);
-	free(c->base);
-	free(c->prof);
-	free(c->bud);
-	free(c->foot);
-	free(c->vals);
-	ortmem__rt_free(&c->over);
-	free(c->active);
-	free(c->written);
-	free(c->off);
-	free(c->order);
 }
 
 /* The cheapest plan found so far: its off gaps, offsets, moves within the
@@ -712,10 +587,10 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	}
 	ret = w.off && w.toff && w.try_off && w.try_toff && w.guide && w.hint && w.win_guide &&
 	      (plan->o.flags & ORTMEM_PLAN_F_NO_MOVE || (w.mv && w.try_mv)) ?
-	      gp_alloc(&c) :
+	      ortmem__plan_gap_alloc(&c) :
 	      ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret)
-		ret = gp_footprint(&c, &foot);
+		ret = ortmem__plan_gap_footprint(&c, &foot);
 	if (!ret)
 		ret = gp_candidates(&c, &w, deadline);
 	/* The winner's off gaps that some free range holds across, or one the
@@ -759,7 +634,7 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	free(w.mv);
 	free(w.try_mv);
 	free(c.best);
-	gp_free(&c);
+	ortmem__plan_gap_free(&c);
 	return ret;
 }
 
@@ -772,7 +647,7 @@ uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off)
 	uint64_t foot, cost = UINT64_MAX;
 	uint32_t s;
 
-	if (!gp_alloc(&c) && !gp_footprint(&c, &foot)) {
+	if (!ortmem__plan_gap_alloc(&c) && !ortmem__plan_gap_footprint(&c, &foot)) {
 		for (s = 0; s < plan->n_nodes; s++)
 			c.bud[s] = c.budget;
 		ortmem__plan_gap_place(&c);
@@ -780,7 +655,7 @@ uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off)
 		cost = ortmem__plan_gap_cost(plan, off);
 	}
 	free(c.best);
-	gp_free(&c);
+	ortmem__plan_gap_free(&c);
 	return cost;
 }
 
@@ -795,7 +670,7 @@ uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *
 	uint64_t foot, cost = UINT64_MAX;
 	uint32_t s;
 
-	if (slack >= 1 && slack <= GAP_SLACKS && !gp_alloc(&c) && !gp_footprint(&c, &foot)) {
+	if (slack >= 1 && slack <= GAP_SLACKS && !ortmem__plan_gap_alloc(&c) && !ortmem__plan_gap_footprint(&c, &foot)) {
 		for (s = 0; s < plan->n_nodes; s++)
 			c.bud[s] = c.budget - (c.budget >> (8 - slack));
 		ortmem__plan_gap_place(&c);
@@ -806,6 +681,6 @@ uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *
 		}
 	}
 	free(c.best);
-	gp_free(&c);
+	ortmem__plan_gap_free(&c);
 	return cost;
 }

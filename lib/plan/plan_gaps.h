@@ -33,7 +33,7 @@ struct gap_ctx {
 	int64_t *vals;		/* per step: scratch for the range tree */
 	struct plan_rtree over;	/* per step: bytes kept over its budget */
 	uint64_t span;		/* the gaps' steps, summed */
-	bool dense;		/* span past GAP_DENSE_SPAN (plan_gaps.c) */
+	bool dense;		/* span past GAP_DENSE_SPAN (plan_gap_ctx.c) */
 	uint32_t *active;	/* live gaps; a heap under Belady's rule */
 	bool *written;
 	uint8_t *off;		/* per touch: the gap it opens is off */
@@ -45,6 +45,11 @@ struct gap_ctx {
 
 /* Victim rules of the sweeps (plan_gap_sweep.c): 0 is Belady's. */
 #define GAP_RULES 4
+
+/* plan_gap_ctx.c */
+int ortmem__plan_gap_alloc(struct gap_ctx *c);
+int ortmem__plan_gap_footprint(struct gap_ctx *c, uint64_t *foot);
+void ortmem__plan_gap_free(struct gap_ctx *c);
 
 /* One sweep under @rule: its plan in c->off, its cost returned. */
 uint64_t ortmem__plan_gap_sweep(struct gap_ctx *c, int rule);

@@ -15,7 +15,10 @@
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
  *   plan_gaps.c      device residency per gap and its offsets
+ *   plan_gap_ctx.c   the gaps indexed, whether the graph is dense
+ *   plan_gap_sweep.c the gap sweeps under their eviction rules
  *   plan_gap_exact.c the branch and bound over the gap sweep's choices
+ *   plan_range.c     add over a range of steps, the largest over one
  *   plan_place.c     tier placement and offsets under the budgets, moves per step
  *   plan_fit.c       a tier held to its budget: whole buffers sent a tier down
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
@@ -165,7 +168,7 @@ void ortmem__rt_add(struct plan_rtree *t, uint32_t lo, uint32_t hi, int64_t d);
 int64_t ortmem__rt_max(const struct plan_rtree *t, uint32_t lo, uint32_t hi);
 
 /* Past this many steps spanned by its gaps a graph is dense under a device
- * budget (plan_gaps.c, GAP_DENSE_SPAN); the unit tests lower it to plan
+ * budget (plan_gap_ctx.c, GAP_DENSE_SPAN); the unit tests lower it to plan
  * small graphs the dense way.  Never written by the library. */
 extern uint64_t ortmem__plan_dense_span;
 uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *asz,

@@ -221,7 +221,7 @@ TEST_TIMEOUT(placement_under_a_device_budget_keeps_the_budget, 300)
 /*
  * A device budget on dense graphs (thousands of buffers live at once):
  * the placement's first plan there is the Belady sweep and its packing
- * (plan_gaps.c, GAP_DENSE_SPAN), O(g log g), and its passes stop at the
+ * (plan_gap_ctx.c, GAP_DENSE_SPAN), O(g log g), and its passes stop at the
  * budget, so a solve under a device budget costs about what one without
  * does.  Before, the first plan alone took 0.7-1.3 s on these graphs (its
  * allocator passes walk every resident at every step).  Each plan is

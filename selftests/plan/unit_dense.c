@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The placement's parts for dense graphs (plan_gaps.c, GAP_DENSE_SPAN;
+ * The placement's parts for dense graphs (plan_gap_ctx.c, GAP_DENSE_SPAN;
  * Documentation/lib/placement.rst, "Dense graphs"): the range tree the
  * sweeps keep their profile in, checked against a plain array; and, with
  * the threshold lowered to 0 so that small graphs take the dense way, the
