@@ -37,8 +37,7 @@ struct pl_fit {
 	uint32_t *first;	/* [steps + 1]: by_lo[first[s]..] start at s */
 	uint32_t *by_lo;	/* the tier's buffers (size > 0) by start */
 	uint64_t *ends;		/* [steps + 1]: bytes whose life ends there */
-	uint32_t *heap;		/* buffers started, best victim on top */
-	uint32_t n_heap;
+	struct plan_heap heap;	/* buffers started, best victim on top */
 	uint64_t *cap;		/* [steps]; NULL: the budget at every step */
 	uint32_t *fill;		/* [steps + 1]: next step not lowered yet */
 	uint32_t *down;		/* buffers the walks sent down, in order */
@@ -152,9 +151,9 @@ static uint64_t pl_fit_profile(const struct ortmem_plan *plan, int tier,
 }
 
 /* @a goes down before @b: fewer uses, then more bytes x steps. */
-static bool pl_fit_before(const struct pl_buf *bufs, uint32_t a, uint32_t b)
+static bool pl_fit_before(const void *ctx, uint32_t a, uint32_t b)
 {
-	const struct pl_buf *x = &bufs[a], *y = &bufs[b];
+	const struct pl_buf *bufs = ctx, *x = &bufs[a], *y = &bufs[b];
 	double wx = (double)x->size * (x->hi - x->lo);
 	double wy = (double)y->size * (y->hi - y->lo);
 
@@ -165,44 +164,11 @@ static bool pl_fit_before(const struct pl_buf *bufs, uint32_t a, uint32_t b)
 	return a < b;
 }
 
-static void pl_heap_push(struct pl_fit *f, uint32_t b)
-{
-	const struct pl_buf *bufs = f->plan->bufs;
-	uint32_t i = f->n_heap++;
-
-	while (i && pl_fit_before(bufs, b, f->heap[(i - 1) / 2])) {
-		f->heap[i] = f->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	f->heap[i] = b;
-}
-
-static uint32_t pl_heap_pop(struct pl_fit *f)
-{
-	const struct pl_buf *bufs = f->plan->bufs;
-	uint32_t top = f->heap[0], last = f->heap[--f->n_heap], i = 0, c;
-
-	for (;;) {
-		c = 2 * i + 1;
-		if (c >= f->n_heap)
-			break;
-		if (c + 1 < f->n_heap && pl_fit_before(bufs, f->heap[c + 1], f->heap[c]))
-			c++;
-		if (!pl_fit_before(bufs, f->heap[c], last))
-			break;
-		f->heap[i] = f->heap[c];
-		i = c;
-	}
-	if (f->n_heap)
-		f->heap[i] = last;
-	return top;
-}
-
 /* The best victim live at step @s, or -1; the dead leave the heap here. */
 static int32_t pl_fit_victim(struct pl_fit *f, uint32_t s)
 {
-	while (f->n_heap) {
-		uint32_t b = pl_heap_pop(f);
+	while (f->heap.n) {
+		uint32_t b = ortmem__heap_pop(&f->heap);
 
 		if (f->plan->bufs[b].hi > s)
 			return (int32_t)b;
@@ -219,7 +185,7 @@ static int pl_fit_walk(struct pl_fit *f, uint64_t *prof, const char *why)
 	uint32_t s, k;
 
 	memset(f->ends, 0, sizeof(*f->ends) * (f->steps + 1ull));
-	f->n_heap = 0;
+	f->heap.n = 0;
 	for (s = 0; s < f->steps; s++) {
 		uint64_t cap = f->cap ? f->cap[s] : f->budget;
 
@@ -232,7 +198,7 @@ static int pl_fit_walk(struct pl_fit *f, uint64_t *prof, const char *why)
 			sz = pl_fit_size(f->plan, f->tier, b);
 			live += sz;
 			f->ends[bufs[b].hi] += sz;
-			pl_heap_push(f, b);
+			ortmem__heap_push(&f->heap, b);
 		}
 		while (live > cap) {
 			int32_t v = pl_fit_victim(f, s);
@@ -261,12 +227,13 @@ static int pl_fit_init(struct pl_fit *f)
 	for (b = 0; b < plan->n_bufs; b++)
 		n += pl_fit_has(plan, f->tier, b);
 	f->by_lo = malloc(sizeof(*f->by_lo) * (n ? n : 1));
-	f->heap = malloc(sizeof(*f->heap) * (n ? n : 1));
+	f->heap = (struct plan_heap){ .v = malloc(sizeof(*f->heap.v) * (n ? n : 1)),
+				      .before = pl_fit_before, .ctx = plan->bufs };
 	f->down = malloc(sizeof(*f->down) * (n ? n : 1));
 	f->vals = malloc(sizeof(*f->vals) * (f->steps + 1ull));
 	f->best_tier = malloc(plan->n_bufs ? plan->n_bufs : 1);
 	f->best_off = malloc(sizeof(*f->best_off) * (plan->n_bufs ? plan->n_bufs : 1));
-	if (!f->first || !f->ends || !f->by_lo || !f->heap || !f->down || !f->vals ||
+	if (!f->first || !f->ends || !f->by_lo || !f->heap.v || !f->down || !f->vals ||
 	    ortmem__rt_init(&f->over, f->steps) || !f->best_tier || !f->best_off)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot fit %u buffers to the %s budget",
 					 n, ortmem_tier_name(f->tier));
@@ -570,7 +537,7 @@ out:
 	free(f.first);
 	free(f.by_lo);
 	free(f.ends);
-	free(f.heap);
+	free(f.heap.v);
 	free(f.down);
 	free(f.vals);
 	ortmem__rt_free(&f.over);

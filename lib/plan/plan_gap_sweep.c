@@ -73,34 +73,12 @@ static void gp_evict(struct gap_ctx *c, const struct gap *g, uint32_t from)
 	ortmem__rt_add(&c->over, from, g->end, -(int64_t)c->asz[g->buf]);
 }
 
-/* Belady's victims, a heap in c->active: the best (gp_belady_before())
- * on top. */
-static void gp_heap_push(struct gap_ctx *c, uint32_t *n, uint32_t id)
+/* Belady's order by gap id, for the heap of victims (c->active). */
+static bool gp_belady_first(const void *ctx, uint32_t a, uint32_t b)
 {
-	uint32_t i = (*n)++;
+	const struct gap_ctx *c = ctx;
 
-	while (i && gp_belady_before(c, &c->gaps[id], &c->gaps[c->active[(i - 1) / 2]])) {
-		c->active[i] = c->active[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	c->active[i] = id;
-}
-
-static void gp_heap_pop(struct gap_ctx *c, uint32_t *n)
-{
-	uint32_t id = c->active[--*n], i = 0, k;
-
-	while ((k = 2 * i + 1) < *n) {
-		if (k + 1 < *n && gp_belady_before(c, &c->gaps[c->active[k + 1]],
-						   &c->gaps[c->active[k]]))
-			k++;
-		if (!gp_belady_before(c, &c->gaps[c->active[k]], &c->gaps[id]))
-			break;
-		c->active[i] = c->active[k];
-		i = k;
-	}
-	if (*n)
-		c->active[i] = id;
+	return gp_belady_before(c, &c->gaps[a], &c->gaps[b]);
 }
 
 /*
@@ -110,11 +88,11 @@ static void gp_heap_pop(struct gap_ctx *c, uint32_t *n)
  * nothing needs looking at: O(log gaps) per eviction, the choice the scan
  * below makes.
  */
-static int64_t gp_belady_victim(struct gap_ctx *c, uint32_t *na, uint32_t s)
+static int64_t gp_belady_victim(struct gap_ctx *c, struct plan_heap *h, uint32_t s)
 {
-	while (*na && c->gaps[c->active[0]].end <= s)
-		gp_heap_pop(c, na);
-	return *na ? (int64_t)c->active[0] : -1;
+	while (h->n && c->gaps[h->v[0]].end <= s)
+		ortmem__heap_pop(h);
+	return h->n ? (int64_t)h->v[0] : -1;
 }
 
 /* The best victim at step @s under @rule (1 to GAP_RULES - 1), a scan of
@@ -173,6 +151,7 @@ static void gp_take_back(struct gap_ctx *c, uint32_t ne)
 uint64_t ortmem__plan_gap_sweep(struct gap_ctx *c, int rule)
 {
 	uint32_t n = c->plan->n_nodes, s, i, na = 0, ne = 0;
+	struct plan_heap h = { .v = c->active, .before = gp_belady_first, .ctx = c };
 	int64_t over, v;
 
 	memset(c->off, 0, c->plan->touch_idx[c->plan->n_bufs]);
@@ -183,15 +162,15 @@ uint64_t ortmem__plan_gap_sweep(struct gap_ctx *c, int rule)
 			if (rule)
 				c->active[na++] = c->by_first[i];
 			else
-				gp_heap_push(c, &na, c->by_first[i]);
+				ortmem__heap_push(&h, c->by_first[i]);
 		}
 		while ((over = ortmem__rt_max(&c->over, s, s + 1)) > 0) {
 			v = rule ? gp_scan_victim(c, &na, s, (uint64_t)over, rule) :
-				   gp_belady_victim(c, &na, s);
+				   gp_belady_victim(c, &h, s);
 			if (v < 0)
 				break;	/* only touches left: the step's own footprint */
 			if (!rule)
-				gp_heap_pop(c, &na);
+				ortmem__heap_pop(&h);
 			c->order[ne++] = (uint32_t)v;
 			gp_evict(c, &c->gaps[v], s);
 		}

@@ -19,6 +19,7 @@
  *   plan_gap_sweep.c the gap sweeps under their eviction rules
  *   plan_gap_exact.c the branch and bound over the gap sweep's choices
  *   plan_range.c     add over a range of steps, the largest over one
+ *   plan_heap.c      a binary heap of ids under the caller's order
  *   plan_place.c     tier placement and offsets under the budgets, moves per step
  *   plan_fit.c       a tier held to its budget: whole buffers sent a tier down
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
@@ -166,6 +167,16 @@ void ortmem__rt_free(struct plan_rtree *t);
 void ortmem__rt_set(struct plan_rtree *t, const int64_t *v);
 void ortmem__rt_add(struct plan_rtree *t, uint32_t lo, uint32_t hi, int64_t d);
 int64_t ortmem__rt_max(const struct plan_rtree *t, uint32_t lo, uint32_t hi);
+
+/* plan_heap.c: ids in @v (room for all), the first by @before on top */
+struct plan_heap {
+	uint32_t *v, n;
+	bool (*before)(const void *ctx, uint32_t a, uint32_t b);
+	const void *ctx;
+};
+
+void ortmem__heap_push(struct plan_heap *h, uint32_t id);
+uint32_t ortmem__heap_pop(struct plan_heap *h);
 
 /* Past this many steps spanned by its gaps a graph is dense under a device
  * budget (plan_gap_ctx.c, GAP_DENSE_SPAN); the unit tests lower it to plan
