@@ -47,7 +47,14 @@
  * budget plus that, and a line before the last gives the most any solve
  * took past its first plan, in time budgets.
  *
- * For experiments: PLACE_ONLY=name runs one workload, PLACE_DAGS="n:seed,..."
+ * Then, for information, dense graphs (a random tree, wide layers with
+ * long skips; 3,000 and 10,000 values; 30 and 90 %): ortmem's tier bytes
+ * against Belady's under the time budget and given 1 s, no bound (GLPK on
+ * 10,000 values is minutes).  Their budgets count in the last line's
+ * solved; their ratios are on a line of their own.
+ *
+ * For experiments: PLACE_ONLY=name runs one workload (dense: the dense
+ * graphs), PLACE_DAGS="n:seed,..."
  * adds random DAGs the bench does not show, PLACE_BUDGET_US=N solves with a
  * time budget of N us instead of the default, and PLACE_QUICK=1 skips GLPK
  * (the bound column is then Belady's bytes).
@@ -510,6 +517,7 @@ struct totals {
 	double past;		/* (solve - first plan) / time budget */
 	uint32_t solved, feasible, kinds[BOUND_KINDS];
 	double bound_ms;	/* time spent on the bounds */
+	double y_dense, y_dense_1s;	/* dense graphs: x Belady, default budget and 1 s */
 };
 
 /* The fewest bytes the covering model's optimum can be: its best integral
@@ -627,6 +635,77 @@ static void bench_graph(struct graph *g, struct totals *tot)
 	model_free(&m);
 }
 
+/* The median tier bytes of @runs (at most RUNS) solves, and their median
+ * time. */
+static uint64_t dense_moved(const struct graph *g, uint64_t budget, int runs, double *ms)
+{
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t moved[RUNS];
+	double t[RUNS];
+	int i;
+
+	for (i = 0; i < runs; i++) {
+		if (!solve_once(g, budget, 0, &st))
+			return UINT64_MAX;
+		moved[i] = st.prefetch_bytes + st.spill_bytes;
+		t[i] = (double)st.solve_ns / 1e6;
+	}
+	qsort(moved, (size_t)runs, sizeof(*moved), cmp_u64);
+	qsort(t, (size_t)runs, sizeof(*t), cmp_d);
+	*ms = t[runs / 2];
+	return moved[runs / 2];
+}
+
+/*
+ * For information (not in the last line: the issue's workloads are the
+ * ones above): graphs where thousands of buffers are live at once, whose
+ * first plan is the dense one (Documentation/lib/placement.rst, "Dense
+ * graphs"), against Belady, under the default time budget and given 1 s.
+ */
+static void bench_dense(struct totals *tot)
+{
+	static const int pct[] = { 30, 90 };
+	static const uint32_t nv[] = { 3000, 10000 };
+	unsigned i, j, layers;
+
+	for (j = 0; j < 2; j++)
+		for (layers = 0; layers < 2; layers++) {
+			struct graph g = { 0 };
+			struct model m;
+			uint64_t lb;
+
+			dense_graph(&g, nv[j], layers, 1 + j * 2 + layers);
+			g.name = layers ? "dense layers" : "dense tree";
+			lb = all_on_device_bound(&g);
+			model_build(&g, &m);
+			for (i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
+				uint64_t budget = lb * (uint64_t)pct[i] / 100, keep = time_budget_us;
+				uint64_t bel = belady(&g, &m, budget), moved, moved_1s;
+				double ms, ms_1s;
+
+				moved = dense_moved(&g, budget, RUNS, &ms);
+				time_budget_us = 1000000;
+				moved_1s = dense_moved(&g, budget, 1, &ms_1s);
+				time_budget_us = keep;
+				tot->feasible += 2;
+				if (moved == UINT64_MAX || moved_1s == UINT64_MAX || !bel) {
+					printf("%-13s %5u values %3d%%: REFUSED\n", g.name, nv[j], pct[i]);
+					continue;
+				}
+				tot->solved += 2;
+				tot->y_dense = fmax(tot->y_dense, (double)moved / (double)bel);
+				tot->y_dense_1s = fmax(tot->y_dense_1s, (double)moved_1s / (double)bel);
+				printf("%-13s %5u values %3d%% %8.1f MiB: moved %8.1f MiB, Belady %8.1f"
+				       " (%.3fx), solve %.1f ms; given 1 s %8.1f (%.3fx), %.0f ms\n",
+				       g.name, nv[j], pct[i], (double)budget / MiB, (double)moved / MiB,
+				       (double)bel / MiB, (double)moved / (double)bel, ms,
+				       (double)moved_1s / MiB, (double)moved_1s / (double)bel, ms_1s);
+			}
+			model_free(&m);
+			graph_free(&g);
+		}
+}
+
 /* PLACE_DAGS="n:seed,...": further random DAGs (graphs the bench's two
  * do not show; the placement must not be tuned to those). */
 static void extra_dags(struct totals *tot)
@@ -676,6 +755,8 @@ int main(void)
 		graph_free(&g);
 	}
 	extra_dags(&tot);
+	if (!getenv("PLACE_ONLY") || !strcmp(getenv("PLACE_ONLY"), "dense"))
+		bench_dense(&tot);
 	printf("structured: %.2fx bound (max); random DAGs: %.2fx bound (max); "
 	       "%.2fx Belady with offsets (max, for information)\n",
 	       tot.x_struct, tot.x_rand, tot.y_off);
@@ -688,6 +769,9 @@ int main(void)
 	       "tier + moved/16 %.2fx Belady's compacted (max)\n", tot.bel_dmove, tot.y_like);
 	printf("place: solve time past the first plan %.2fx the time budget of %.1f ms (max)\n",
 	       tot.past, budget_ms());
+	printf("place dense (for information; their budgets count in the last line's solved, not in"
+	       " its ratios): %.2fx Belady (max) in the time budget, %.2fx given 1 s\n",
+	       tot.y_dense, tot.y_dense_1s);
 	if (bound_bad)
 		printf("!!! WARNING: %u bound(s) failed the sanity check, see above\n", bound_bad);
 	printf("place: moved %.2fx bound (max), %.2fx Belady (max), %u/%u feasible budgets solved, %.1f ms max\n",

@@ -45,6 +45,8 @@ uint32_t op1(struct graph *g, uint32_t a, uint64_t size);
 uint32_t op2(struct graph *g, uint32_t a, uint32_t b, uint64_t size);
 uint32_t g_input(struct graph *g, uint64_t size);
 void random_dag(struct graph *g, uint32_t n, uint64_t seed);
+#define DENSE_WIDTH 64
+void dense_graph(struct graph *g, uint32_t n, bool layers, uint64_t seed);
 void graph_free(struct graph *g);
 void model_build(const struct graph *g, struct model *m);
 void model_free(struct model *m);

@@ -102,6 +102,27 @@ void random_dag(struct graph *g, uint32_t n, uint64_t seed)
 	free(outs);
 }
 
+/* Dense graph (thousands of values live at once): a random recursive tree
+ * (node i reads one random earlier value; @layers 0), or wide layers of
+ * DENSE_WIDTH with long skips (node i reads the one DENSE_WIDTH before and
+ * a random value below its layer).  Sizes 1-512 KiB, as make bench-plan's. */
+void dense_graph(struct graph *g, uint32_t n, bool layers, uint64_t seed)
+{
+	uint32_t *outs = xrealloc(NULL, sizeof(*outs) * n), i;
+
+	outs[0] = g_input(g, 1024 * (1 + rnd(&seed) % 512));
+	for (i = 1; i < n; i++) {
+		uint32_t below = layers ? i - i % DENSE_WIDTH : i;
+		uint64_t size = 1024 * (1 + rnd(&seed) % 512);
+		uint32_t far = below ? outs[rnd(&seed) % below] : outs[i - 1];
+
+		outs[i] = layers && i >= DENSE_WIDTH && outs[i - DENSE_WIDTH] != far ?
+			  op2(g, outs[i - DENSE_WIDTH], far, size) : op1(g, far, size);
+	}
+	g->output[outs[n - 1]] = true;
+	free(outs);
+}
+
 /* ---- the gap model, from the graph (no library code) ---- */
 
 void model_build(const struct graph *g, struct model *m)

@@ -38,9 +38,11 @@
 static void ol_send_off(struct ol *o, uint32_t at);
 static uint32_t ol_planned_end(const struct ol *o, uint32_t b, uint32_t k);
 
-/* Best fit for @size in [0, budget), or UINT64_MAX; the occupied
- * ranges left sorted in o->hole, their count in *nd. */
-static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
+/* The occupied ranges, sorted, into o->hole (their count in *nd), and
+ * with @best_fit the best fit for @size in [0, budget), or UINT64_MAX.
+ * Without it, 0: the caller's own fit (ol_fit_ahead(), ol_fit_end()) scans
+ * the same holes and fails exactly when no hole holds @size. */
+static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd, bool best_fit)
 {
 	uint32_t i, d = 0;
 
@@ -52,7 +54,7 @@ static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd)
 		o->hole[d++][2] = b;
 	}
 	*nd = d;
-	return ortmem__plan_best_gap(&o->hole[0][0], 3, d, o->budget, size);
+	return best_fit ? ortmem__plan_best_gap(&o->hole[0][0], 3, d, o->budget, size) : 0;
 }
 
 /* The first step in (s, e) at which a hinted interval, other than @b's,
@@ -316,6 +318,17 @@ static void ol_seat(struct ol *o, uint32_t b, uint32_t k, uint64_t addr)
 	o->toff[k] = addr;
 }
 
+/* Resident @b's latest touch is now @k: the step that drops it (the end
+ * of its life) or, where the guide sends the gap @k opens off, sends it
+ * off, so that ol_step() looks at one number per resident. */
+static void ol_touched(struct ol *o, uint32_t b, uint32_t k)
+{
+	const struct ortmem_plan *plan = o->plan;
+
+	o->cur[b] = k;
+	o->drop[b] = o->guide && o->guide[k] ? plan->touch_step[k] + 1 : plan->bufs[b].hi;
+}
+
 /* Re-seat every buffer step @s touches from offset 0. */
 static void ol_reseat(struct ol *o, uint32_t s)
 {
@@ -346,7 +359,7 @@ static void ol_reseat(struct ol *o, uint32_t s)
 		uint32_t k = o->st_k[j], b = o->st_b[j];
 
 		ol_seat(o, b, k, at);
-		o->cur[b] = k;
+		ol_touched(o, b, k);
 		at += o->asz[b];
 	}
 }
@@ -375,12 +388,12 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 	for (i = 0; i < o->n_live;) {
 		uint32_t b = o->live[i];
 
-		if (plan->bufs[b].hi <= s)
-			ol_drop(o, i, plan->bufs[b].hi);
-		else if (o->guide && o->guide[o->cur[b]])
-			ol_send_off(o, i);	/* the sweep sent this gap off */
-		else
+		if (o->drop[b] > s)
 			i++;
+		else if (plan->bufs[b].hi <= s)
+			ol_drop(o, i, plan->bufs[b].hi);
+		else
+			ol_send_off(o, i);	/* the sweep sent this gap off */
 	}
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++)
 		o->pin[o->st_b[j]] = true;
@@ -390,15 +403,15 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 
 		if (o->res[b]) {
 			o->toff[k] = o->addr[b];
-			o->cur[b] = k;
+			ol_touched(o, b, k);
 			continue;
 		}
 		addr = ol_hinted(o, o->hint ? o->hint[k] : UINT64_MAX, o->asz[b]);
 		if (addr == UINT64_MAX) {
-			addr = ol_fit(o, o->asz[b], &d);
-			if (addr != UINT64_MAX && o->fut)
+			addr = ol_fit(o, o->asz[b], &d, !o->fut && !o->endfit);
+			if (o->fut)
 				addr = ol_fit_ahead(o, d, b, o->asz[b], s, ol_planned_end(o, b, k));
-			else if (addr != UINT64_MAX && o->endfit)
+			else if (o->endfit)
 				addr = ol_fit_end(o, d, o->asz[b], ol_planned_end(o, b, k));
 		} else {
 			d = 0;
@@ -421,7 +434,7 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 			break;
 		}
 		ol_seat(o, b, k, addr);
-		o->cur[b] = k;
+		ol_touched(o, b, k);
 		o->end[b] = ol_planned_end(o, b, k);
 	}
 	for (j = o->st_idx[s]; j < o->st_idx[s + 1]; j++)
@@ -595,6 +608,7 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 	o.st_k = malloc(sizeof(*o.st_k) * (nt + 1));
 	o.st_b = malloc(sizeof(*o.st_b) * (nt + 1));
 	o.end = calloc(nb + 1, sizeof(*o.end));
+	o.drop = malloc(sizeof(*o.drop) * (nb + 1));
 	o.endfit = !!(rule & ORTMEM__PLAN_ENDFIT);
 	o.retro = !!(rule & ORTMEM__PLAN_RETRO);
 	rule &= ~(ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_RETRO);
@@ -610,7 +624,7 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 		if (!o.istart || !o.ik || !o.past || !o.out || !o.rr || !o.mv || !o.mv_was)
 			goto out;
 	}
-	if (!o.end || !o.cur || !o.addr || !o.res || !o.pin || !o.written || !o.live ||
+	if (!o.end || !o.drop || !o.cur || !o.addr || !o.res || !o.pin || !o.written || !o.live ||
 	    !o.hole || !o.st_idx || !o.st_k || !o.st_b || (mstep && !ol_move_alloc(&o, nb, nt)))
 		goto out;
 	memset(off, 0, nt);
@@ -641,6 +655,7 @@ out:
 	free(o.st_b);
 	free(o.fut);
 	free(o.end);
+	free(o.drop);
 	free(o.gw);
 	free(o.istart);
 	free(o.ik);

@@ -29,6 +29,7 @@ struct ol {
 	struct ol_iv *fut;	/* hinted intervals by first step (hint && guide) */
 	uint32_t n_fut;
 	uint32_t *end;		/* per resident buffer: its planned end */
+	uint32_t *drop;		/* per resident buffer: the step ol_step() drops it */
 	bool endfit;
 	uint32_t n_win;		/* windows cleared so far */
 	uint32_t alt;		/* bit i: the i-th clearing takes the second cheapest */
