@@ -40,8 +40,8 @@ static uint32_t ol_planned_end(const struct ol *o, uint32_t b, uint32_t k);
 
 /* The occupied ranges, sorted, into o->hole (their count in *nd), and
  * with @best_fit the best fit for @size in [0, budget), or UINT64_MAX.
- * Without it, 0: the caller's own fit (ol_fit_ahead(), ol_fit_end()) scans
- * the same holes and fails exactly when no hole holds @size. */
+ * Without it, 0: the caller's own fit (ol_fit_ahead()) scans the same
+ * holes and fails exactly when no hole holds @size. */
 static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd, bool best_fit)
 {
 	uint32_t i, d = 0;
@@ -134,16 +134,17 @@ static uint32_t ol_end_gap(const struct ol *o, uint32_t e, uint64_t nb)
  * nearest to when @b does (its planned end @e): when both go, their ranges
  * free together and merge, so the space fragments less than by size alone.
  * An exact fit first, then the nearest end, then the tightest hole.
- * Call after ol_fit().
+ * Read off o->live itself (no copy into o->hole: most seats find a hole).
  */
-static uint64_t ol_fit_end(struct ol *o, uint32_t d, uint64_t size, uint32_t e)
+static uint64_t ol_fit_end(const struct ol *o, uint64_t size, uint32_t e)
 {
 	uint64_t cur = 0, best = UINT64_MAX, best_len = 0, len, below = UINT64_MAX;
-	uint32_t i, gap, best_gap = 0;
+	uint32_t i, gap, best_gap = 0, d = o->n_live;
 
 	for (i = 0; i <= d; i++) {
-		uint64_t next = i < d ? o->hole[i][0] : o->budget;
-		uint64_t above = i < d ? o->hole[i][2] : UINT64_MAX;
+		uint32_t r = i < d ? o->live[i] : 0;
+		uint64_t next = i < d ? o->addr[r] : o->budget;
+		uint64_t above = i < d ? r : UINT64_MAX;
 
 		len = next > cur ? next - cur : 0;
 		if (len >= size) {
@@ -158,9 +159,9 @@ static uint64_t ol_fit_end(struct ol *o, uint32_t d, uint64_t size, uint32_t e)
 				best_len = len;
 			}
 		}
-		if (i < d && o->hole[i][1] >= cur) {
-			cur = o->hole[i][1];
-			below = o->hole[i][2];
+		if (i < d && o->addr[r] + o->asz[r] >= cur) {
+			cur = o->addr[r] + o->asz[r];
+			below = r;
 		}
 	}
 	return best;
@@ -408,11 +409,17 @@ static void ol_step(struct ol *o, uint32_t s, int rule)
 		}
 		addr = ol_hinted(o, o->hint ? o->hint[k] : UINT64_MAX, o->asz[b]);
 		if (addr == UINT64_MAX) {
-			addr = ol_fit(o, o->asz[b], &d, !o->fut && !o->endfit);
-			if (o->fut)
-				addr = ol_fit_ahead(o, d, b, o->asz[b], s, ol_planned_end(o, b, k));
-			else if (o->endfit)
-				addr = ol_fit_end(o, d, o->asz[b], ol_planned_end(o, b, k));
+			if (!o->fut && o->endfit) {
+				addr = ol_fit_end(o, o->asz[b], ol_planned_end(o, b, k));
+				d = 0;
+				if (addr == UINT64_MAX)	/* the holes, for what follows */
+					ol_fit(o, o->asz[b], &d, false);
+			} else {
+				addr = ol_fit(o, o->asz[b], &d, !o->fut);
+				if (o->fut)
+					addr = ol_fit_ahead(o, d, b, o->asz[b], s,
+							    ol_planned_end(o, b, k));
+			}
 		} else {
 			d = 0;
 		}
@@ -585,6 +592,17 @@ static bool ol_move_alloc(struct ol *o, uint32_t nb, uint32_t nt)
 	return true;
 }
 
+/* Is the clock past @stop_at, or would a pass begun at @t0 that has
+ * placed @s of @n steps end past it at its pace so far? */
+static bool ol_past_stop(uint64_t t0, uint32_t s, uint32_t n, uint64_t stop_at)
+{
+	uint64_t now = ortmem__now_ns();
+
+	if (now > stop_at)
+		return true;
+	return s >= n / 64 && s && (double)(now - t0) * n / s > (double)(stop_at - t0);
+}
+
 uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *asz,
 				uint64_t budget, int rule, uint32_t alt,
 				const uint8_t *guide, const uint64_t *hint,
@@ -595,7 +613,7 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
 			.hint = hint, .off = off, .toff = toff, .alt = alt,
 			.retro_by = retro_by, .mstep = mstep };
-	uint64_t h = UINT64_MAX;
+	uint64_t h = UINT64_MAX, t0;
 
 	o.cur = malloc(sizeof(*o.cur) * (nb + 1));
 	o.addr = malloc(sizeof(*o.addr) * (nb + 1));
@@ -630,10 +648,14 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 	memset(off, 0, nt);
 	if (ol_index(&o) || (guide && hint && ol_layout(&o)) || (guide && ol_guide_writes(&o)))
 		goto out;
+	t0 = stop_at ? ortmem__now_ns() : 0;
 	for (s = 0; s < plan->n_nodes; s++) {
 		/* the clock every 16 steps: a dense graph's step walks
-		 * thousands of residents, a sparse one's a few */
-		if (stop_at && !(s & 15) && ortmem__now_ns() > stop_at) {
+		 * thousands of residents, a sparse one's a few.  Past 1/64 of
+		 * the steps, a pass whose pace so far would end it past
+		 * @stop_at stops at once (the rest of the time is worth more
+		 * to what follows than to a pass that will not end) */
+		if (stop_at && !(s & 15) && ol_past_stop(t0, s, plan->n_nodes, stop_at)) {
 			h = ORTMEM__PLAN_STOPPED;
 			goto out;
 		}
