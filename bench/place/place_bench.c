@@ -635,9 +635,10 @@ static void bench_graph(struct graph *g, struct totals *tot)
 	model_free(&m);
 }
 
-/* The median tier bytes of @runs (at most RUNS) solves, and their median
- * time. */
-static uint64_t dense_moved(const struct graph *g, uint64_t budget, int runs, double *ms)
+/* The median tier bytes of @runs (at most RUNS) solves, their spread in
+ * @lo and @hi, and their median time. */
+static uint64_t dense_moved(const struct graph *g, uint64_t budget, int runs, double *ms,
+			    uint64_t *lo, uint64_t *hi)
 {
 	ORTMEM_OPTS(ortmem_plan_stats, st);
 	uint64_t moved[RUNS];
@@ -653,6 +654,8 @@ static uint64_t dense_moved(const struct graph *g, uint64_t budget, int runs, do
 	qsort(moved, (size_t)runs, sizeof(*moved), cmp_u64);
 	qsort(t, (size_t)runs, sizeof(*t), cmp_d);
 	*ms = t[runs / 2];
+	*lo = moved[0];
+	*hi = moved[runs - 1];
 	return moved[runs / 2];
 }
 
@@ -680,12 +683,12 @@ static void bench_dense(struct totals *tot)
 			model_build(&g, &m);
 			for (i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
 				uint64_t budget = lb * (uint64_t)pct[i] / 100, keep = time_budget_us;
-				uint64_t bel = belady(&g, &m, budget), moved, moved_1s;
+				uint64_t bel = belady(&g, &m, budget), moved, moved_1s, lo, hi, x;
 				double ms, ms_1s;
 
-				moved = dense_moved(&g, budget, RUNS, &ms);
+				moved = dense_moved(&g, budget, RUNS, &ms, &lo, &hi);
 				time_budget_us = 1000000;
-				moved_1s = dense_moved(&g, budget, 1, &ms_1s);
+				moved_1s = dense_moved(&g, budget, 1, &ms_1s, &x, &x);
 				time_budget_us = keep;
 				tot->feasible += 2;
 				if (moved == UINT64_MAX || moved_1s == UINT64_MAX || !bel) {
@@ -695,10 +698,10 @@ static void bench_dense(struct totals *tot)
 				tot->solved += 2;
 				tot->y_dense = fmax(tot->y_dense, (double)moved / (double)bel);
 				tot->y_dense_1s = fmax(tot->y_dense_1s, (double)moved_1s / (double)bel);
-				printf("%-13s %5u values %3d%% %8.1f MiB: moved %8.1f MiB, Belady %8.1f"
-				       " (%.3fx), solve %.1f ms; given 1 s %8.1f (%.3fx), %.0f ms\n",
+				printf("%-13s %5u values %3d%% %8.1f MiB: moved %8.1f MiB [%.1f-%.1f], Belady"
+				       " %8.1f (%.3fx), solve %.1f ms; given 1 s %8.1f (%.3fx), %.0f ms\n",
 				       g.name, nv[j], pct[i], (double)budget / MiB, (double)moved / MiB,
-				       (double)bel / MiB, (double)moved / (double)bel, ms,
+				       (double)lo / MiB, (double)hi / MiB, (double)bel / MiB, (double)moved / (double)bel, ms,
 				       (double)moved_1s / MiB, (double)moved_1s / (double)bel, ms_1s);
 			}
 			model_free(&m);
