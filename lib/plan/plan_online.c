@@ -41,7 +41,11 @@ static uint32_t ol_planned_end(const struct ol *o, uint32_t b, uint32_t k);
 /* The occupied ranges, sorted, into o->hole (their count in *nd), and
  * with @best_fit the best fit for @size in [0, budget), or UINT64_MAX.
  * Without it, 0: the caller's own fit (ol_fit_ahead()) scans the same
- * holes and fails exactly when no hole holds @size. */
+ * holes and fails exactly when no hole holds @size.  A zero-size resident
+ * occupies nothing and may lie inside another's range: left out, the
+ * ranges are disjoint and their ends sorted too, as plan_move.c's
+ * bisections need (with one in, a window over a resident the step reads
+ * could look clear, and clearing it sent that resident off). */
 static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd, bool best_fit)
 {
 	uint32_t i, d = 0;
@@ -49,6 +53,8 @@ static uint64_t ol_fit(struct ol *o, uint64_t size, uint32_t *nd, bool best_fit)
 	for (i = 0; i < o->n_live; i++) {
 		uint32_t b = o->live[i];
 
+		if (!o->asz[b])
+			continue;
 		o->hole[d][0] = o->addr[b];
 		o->hole[d][1] = o->addr[b] + o->asz[b];
 		o->hole[d++][2] = b;
@@ -146,6 +152,8 @@ static uint64_t ol_fit_end(const struct ol *o, uint64_t size, uint32_t e)
 		uint64_t next = i < d ? o->addr[r] : o->budget;
 		uint64_t above = i < d ? r : UINT64_MAX;
 
+		if (i < d && !o->asz[r])
+			continue;	/* occupies nothing: splits no hole */
 		len = next > cur ? next - cur : 0;
 		if (len >= size) {
 			uint32_t gb = ol_end_gap(o, e, below), ga = ol_end_gap(o, e, above);
