@@ -89,6 +89,7 @@ struct ortmem_plan {
 	void *size_user;
 	/* results */
 	bool solved;
+	bool foot_refused;	/* a step's own buffers exceed the device budget */
 	struct pl_buf *bufs;
 	uint32_t n_bufs;
 	uint32_t *deferred;

@@ -97,6 +97,36 @@ static int pl_check_sizes(const struct ortmem_plan *plan)
 	return 0;
 }
 
+/* Did the in-place hints merge any buffers? */
+static bool pl_shared_inplace(const struct ortmem_plan *plan)
+{
+	uint32_t v;
+
+	for (v = 0; v < plan->n_vals; v++)
+		if (plan->vals[v].inplace_of >= 0)
+			return true;
+	return false;
+}
+
+/* Buffers, then tiers and offsets; 0 or an error. */
+static int pl_plan(struct ortmem_plan *plan)
+{
+	int ret;
+
+	ortmem__plan_reset(plan);
+	memset(&plan->st, 0, sizeof(plan->st));
+	plan->st.sz = sizeof(plan->st);
+	plan->foot_refused = false;
+	ret = ortmem__plan_liveness(plan);
+	if (!ret && plan->n_deferred)
+		return pl_deferred_error(plan);	/* the plan stays deferred */
+	if (!ret)
+		ret = pl_check_sizes(plan);
+	if (!ret)
+		ret = ortmem__plan_place(plan);
+	return ret;
+}
+
 ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan)
 {
 	uint64_t t0 = ortmem__now_ns();
@@ -104,16 +134,20 @@ ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan)
 
 	if (!plan)
 		return ortmem__err_invalid(-1, 0, "ortmem_plan_solve: plan is NULL");
-	ortmem__plan_reset(plan);
-	memset(&plan->st, 0, sizeof(plan->st));
-	plan->st.sz = sizeof(plan->st);
-	ret = ortmem__plan_liveness(plan);
-	if (!ret && plan->n_deferred)
-		return pl_deferred_error(plan);
-	if (!ret)
-		ret = pl_check_sizes(plan);
-	if (!ret)
-		ret = ortmem__plan_place(plan);
+	ret = pl_plan(plan);
+	/* An output sharing a larger input's buffer makes the steps that use
+	 * it touch more bytes than its values: a device budget at or above
+	 * every step's values (a budget that has a plan) can then be below a
+	 * step's buffers.  The hints allow sharing, they do not demand it:
+	 * plan without them, and refuse only what that cannot hold. */
+	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE && plan->foot_refused &&
+	    !(plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE) && pl_shared_inplace(plan)) {
+		plan->o.flags |= ORTMEM_PLAN_F_NO_INPLACE;
+		ret = pl_plan(plan);
+		plan->o.flags &= ~ORTMEM_PLAN_F_NO_INPLACE;
+	}
+	if (ret == -ORTMEM_E_PLAN_DEFERRED && plan->n_deferred)
+		return ret;
 	if (!ret)
 		ret = pl_figures(plan);
 	if (ret) {

@@ -4,7 +4,8 @@
  * the validator sees resident intervals, tiny graphs against a brute-force
  * optimum of the gap model, every budget at or above the largest step's
  * footprint solved on random graphs (and one below it refused, naming the
- * step), and a node reading one off-device value twice pays one read-back.
+ * step), also where in-place hints would share a larger buffer, and a
+ * node reading one off-device value twice pays one read-back.
  */
 #include <inttypes.h>
 #include <errno.h>
@@ -95,6 +96,87 @@ TEST_TIMEOUT(every_feasible_budget_is_solved, 120)
 			ortmem_plan_free(p);
 		}
 	}
+}
+
+/*
+ * In-place sharing never refuses a budget its values fit.  A (4 KiB) is
+ * read last at step 1, which makes B (256 bytes) and may put it in A's
+ * buffer; step 2 reads B and makes C (4 KiB).  Shared, step 2 touches two
+ * 4 KiB buffers; its values need 4,352 bytes.  At that budget the plan
+ * is made without the sharing; with room for it (8 KiB) the hint is kept;
+ * below it (4 KiB) the refusal names what the values need.
+ */
+TEST(inplace_sharing_never_refuses_a_budget_the_values_fit)
+{
+	static const uint64_t budgets[] = { 4352, 8192, 4096 };
+	size_t i;
+
+	for (i = 0; i < sizeof(budgets) / sizeof(budgets[0]); i++) {
+		struct ortmem_plan *p = plan_with(budgets[i]);
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		uint32_t a, b, c;
+		int ret;
+
+		ASSERT_NONNULL(p);
+		a = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		b = (uint32_t)ortmem_plan_add_value(p, 256, 0);
+		c = (uint32_t)ortmem_plan_add_value(p, 4096, ORTMEM_PLAN_VALUE_OUTPUT);
+		ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &a, 1));
+		ASSERT_EQ(1, ortmem_plan_add_node(p, &a, 1, &b, 1));
+		ASSERT_EQ(2, ortmem_plan_add_node(p, &b, 1, &c, 1));
+		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, b, a));
+		ret = ortmem_plan_solve(p);
+		TH_LOG("budget %llu: %d %s", (unsigned long long)budgets[i], ret,
+		       ret ? ortmem_last_error_message() : "");
+		if (budgets[i] < 4352) {
+			EXPECT_EQ(-ORTMEM_E_CAPACITY_UNAVAILABLE, ret);
+			EXPECT_NONNULL(strstr(ortmem_last_error_message(), "needs 4352 device bytes"));
+		} else {
+			ASSERT_EQ(0, ret);
+			ASSERT_EQ(0, ortmem_plan_validate(p));
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			EXPECT_EQ(budgets[i] >= 8192 ? 1 : 0, st.n_inplace);
+		}
+		ortmem_plan_free(p);
+	}
+}
+
+/* Random graphs with in-place hints on a third of their nodes: every
+ * budget at or above the largest step's values is solved. */
+TEST_TIMEOUT(inplace_hints_keep_every_feasible_budget, 120)
+{
+	uint64_t seed = 0x1a9ace;
+	uint32_t g, shared = 0, solved = 0;
+
+	for (g = 0; g < 200; g++) {
+		uint32_t n = 4 + (uint32_t)(rnd(&seed) % 60), at = 0, s;
+		uint64_t gseed = seed, hseed, foot, budget;
+		struct ortmem_plan *p = plan_with(0);
+
+		ASSERT_NONNULL(p);
+		random_graph(p, n, &seed);
+		hseed = rnd(&seed);
+		foot = largest_step(p, &at);
+		ortmem_plan_free(p);
+		for (budget = foot; budget < 3 * foot; budget += ALIGN * (1 + rnd(&seed) % 32)) {
+			ORTMEM_OPTS(ortmem_plan_stats, st);
+			uint64_t s2 = gseed, h2 = hseed;
+
+			p = plan_with(budget);
+			random_graph(p, n, &s2);
+			for (s = 1; s < n; s++)
+				if (rnd(&h2) % 3 == 0)
+					ortmem_plan_hint_inplace(p, s, s, p->edges[p->nodes[s].in]);
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			ASSERT_EQ(0, ortmem_plan_validate(p));
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			shared += st.n_inplace != 0;
+			solved++;
+			ortmem_plan_free(p);
+		}
+	}
+	TH_LOG("%u budgets solved, %u of them sharing a buffer in place", solved, shared);
+	EXPECT_LT(0, shared);	/* the hints are taken where they fit */
 }
 
 /* A budget that is not a multiple of the device alignment: offsets placed
