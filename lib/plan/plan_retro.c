@@ -184,10 +184,17 @@ uint64_t ortmem__plan_retro(struct ol *o, uint32_t d, uint64_t size)
 		cand[i][1] = ol_in_way(o, d, cand[i][0], size);
 	qsort(cand, n, sizeof(*cand), ortmem__plan_rng_cmp_way);
 	/* no more windows than ol_window() looks at: a pass stays O(steps x
-	 * residents^2) */
-	for (i = 0; i < n && i <= d; i++)
+	 * residents^2).  On a dense graph one seat's windows alone can take
+	 * tens of milliseconds (a thousand residents, each try sorting them
+	 * all): the clock is read per window, so the moves stop at
+	 * o->retro_by (a 2,000-node dense graph's solve went 90 ms past its
+	 * budget in one call) */
+	for (i = 0; i < n && i <= d; i++) {
+		if (o->retro_by && ortmem__now_ns() >= o->retro_by)
+			break;
 		if ((!i || cand[i][0] != cand[i - 1][0] || cand[i][1] != cand[i - 1][1]) &&
 		    ol_retro_try(o, d, cand[i][0], size))
 			return cand[i][0];
+	}
 	return UINT64_MAX;
 }
