@@ -119,6 +119,17 @@ static int pl_make_bufs(struct ortmem_plan *plan)
 		b->owner = v;
 		x->buf = (int32_t)nb++;
 	}
+	/* A view reads within the buffer it aliases: one declared larger than
+	 * its source gets a buffer that holds it (else it would reach into
+	 * whatever the packing put next to it). */
+	for (v = 0; v < plan->n_vals; v++) {
+		const struct pl_value *x = &plan->vals[v];
+		int32_t rb = plan->vals[x->root].buf;
+
+		if (x->view_of >= 0 && rb >= 0 && x->size != ORTMEM_PLAN_SIZE_SYMBOLIC &&
+		    x->size > plan->bufs[rb].size)
+			plan->bufs[rb].size = x->size;
+	}
 	/* Graph outputs (or views of them) keep their buffer to the end. */
 	for (v = 0; v < plan->n_vals; v++)
 		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && pl_planned(plan, v))

@@ -225,7 +225,8 @@ static int vl_buffer(const struct ortmem_plan *plan, uint32_t v,
 		return ortmem__err_plain(-EFAULT,
 			"validator: value %u is live over [%u, %u) but its buffer only over [%u, %u)",
 			v, lo[v], hi[v], b->lo, b->hi);
-	if (x->view_of < 0 && x->rsize > b->size)
+	/* a view too: it reads within its root's buffer */
+	if ((x->view_of < 0 || x->rsize != ORTMEM_PLAN_SIZE_SYMBOLIC) && x->rsize > b->size)
 		return ortmem__err_plain(-EFAULT,
 			"validator: value %u needs %llu bytes, its buffer has %llu", v,
 			(unsigned long long)x->rsize, (unsigned long long)b->size);

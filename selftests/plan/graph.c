@@ -137,6 +137,48 @@ TEST(views_of_views_keep_the_root_alive)
 	ortmem_plan_free(p);
 }
 
+/*
+ * A view declared larger than its source (1 MiB over 256 bytes, through a
+ * view of a view): the buffer holds the largest, so nothing live beside
+ * the view lies within its bytes.  Before, the buffer had the source's
+ * 256 bytes and the view reached into the next buffer.
+ */
+TEST(a_view_larger_than_its_source_gets_a_buffer_that_holds_it)
+{
+	struct ortmem_plan *p = new_plan();
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	int a, v1, v2, b, out;
+	uint64_t oa, ob, oo;
+
+	ASSERT_NONNULL(p);
+	a = ortmem_plan_add_value(p, 256, 0);
+	v1 = ortmem_plan_add_value(p, 512, 0);
+	v2 = ortmem_plan_add_value(p, 1 << 20, 0);
+	b = ortmem_plan_add_value(p, 4096, 0);
+	out = ortmem_plan_add_value(p, 256, ORTMEM_PLAN_VALUE_OUTPUT);
+	ASSERT_EQ(0, ortmem_plan_set_view(p, v1, a));
+	ASSERT_EQ(0, ortmem_plan_set_view(p, v2, v1));
+	node1(p, -1, a);		/* 0 */
+	node1(p, a, v1);		/* 1: view */
+	node1(p, v1, v2);		/* 2: view of a view */
+	node1(p, -1, b);		/* 3: while the view lives */
+	{
+		uint32_t in[2] = { (uint32_t)v2, (uint32_t)b }, o = (uint32_t)out;
+
+		ortmem_plan_add_node(p, in, 2, &o, 1);	/* 4 */
+	}
+	ASSERT_EQ(0, ortmem_plan_solve(p));
+	ASSERT_EQ(0, ortmem_plan_validate(p));
+	ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+	ASSERT_EQ(0, ortmem_plan_offset(p, a, &oa));
+	ASSERT_EQ(0, ortmem_plan_offset(p, b, &ob));
+	ASSERT_EQ(0, ortmem_plan_offset(p, out, &oo));
+	EXPECT_TRUE(ob + 4096 <= oa || ob >= oa + (1 << 20));
+	EXPECT_TRUE(oo + 256 <= oa || oo >= oa + (1 << 20));
+	EXPECT_LE((1 << 20) + 4096 + 256, st.lower_bound);
+	ortmem_plan_free(p);
+}
+
 TEST(graph_outputs_are_never_reused)
 {
 	struct ortmem_plan *p = new_plan();
