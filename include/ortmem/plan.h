@@ -172,7 +172,9 @@ struct ortmem_plan_moves {
  *	one that produced the value it writes out (values are immutable; a
  *	buffer an in-place chain shares holds each of its values from the
  *	step producing it, and each value with an off gap is written out
- *	once).  For MOVE, the step: it
+ *	once) or, when the buffer has moved within the arena since, the step
+ *	its last move precedes (from then on it lies at @device_offset).
+ *	For MOVE, the step: it
  *	runs after step - 1, before the step's read-backs.
  * @src_offset: for MOVE, where the buffer is copied from (the two ranges
  *	never overlap, and no other transfer of the step touches either);

@@ -107,7 +107,7 @@ ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,
 				     size_t cap, uint64_t *stall_bytes)
 {
 	uint64_t a, stall = 0;
-	uint32_t b, k, first;
+	uint32_t b, k, j, first;
 	int n = 0;
 
 	if (!plan)
@@ -159,6 +159,15 @@ ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,
 			t.device_offset = plan->touch_off[k];
 			t.src_offset = t.device_offset;
 			t.earliest = plan->touch_step[first];
+			/* it reads the range the value holds at @step: one that
+			 * moved within the arena since holds it from the step
+			 * its last move precedes (a write-out started before
+			 * would read the range it moved to before it got there) */
+			for (j = k; plan->move_step && j-- > first;)
+				if (plan->move_step[j]) {
+					t.earliest = plan->move_step[j];
+					break;
+				}
 			sx_put(xfers, cap, n++, &t);
 		}
 	}

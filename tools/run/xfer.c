@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,29 +179,31 @@ uint64_t xfer_off_at(const struct acts *a, uint32_t s, uint32_t v)
 }
 
 /*
- * The step after which the write-out of value @v listed at step @s may
- * start: the plan's @earliest (the step producing it; values are written
- * once) unless the value moves within the arena in between, since the
- * write-out reads the range it holds at @s (@off): then after the first
- * step that touches it there.  No off gap comes before a value's write-out
- * (it is written out once, before its first), so only moves change its
- * offset before @s.
+ * Is the plan's @earliest for the write-out of value @v listed at step @s
+ * right?  At or after the step that produces @v, and from there to @s the
+ * value's touches use the range the write-out reads (@off): it may run any
+ * time in between (the plan says so: after the value's last move within
+ * the arena, if it moved).  No off gap comes before a value's write-out (it
+ * is written out once, before its first), so only moves change its offset
+ * before @s.  Whether the value moved since it was made in *@moved.
  */
-static uint32_t out_start(const struct acts *a, uint32_t s, uint32_t v,
-			  uint32_t earliest, uint64_t off)
+static bool out_start_ok(const struct acts *a, uint32_t s, uint32_t v, uint32_t earliest,
+			 uint64_t off, bool *moved)
 {
-	uint32_t t, start = s;
+	uint32_t t = earliest + 1;
 
-	for (t = s; t-- > earliest;) {
+	while (t-- && a->node[t].out != v)
+		;
+	if (t == UINT32_MAX)
+		return false;	/* no step up to it produces the value */
+	*moved = t < earliest;
+	for (t = earliest; t < s; t++) {
 		uint64_t at = xfer_off_at(a, t, v);
 
-		if (at == UINT64_MAX)
-			continue;
-		if (at != off)
-			break;
-		start = t;
+		if (at != UINT64_MAX && at != off)
+			return false;
 	}
-	return start;
+	return true;
 }
 
 /* One transfer of the plan at step @s, checked against the steps' own
@@ -211,6 +214,7 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 {
 	const struct acts *a = x->a;
 	int in = t->dir == ORTMEM_PLAN_XFER_IN;
+	bool moved = false;
 
 	if (t->dir > ORTMEM_PLAN_XFER_MOVE || t->value >= a->n_values)
 		return xfer_bad(s, "unknown direction or value");
@@ -230,12 +234,12 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 		return xfer_bad(s, "a transfer to or from another offset than the step uses");
 	if (t->earliest > s)
 		return xfer_bad(s, "a transfer that starts after its step");
-	if (!in && a->node[t->earliest].out != t->value)
-		return xfer_bad(s, "a write-out whose earliest step does not produce its value");
+	if (!in && !out_start_ok(a, s, t->value, t->earliest, t->device_offset, &moved))
+		return xfer_bad(s, "a write-out whose earliest step is before its value is made or where it reads");
 	it->dir = t->dir;
 	it->value = t->value;
 	it->step = s;
-	it->earliest = in ? t->earliest : out_start(a, s, t->value, t->earliest, t->device_offset);
+	it->earliest = t->earliest;
 	it->off = t->device_offset;
 	it->src = t->device_offset;
 	it->len = t->bytes;
@@ -249,7 +253,7 @@ static int take(struct xfer *x, uint32_t s, const struct ortmem_plan_transfer *t
 		x->plan_out += t->bytes;
 		x->n_outs++;
 		x->n_outs_ahead += it->earliest < s;
-		x->n_outs_held += it->earliest > t->earliest;
+		x->n_outs_moved += moved;
 	}
 	return 0;
 }

@@ -85,7 +85,7 @@ struct xfer {
 	uint32_t *out_at;	/* per step + 1: first write-out starting after it */
 	uint32_t *outs;		/* write-outs by the step they start after */
 	uint32_t n_outs, n_outs_ahead;	/* write-outs; those that start before their step */
-	uint32_t n_outs_held;	/* those a move holds past the plan's earliest */
+	uint32_t n_outs_moved;	/* those of a value moved within the arena since it was made */
 	uint32_t *poison_at;	/* per step + 1: first range to poison after it */
 	struct xfer_range *poison;	/* ranges that fall free after a step */
 	uint64_t plan_in, plan_out, plan_stall;	/* the schedule's, a pass */
