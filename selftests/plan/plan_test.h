@@ -86,15 +86,11 @@ static inline uint64_t brute(const struct pk_item *it, int n, int *perm, int k, 
  * sizes multiples of ALIGN so the footprint below is exact.  The draws are
  * sequenced (the order of a call's arguments is unspecified: gcc and clang
  * built different graphs from one seed). */
-static inline void random_graph(struct ortmem_plan *p, uint32_t n, uint64_t *seed)
+/* The nodes of random_graph(): node i makes value i from 1-3 earlier ones. */
+static inline void random_nodes(struct ortmem_plan *p, uint32_t n, uint64_t *seed)
 {
 	uint32_t i, k;
 
-	for (i = 0; i < n; i++) {
-		uint32_t flags = rnd(seed) % 10 ? 0 : ORTMEM_PLAN_VALUE_OUTPUT;
-
-		ortmem_plan_add_value(p, ALIGN * (1 + rnd(seed) % 16), flags);
-	}
 	ortmem_plan_add_node(p, NULL, 0, &(uint32_t){ 0 }, 1);
 	for (i = 1; i < n; i++) {
 		uint32_t in[3], nin = 1 + (uint32_t)(rnd(seed) % 3);
@@ -103,6 +99,18 @@ static inline void random_graph(struct ortmem_plan *p, uint32_t n, uint64_t *see
 			in[k] = (uint32_t)(rnd(seed) % i);
 		ortmem_plan_add_node(p, in, nin, &i, 1);
 	}
+}
+
+static inline void random_graph(struct ortmem_plan *p, uint32_t n, uint64_t *seed)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t flags = rnd(seed) % 10 ? 0 : ORTMEM_PLAN_VALUE_OUTPUT;
+
+		ortmem_plan_add_value(p, ALIGN * (1 + rnd(seed) % 16), flags);
+	}
+	random_nodes(p, n, seed);
 }
 #endif
 

@@ -305,21 +305,14 @@ TEST_TIMEOUT(planted_bad_moves_are_refused, 300)
  * offset that may lie inside another buffer's range. */
 static void graph_with_empties(struct ortmem_plan *p, uint32_t n, uint64_t *seed)
 {
-	uint32_t i, k;
+	uint32_t i;
 
 	for (i = 0; i < n; i++) {
 		uint64_t size = rnd(seed) % 4 ? ALIGN * (1 + rnd(seed) % 16) : 0;
 
 		ortmem_plan_add_value(p, size, rnd(seed) % 10 ? 0 : ORTMEM_PLAN_VALUE_OUTPUT);
 	}
-	ortmem_plan_add_node(p, NULL, 0, &(uint32_t){ 0 }, 1);
-	for (i = 1; i < n; i++) {
-		uint32_t in[3], nin = 1 + (uint32_t)(rnd(seed) % 3);
-
-		for (k = 0; k < nin; k++)
-			in[k] = (uint32_t)(rnd(seed) % i);
-		ortmem_plan_add_node(p, in, nin, &i, 1);
-	}
+	random_nodes(p, n, seed);
 }
 
 /* Graph @n nodes from @seed solved under @budget, or NULL (no touches:
