@@ -11,7 +11,8 @@
  * hooks of a backend that demotes and promotes in place (the host tier's
  * disk write and read back).  Also: a copy failing half way leaves the slot, its bytes and
  * every budget as they were, and the hooks of a backend that does not say
- * ORTMEM_BACKEND_CONCURRENT never overlap.
+ * ORTMEM_BACKEND_CONCURRENT never overlap, and calls on the handle being
+ * moved are refused as busy, not as stale.
  */
 #include <stdatomic.h>
 #include <time.h>
@@ -330,6 +331,35 @@ TEST_F_TIMEOUT(mu, other_calls_finish_while_a_demotion_copies, 2 * GATE_WAIT_S)
 	ASSERT_EQ(0, put(self->gov, want, sizeof(want), 0, &m.h));
 	self->host.gate = GATE_WRITE;
 	while_copying(_metadata, self, &m);
+	EXPECT_EQ(0, m.ret);
+	EXPECT_EQ(ORTMEM_TIER_HOST, tier_of(self->gov, m.h));
+	expect_bytes(_metadata, self->gov, m.h, want, sizeof(want));
+	EXPECT_EQ(0, ortmem_gov_release(self->gov, m.h, 0));
+}
+
+/*
+ * While its demotion copies, the handle itself is busy, not stale: a
+ * second demotion and a release are refused with -EBUSY (retry), a query
+ * answers.  (A demotion racing a move, such as a prefetch's, was refused
+ * as a stale handle whose slot had been "reused" though it had not.)
+ */
+TEST_F_TIMEOUT(mu, a_handle_being_moved_is_busy_not_stale, 2 * GATE_WAIT_S)
+{
+	struct mover m = { .op = MOVE_DEMOTE, .gov = self->gov };
+	unsigned char want[8 * KIB];
+	pthread_t th;
+
+	fill(want, sizeof(want), 5);
+	ASSERT_EQ(0, put(self->gov, want, sizeof(want), ORTMEM_ALLOC_MOVABLE, &m.h));
+	self->host.gate = GATE_WRITE;
+	ASSERT_EQ(0, pthread_create(&th, NULL, mover_run, &m));
+	ASSERT_TRUE(wait_flag(&self->host, &self->host.entered));
+	EXPECT_EQ(-EBUSY, ortmem_gov_demote(self->gov, m.h));
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "moving it between tiers"));
+	EXPECT_EQ(-EBUSY, ortmem_gov_release(self->gov, m.h, 0));
+	EXPECT_EQ(ORTMEM_TIER_DEVICE, tier_of(self->gov, m.h));
+	set_flag(&self->host, &self->host.open);
+	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(0, m.ret);
 	EXPECT_EQ(ORTMEM_TIER_HOST, tier_of(self->gov, m.h));
 	expect_bytes(_metadata, self->gov, m.h, want, sizeof(want));
