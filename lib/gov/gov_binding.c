@@ -169,16 +169,16 @@ int ortmem__slot_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
 		return ortmem__err_plain(-ORTMEM_E_QUARANTINED,
 			"cannot %s handle %#" PRIx64 ": its release failed and it is quarantined; see ortmem_gov_quarantine()",
 			what, h.id);
-	if ((st == SLOT_RELEASING || (word & SLOT_PENDING)) &&
-	    slot_gen(word) == handle_gen(h.id))
-		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
-			"cannot %s handle %#" PRIx64 ": it was released (the release is pending); do not use a handle after releasing it",
-			what, h.id);
 	/* Its own generation, owned by a slow path (a prefetch's transfer, a
 	 * demotion, a reclaim): not stale, busy until that is done. */
 	if (st == SLOT_MOVING && slot_gen(word) == handle_gen(h.id))
 		return ortmem__err_plain(-EBUSY,
 			"cannot %s handle %#" PRIx64 ": another thread is moving it between tiers; retry",
+			what, h.id);
+	if ((st == SLOT_RELEASING || (word & SLOT_PENDING)) &&
+	    slot_gen(word) == handle_gen(h.id))
+		return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
+			"cannot %s handle %#" PRIx64 ": it was released (the release is pending); do not use a handle after releasing it",
 			what, h.id);
 	return ortmem__err_plain(-ORTMEM_E_STALE_HANDLE,
 		"cannot %s handle %#" PRIx64 ": it names slot %u generation %u, but the slot is at generation %u (%s); the handle was released or never issued by this governor (%u slots)",

@@ -10,12 +10,9 @@
 
 #include "gov_internal.h"
 
+/* Pinned: busy (a handle another thread moves is ortmem__slot_refuse()'s). */
 static int gov_refuse_busy(struct ortmem_handle h, uint64_t w, const char *what)
 {
-	if (slot_state(w) == SLOT_MOVING)
-		return ortmem__err_plain(-EBUSY,
-			"cannot %s handle %#" PRIx64 ": another thread is moving it between tiers; retry",
-			what, h.id);
 	return ortmem__err_plain(-EBUSY,
 		"cannot %s handle %#" PRIx64 ": it holds %u pins; unpin it first%s",
 		what, h.id, slot_pins(w),
@@ -83,11 +80,8 @@ int ortmem__release_at(struct ortmem_gov *gov, struct ortmem_handle h,
 	for (;;) {
 		if (!slot_is_ours(w, h))
 			return ortmem__slot_refuse(gov, h, w, "release");
-		if (!slot_is_live(w)) {
-			if (slot_state(w) == SLOT_MOVING)
-				return gov_refuse_busy(h, w, "release");
+		if (!slot_is_live(w))
 			return ortmem__slot_refuse(gov, h, w, "release");
-		}
 		if (slot_pins(w)) {
 			if (!(flags & ORTMEM_RELEASE_DEFER))
 				return gov_refuse_busy(h, w, "release");
@@ -167,9 +161,7 @@ ORTMEM_API int ortmem_gov_release_after(struct ortmem_gov *gov,
 		if (!slot_is_ours(w, h))
 			return ortmem__slot_refuse(gov, h, w, "release");
 		if (!slot_is_live(w))
-			return slot_state(w) == SLOT_MOVING ?
-			       gov_refuse_busy(h, w, "release") :
-			       ortmem__slot_refuse(gov, h, w, "release");
+			return ortmem__slot_refuse(gov, h, w, "release");
 		if (slot_pins(w))
 			return gov_refuse_busy(h, w, "release");
 	} while (!atomic_compare_exchange_weak(&gov->slots[idx].word, &w,
@@ -214,8 +206,6 @@ int ortmem__pin_at(struct ortmem_gov *gov, struct ortmem_handle h,
 							 memory_order_acquire);
 				continue;
 			}
-			if (slot_state(w) == SLOT_MOVING)
-				return gov_refuse_busy(h, w, "pin");
 			return ortmem__slot_refuse(gov, h, w, "pin");
 		}
 		if (slot_pins(w) == SLOT_PINS_MAX)

@@ -439,6 +439,8 @@ void ortmem__binding_fini(struct ortmem_gov *gov);
 void ortmem__slot_put(struct ortmem_gov *gov, uint32_t idx, uint32_t gen);
 int ortmem__slot_lookup(struct ortmem_gov *gov, struct ortmem_handle h,
 			uint32_t *idxp, uint64_t *wordp);
+/* The refusal of @what on @h whose slot holds @word: quarantined, busy
+ * (another thread moves it), released, or stale. */
 int ortmem__slot_refuse(struct ortmem_gov *gov, struct ortmem_handle h,
 			uint64_t word, const char *what);
 int ortmem__slot_get(struct ortmem_gov *gov, struct gov_thread *gt,
