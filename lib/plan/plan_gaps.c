@@ -324,14 +324,14 @@ static int gp_slack(struct gap_ctx *c, struct gp_win *w)
 			for (rule = 0; rule < GAP_PASS_RULES && !ret &&
 			     ((first && !rule) || gp_room(w)); rule++) {
 				/* the rules' second half is the first's twins */
-				if (rule >= GAP_PASS_RULES / 2)
+				if (rule < GAP_PASS_RULES / 2) {
+					ret = gp_online(c, w, gp_pass_rule[rule], c->best, NULL);
+					win[rule] = w->last_win;
+				} else {
 					ret = gp_online_twin(c, w, win[rule - GAP_PASS_RULES / 2],
 							     gp_pass_rule[rule], c->best, NULL,
 							     &win[rule]);
-				else
-					ret = gp_online(c, w, gp_pass_rule[rule], c->best, NULL);
-				if (rule < GAP_PASS_RULES / 2)
-					win[rule] = w->last_win;
+				}
 				if (first && !rule)
 					gp_first_done(w, t, c0);
 			}
