@@ -102,30 +102,6 @@ out:
 
 /* ---- placement ---- */
 
-static void pk_sort_gaps(uint64_t (*g)[2], uint32_t d)
-{
-	uint32_t i, j;
-
-	/* Small lists: insertion sort beats qsort's call overhead. */
-	for (i = 1; i < d; i++) {
-		uint64_t a = g[i][0], b = g[i][1];
-
-		for (j = i; j > 0 && g[j - 1][0] > a; j--) {
-			g[j][0] = g[j - 1][0];
-			g[j][1] = g[j - 1][1];
-		}
-		g[j][0] = a;
-		g[j][1] = b;
-	}
-}
-
-static int pk_gap_cmp(const void *a, const void *b)
-{
-	const uint64_t *x = a, *y = b;
-
-	return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
 /* Best fit among the (sorted) occupied ranges @g: the smallest hole that
  * holds @size, else on top of them all. */
 static uint64_t pk_best_fit(uint64_t (*g)[2], uint32_t d, uint64_t size)
@@ -133,10 +109,7 @@ static uint64_t pk_best_fit(uint64_t (*g)[2], uint32_t d, uint64_t size)
 	uint64_t cur = 0, best = UINT64_MAX, best_len = UINT64_MAX;
 	uint32_t k;
 
-	if (d < 24)
-		pk_sort_gaps(g, d);
-	else
-		qsort(g, d, sizeof(*g), pk_gap_cmp);
+	ortmem__sort_pairs(g, d, false);
 	for (k = 0; k < d; k++) {
 		if (g[k][0] > cur) {
 			uint64_t len = g[k][0] - cur;
@@ -219,10 +192,7 @@ static uint64_t pk_first_fit(uint64_t (*g)[2], uint32_t d, uint64_t size)
 	uint64_t cur = 0;
 	uint32_t k;
 
-	if (d < 24)
-		pk_sort_gaps(g, d);
-	else
-		qsort(g, d, sizeof(*g), pk_gap_cmp);
+	ortmem__sort_pairs(g, d, false);
 	for (k = 0; k < d && g[k][0] < cur + size; k++)
 		if (g[k][1] > cur)
 			cur = g[k][1];

@@ -136,74 +136,10 @@ static bool cl_free(const struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uin
 	return true;
 }
 
-/* Pairs in order: by [0] alone, or (@way) by [1], then [0]. */
-static inline bool cl_before(const uint64_t *a, const uint64_t *b, bool way)
-{
-	if (way && a[1] != b[1])
-		return a[1] < b[1];
-	return a[0] < b[0];
-}
-
-static inline void cl_swap(uint64_t *a, uint64_t *b)
-{
-	uint64_t t0 = a[0], t1 = a[1];
-
-	a[0] = b[0];
-	a[1] = b[1];
-	b[0] = t0;
-	b[1] = t1;
-}
-
-/*
- * Sort @d pairs (ranges {start, end} by start; or, with @way, candidates
- * {address, bytes in the way} by bytes, then address): quicksort on the
- * median of three, the smaller side first so the stack stays O(log d),
- * insertion sort below 16.  The final closing sorts the ranges near each
- * gap it tries, and with qsort() (a call per comparison) and a shell sort
- * before this, sorting took a fifth of the 1,500-node DAG's solve time,
- * most of it within the closing's deadline.  Pairs that tie on the key
- * may come out in any order: the best fit and the prefix sums over them
- * do not depend on it.
- */
-static void cl_sort(uint64_t (*r)[2], uint32_t d, bool way)
-{
-	uint32_t lo = 0, hi = d, i, j, m;
-
-	while (hi - lo > 16) {
-		m = lo + (hi - lo) / 2;
-		if (cl_before(r[m], r[lo], way))
-			cl_swap(r[m], r[lo]);
-		if (cl_before(r[hi - 1], r[lo], way))
-			cl_swap(r[hi - 1], r[lo]);
-		if (cl_before(r[hi - 1], r[m], way))
-			cl_swap(r[hi - 1], r[m]);
-		cl_swap(r[m], r[hi - 2]);	/* the pivot, out of the way */
-		for (i = lo, j = hi - 2;;) {
-			while (cl_before(r[++i], r[hi - 2], way))
-				;
-			while (cl_before(r[hi - 2], r[--j], way))
-				;
-			if (i >= j)
-				break;
-			cl_swap(r[i], r[j]);
-		}
-		cl_swap(r[i], r[hi - 2]);
-		if (i - lo < hi - i - 1) {
-			cl_sort(r + lo, i - lo, way);
-			lo = i + 1;
-		} else {
-			cl_sort(r + i + 1, hi - i - 1, way);
-			hi = i;
-		}
-	}
-	for (i = lo + 1; i < hi; i++)
-		for (j = i; j > lo && cl_before(r[j], r[j - 1], way); j--)
-			cl_swap(r[j], r[j - 1]);
-}
-
+/* Ranges {start, end} by start. */
 static void cl_sort_ranges(uint64_t (*r)[2], uint32_t d)
 {
-	cl_sort(r, d, false);
+	ortmem__sort_pairs(r, d, false);
 }
 
 /*
@@ -369,7 +305,7 @@ static uint32_t cl_cands(struct cl *c, uint32_t d, uint64_t size)
 	for (i = 0; i < n; i++)
 		c->cand[i][1] = cl_below(lo, d, c->cand[i][0] + size) -
 				cl_below(hi, d, c->cand[i][0] + 1);
-	cl_sort(c->cand, n, true);
+	ortmem__sort_pairs(c->cand, n, true);
 	return n;
 }
 
@@ -500,7 +436,7 @@ static void cl_by_size(const struct cl *c, uint32_t *ord, uint64_t (*tmp)[2])
 		tmp[i][0] = i;
 		tmp[i][1] = ~c->iv[i].size;
 	}
-	cl_sort(tmp, c->n, true);
+	ortmem__sort_pairs(tmp, c->n, true);
 	for (i = 0; i < c->n; i++)
 		ord[i] = (uint32_t)tmp[i][0];
 }
