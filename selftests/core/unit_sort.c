@@ -61,50 +61,50 @@ static void fill(uint64_t (*r)[2], uint32_t n, int shape, uint64_t *seed)
 	}
 }
 
-TEST(pairs_come_out_sorted_on_every_shape)
+#define N_MAX 3000
+#define NO_LIMIT UINT32_MAX
+
+/* @n pairs of every shape, both keys, sorted with the levels of quicksort
+ * @depth allows (NO_LIMIT: the sort as the library calls it). */
+static bool sorts_every_shape(uint32_t n, uint32_t depth, uint64_t *seed)
 {
-	static uint64_t r[3000][2], ref[3000][2];
-	static const uint32_t sizes[] = { 0, 1, 2, 15, 16, 17, 24, 100, 1000, 3000 };
-	uint64_t seed = 0x2545f4914f6cdd1dull;
+	static uint64_t r[N_MAX][2], ref[N_MAX][2];
+	bool ok = true;
 
 	for (int shape = 0; shape < 6; shape++) {
-		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-			for (int way = 0; way < 2; way++) {
-				uint32_t n = sizes[k];
-
-				fill(r, n, shape, &seed);
-				memcpy(ref, r, sizeof(r[0]) * n);
-				qsort(ref, n, sizeof(ref[0]), by_both);
+		for (int way = 0; way < 2; way++) {
+			fill(r, n, shape, seed);
+			memcpy(ref, r, sizeof(r[0]) * n);
+			qsort(ref, n, sizeof(ref[0]), by_both);
+			if (depth == NO_LIMIT)
 				ortmem__sort_pairs(r, n, way);
-				EXPECT_TRUE(sorted_like(r, ref, n, way));
-			}
+			else
+				ortmem__sort_pairs_limited(r, n, way, depth);
+			ok &= sorted_like(r, ref, n, way);
 		}
 	}
+	return ok;
+}
+
+TEST(pairs_come_out_sorted_on_every_shape)
+{
+	static const uint32_t sizes[] = { 0, 1, 2, 15, 16, 17, 24, 100, 1000, N_MAX };
+	uint64_t seed = 0x2545f4914f6cdd1dull;
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		EXPECT_TRUE(sorts_every_shape(sizes[k], NO_LIMIT, &seed));
 }
 
 /* Past its depth limit the sort heap sorts what is left: the bound on
  * its time whatever the input.  Every limit from none on. */
 TEST(the_heap_sort_past_the_depth_limit_sorts_too)
 {
-	static uint64_t r[1000][2], ref[1000][2];
 	static const uint32_t sizes[] = { 2, 17, 33, 1000 };
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 
-	for (uint32_t depth = 0; depth < 4; depth++) {
-		for (int shape = 0; shape < 6; shape++) {
-			for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-				for (int way = 0; way < 2; way++) {
-					uint32_t n = sizes[k];
-
-					fill(r, n, shape, &seed);
-					memcpy(ref, r, sizeof(r[0]) * n);
-					qsort(ref, n, sizeof(ref[0]), by_both);
-					ortmem__sort_pairs_limited(r, n, way, depth);
-					EXPECT_TRUE(sorted_like(r, ref, n, way));
-				}
-			}
-		}
-	}
+	for (uint32_t depth = 0; depth < 4; depth++)
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+			EXPECT_TRUE(sorts_every_shape(sizes[k], depth, &seed));
 }
 
 TEST_HARNESS_MAIN
