@@ -48,4 +48,12 @@ grep -q -- "--mode needs a value (one of ortmem, ram, mmap, pread)" "$tmp/e" || 
 "$tool" create --layers 4 --hidden 65536 --ffn 65536 "$tmp/z.bin" 2> "$tmp/e"
 [ $? -eq 1 ] && grep -q "free, the weights file needs" "$tmp/e" || fail "no room on disk refused: $(cat "$tmp/e")"
 [ -e "$tmp/z.bin" ] && fail "refused create left a file"
+# A GPU's options and --no-device contradict each other, in either order.
+for gpu in "--device 0" "--device-budget 2M"; do
+	"$tool" --no-device $gpu "$m" > "$tmp/o" 2> "$tmp/e"; [ $? -eq 2 ] || fail "--no-device $gpu is a usage error"
+	grep -q -- "^ortmem-run: ${gpu% *} sets up the GPU's device tier, which --no-device leaves out; drop one of them$" "$tmp/e" ||
+		fail "--no-device $gpu: $(cat "$tmp/e")"
+	[ -s "$tmp/o" ] && fail "--no-device $gpu: a report"
+	"$tool" $gpu --no-device "$m" 2>/dev/null; [ $? -eq 2 ] || fail "$gpu --no-device is a usage error"
+done
 echo "ok: ortmem-run refusals"

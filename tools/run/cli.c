@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,8 @@ static int missing(const char *opt, const char *what)
 
 int cli_parse(int argc, char **argv, struct opts *o, int *create)
 {
+	const char *gpu_opt = NULL;	/* the last option that names a GPU's use */
+	bool no_device = false;
 	uint64_t v;
 	int i;
 
@@ -105,6 +108,7 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 				return -1;
 			}
 			o->device = (int)d;
+			gpu_opt = a;
 			i++;
 			continue;
 		}
@@ -113,10 +117,11 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 				return missing(a, "a size");
 			if (parse_u64(a, val, 1ull << 50, &o->device_budget))
 				return -1;
+			gpu_opt = a;
 			i++;
 			continue;
 		}
-		if (!strcmp(a, "--no-device")) { o->device = -1; continue; }
+		if (!strcmp(a, "--no-device")) { no_device = true; continue; }
 		if (!strcmp(a, "--budget")) {
 			if (!val)
 				return missing(a, "a size");
@@ -147,6 +152,14 @@ int cli_parse(int argc, char **argv, struct opts *o, int *create)
 		cli_usage(stderr);
 		return -1;
 	}
+	/* Which one the user meant is not ours to guess. */
+	if (no_device && gpu_opt) {
+		fprintf(stderr, "ortmem-run: %s sets up the GPU's device tier, which --no-device leaves out; drop one of them\n",
+			gpu_opt);
+		return -1;
+	}
+	if (no_device)
+		o->device = -1;
 	if (strcmp(o->mode, "ortmem") && strcmp(o->mode, "ram") &&
 	    strcmp(o->mode, "mmap") && strcmp(o->mode, "pread")) {
 		fprintf(stderr, "ortmem-run: --mode '%s' is not one of ortmem, ram, mmap, pread\n", o->mode);
