@@ -239,8 +239,15 @@ static int parse_args(int argc, char **argv, struct cfg *c,
 	while ((ch = getopt_long(argc, argv, "jPw:s:R:p:d:bl:r:HhV", longopts,
 				 NULL)) != -1) {
 		switch (ch) {
-		case 'j': c->fmt = FMT_JSON; break;
-		case 'P': c->fmt = FMT_PROM; break;
+		case 'j':
+		case 'P':
+			if (c->fmt != FMT_TABLE && c->fmt != (ch == 'j' ? FMT_JSON : FMT_PROM)) {
+				fprintf(stderr, "%s: --json and --prometheus are two output formats; give one\n",
+					prog);
+				return 2;
+			}
+			c->fmt = ch == 'j' ? FMT_JSON : FMT_PROM;
+			break;
 		case 's': c->sysfs = optarg; break;
 		case 'R': c->run_dir = optarg; break;
 		case 'p': c->proc = optarg; break;

@@ -48,6 +48,13 @@ rm -r "$sys/spill"
 "$tool" --limit foo=1 2>/dev/null; [ $? -eq 2 ] || fail "bad tier is a usage error"
 "$tool" --limit host=-1 2>/dev/null; [ $? -eq 2 ] || fail "negative size is a usage error"
 "$tool" stray 2>/dev/null; [ $? -eq 2 ] || fail "stray argument is a usage error"
+for fmts in "--json --prometheus" "--prometheus --json"; do
+	"$tool" $fmts > "$tmp/o" 2>"$tmp/err"; [ $? -eq 2 ] || fail "$fmts is a usage error"
+	grep -q "^ortmem-stat: --json and --prometheus are two output formats; give one$" "$tmp/err" ||
+		fail "$fmts: $(cat "$tmp/err")"
+	[ -s "$tmp/o" ] && fail "$fmts: output before the refusal"
+done
+"$tool" --json --json > /dev/null || fail "one format given twice"
 "$tool" --limit device=1K --driver-reserve 2K 2>"$tmp/err"; [ $? -eq 1 ] || fail "reserve above limit fails"
 grep -q "^ortmem-stat: open governor: .*driver_reserve" "$tmp/err" || fail "one-line error"
 # Sizes past 2^64 are refused, saying so, with exit 2 (they wrapped).
