@@ -113,7 +113,6 @@ int ortmem__plan_gap_footprint(struct gap_ctx *c, uint64_t *foot)
 	 * the alignment, and the footprint, a sum of aligned sizes, fits
 	 * one exactly when it fits the other. */
 	given = plan->o.budget[ORTMEM_TIER_DEVICE];
-	plan->foot_refused = true;
 	return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
 		*foot, given,
 		"step %u alone needs %" PRIu64 " device bytes (its inputs and outputs, aligned), %" PRIu64

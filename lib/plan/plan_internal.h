@@ -89,7 +89,7 @@ struct ortmem_plan {
 	void *size_user;
 	/* results */
 	bool solved;
-	bool foot_refused;	/* a step's own buffers exceed the device budget */
+	uint64_t deadline_ns;	/* the solve's search ends here; 0: a budget from now */
 	struct pl_buf *bufs;
 	uint32_t n_bufs;
 	uint32_t *deferred;
@@ -125,6 +125,9 @@ int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 				uint32_t n, uint32_t *a, uint32_t *b);
 /* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
 int ortmem__plan_liveness(struct ortmem_plan *plan);
+/* plan_inplace.c: the in-place hints that are safe and keep the device
+ * budget, merged into their input's buffer. */
+int ortmem__plan_inplace(struct ortmem_plan *plan);
 /* The device budget rounded down to the device alignment: every offset the
  * placement computes from it (a range's top minus a size) stays aligned. */
 static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)

@@ -3,7 +3,7 @@
  * Liveness: resolve sizes (the oracle; symbolic sizes defer the plan),
  * fold views into their root buffer, compute each buffer's live steps
  * [def, last use + 1) (graph outputs to the end), then apply the in-place
- * hints that are safe.  The result is plan->bufs.
+ * hints that are safe (plan_inplace.c).  The result is plan->bufs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -145,86 +145,6 @@ static int pl_make_bufs(struct ortmem_plan *plan)
 	return 0;
 }
 
-static int pl_hint_cmp(const void *a, const void *b)
-{
-	const struct pl_hint *x = a, *y = b;
-
-	return (x->node > y->node) - (x->node < y->node);
-}
-
-/* Merge @y's buffer into @x's when the hint at @s is safe. */
-static void pl_try_inplace(struct ortmem_plan *plan, uint32_t s, uint32_t y,
-			   uint32_t x, bool *out_buf)
-{
-	struct pl_value *vx = &plan->vals[x], *vy = &plan->vals[y];
-	struct pl_buf *bx, *by;
-
-	if (vx->view_of >= 0 || vx->def < 0 || vy->view_of >= 0 ||
-	    vy->inplace_of >= 0 || vy->buf < 0 || vx->buf < 0)
-		return;
-	bx = &plan->bufs[vx->buf];
-	by = &plan->bufs[vy->buf];
-	if (out_buf[vx->buf] || bx->hi != s + 1 || by->lo != s ||
-	    by->size > bx->size || bx == by)
-		return;
-	bx->hi = by->hi;
-	bx->uses += by->uses;
-	out_buf[vx->buf] = out_buf[vy->buf];
-	by->size = 0;
-	by->hi = by->lo;	/* dead: dropped by pl_compact() */
-	vy->buf = vx->buf;
-	vy->inplace_of = (int32_t)x;
-}
-
-static void pl_compact(struct ortmem_plan *plan)
-{
-	uint32_t b, nb = 0, v;
-	int32_t *map = malloc(sizeof(*map) * (plan->n_bufs ? plan->n_bufs : 1));
-
-	if (!map)
-		return;	/* dead buffers stay: size 0, harmless */
-	for (b = 0; b < plan->n_bufs; b++) {
-		bool dead = plan->bufs[b].hi == plan->bufs[b].lo;
-
-		map[b] = dead ? -1 : (int32_t)nb;
-		if (!dead)
-			plan->bufs[nb++] = plan->bufs[b];
-	}
-	for (v = 0; v < plan->n_vals; v++)
-		if (plan->vals[v].buf >= 0)
-			plan->vals[v].buf = map[plan->vals[v].buf];
-	plan->n_bufs = nb;
-	free(map);
-}
-
-static int pl_inplace(struct ortmem_plan *plan)
-{
-	struct pl_hint *h;
-	bool *out_buf;
-	uint32_t k, v;
-
-	if (!plan->n_hints || (plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE))
-		return 0;
-	h = malloc(sizeof(*h) * plan->n_hints);
-	out_buf = calloc(plan->n_bufs ? plan->n_bufs : 1, sizeof(*out_buf));
-	if (!h || !out_buf) {
-		free(h);
-		free(out_buf);
-		return ortmem__err_plain(-ENOMEM, "planner: cannot sort %u hints", plan->n_hints);
-	}
-	for (v = 0; v < plan->n_vals; v++)
-		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && pl_planned(plan, v))
-			out_buf[plan->vals[plan->vals[v].root].buf] = true;
-	memcpy(h, plan->hints, sizeof(*h) * plan->n_hints);
-	qsort(h, plan->n_hints, sizeof(*h), pl_hint_cmp);
-	for (k = 0; k < plan->n_hints; k++)
-		pl_try_inplace(plan, h[k].node, h[k].out, h[k].in, out_buf);
-	free(h);
-	free(out_buf);
-	pl_compact(plan);
-	return 0;
-}
-
 int ortmem__plan_liveness(struct ortmem_plan *plan)
 {
 	int ret = pl_fold(plan);
@@ -235,6 +155,6 @@ int ortmem__plan_liveness(struct ortmem_plan *plan)
 		return ret;
 	ret = pl_make_bufs(plan);
 	if (!ret)
-		ret = pl_inplace(plan);
+		ret = ortmem__plan_inplace(plan);
 	return ret;
 }

@@ -109,7 +109,8 @@ static void pl_gap_moves(struct ortmem_plan *plan)
 
 int ortmem__plan_place(struct ortmem_plan *plan)
 {
-	uint64_t deadline = ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
+	uint64_t deadline = plan->deadline_ns ? plan->deadline_ns :
+			    ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
 	struct pk_result res[ORTMEM_TIER_COUNT] = { 0 };
 	size_t cells = ((size_t)plan->n_nodes + 1) * ORTMEM_TIER_COUNT;
 	uint64_t *prof = NULL;

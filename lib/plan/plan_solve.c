@@ -116,7 +116,6 @@ static int pl_plan(struct ortmem_plan *plan)
 	ortmem__plan_reset(plan);
 	memset(&plan->st, 0, sizeof(plan->st));
 	plan->st.sz = sizeof(plan->st);
-	plan->foot_refused = false;
 	ret = ortmem__plan_liveness(plan);
 	if (!ret && plan->n_deferred)
 		return pl_deferred_error(plan);	/* the plan stays deferred */
@@ -134,18 +133,21 @@ ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan)
 
 	if (!plan)
 		return ortmem__err_invalid(-1, 0, "ortmem_plan_solve: plan is NULL");
+	plan->deadline_ns = t0 + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
 	ret = pl_plan(plan);
-	/* An output sharing a larger input's buffer makes the steps that use
-	 * it touch more bytes than its values: a device budget at or above
-	 * every step's values (a budget that has a plan) can then be below a
-	 * step's buffers.  The hints allow sharing, they do not demand it:
-	 * plan without them, and refuse only what that cannot hold. */
-	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE && plan->foot_refused &&
+	/* The merges taken keep every step within the device budget
+	 * (plan_inplace.c), but a larger buffer can still leave a packing no
+	 * room where the buffers apart had it (the device alone), or a
+	 * slower tier's budget short.  A hint allows sharing, it does not
+	 * demand it: plan without the hints, within the same time budget,
+	 * and refuse only what that cannot hold either. */
+	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE &&
 	    !(plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE) && pl_shared_inplace(plan)) {
 		plan->o.flags |= ORTMEM_PLAN_F_NO_INPLACE;
 		ret = pl_plan(plan);
 		plan->o.flags &= ~ORTMEM_PLAN_F_NO_INPLACE;
 	}
+	plan->deadline_ns = 0;
 	if (ret == -ORTMEM_E_PLAN_DEFERRED && plan->n_deferred)
 		return ret;
 	if (!ret)

@@ -141,6 +141,65 @@ TEST(inplace_sharing_never_refuses_a_budget_the_values_fit)
 	}
 }
 
+/*
+ * Two hints: y in x (4096 bytes in 8192: at steps 2 and 3 the larger
+ * buffer would be touched and live, 16,384 bytes against the 12,544 the
+ * graph needs without it) and v in u (equal sizes: it only saves).  At
+ * that budget the first is not taken and the second is, with a slower
+ * tier (the steps' footprints) and with the device alone (the bytes live);
+ * with room for both, both are.
+ */
+TEST(only_the_hints_that_overrun_the_budget_are_dropped)
+{
+	static const struct { uint32_t tiers; uint64_t budget; uint32_t shared; } cases[] = {
+		{ 0, 12544, 1 },
+		{ 1u << ORTMEM_TIER_DEVICE, 12544, 1 },
+		{ 0, 16640, 2 },
+		{ 1u << ORTMEM_TIER_DEVICE, 16640, 2 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { cases[i].budget, 0, 0 },
+			    .align = { ALIGN, 64, 4096 }, .tiers = cases[i].tiers,
+			    .max_iterations = 20, .flags = ORTMEM_PLAN_F_VALIDATE);
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		struct ortmem_plan *p = NULL;
+		uint32_t x, y, zw[2], e, u, v, out, yzw[3];
+		int ret;
+
+		ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+		x = (uint32_t)ortmem_plan_add_value(p, 8192, 0);
+		y = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		zw[0] = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		zw[1] = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		e = (uint32_t)ortmem_plan_add_value(p, 16, 0);
+		u = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		v = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		out = (uint32_t)ortmem_plan_add_value(p, 16, ORTMEM_PLAN_VALUE_OUTPUT);
+		yzw[0] = y;
+		yzw[1] = zw[0];
+		yzw[2] = zw[1];
+		ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &x, 1));
+		ASSERT_EQ(1, ortmem_plan_add_node(p, &x, 1, &y, 1));
+		ASSERT_EQ(2, ortmem_plan_add_node(p, &y, 1, zw, 2));
+		ASSERT_EQ(3, ortmem_plan_add_node(p, yzw, 3, &e, 1));
+		ASSERT_EQ(4, ortmem_plan_add_node(p, &e, 1, &u, 1));
+		ASSERT_EQ(5, ortmem_plan_add_node(p, &u, 1, &v, 1));
+		ASSERT_EQ(6, ortmem_plan_add_node(p, &v, 1, &out, 1));
+		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, y, x));
+		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 5, v, u));
+		ret = ortmem_plan_solve(p);
+		TH_LOG("tiers 0x%x, budget %" PRIu64 ": %d %s", cases[i].tiers, cases[i].budget,
+		       ret, ret ? ortmem_last_error_message() : "");
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+		EXPECT_EQ(cases[i].shared, st.n_inplace);
+		EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], cases[i].budget);
+		ortmem_plan_free(p);
+	}
+}
+
 /* Random graphs with in-place hints on a third of their nodes: every
  * budget at or above the largest step's values is solved. */
 TEST_TIMEOUT(inplace_hints_keep_every_feasible_budget, 120)
@@ -177,6 +236,47 @@ TEST_TIMEOUT(inplace_hints_keep_every_feasible_budget, 120)
 	}
 	TH_LOG("%u budgets solved, %u of them sharing a buffer in place", solved, shared);
 	EXPECT_LT(0, shared);	/* the hints are taken where they fit */
+}
+
+/* The device alone: a budget that holds the graph planned without the
+ * hints (its arena) holds it with them; the hints that fit are kept. */
+TEST_TIMEOUT(device_alone_keeps_every_budget_the_graph_fits_without_hints, 120)
+{
+	uint64_t seed = 0xde71ce;
+	uint32_t g, shared = 0;
+
+	for (g = 0; g < 300; g++) {
+		uint32_t n = 4 + (uint32_t)(rnd(&seed) % 60), s;
+		uint64_t gseed = rnd(&seed), hseed = rnd(&seed), arena = 0;
+
+		for (int hints = 0; hints < 2; hints++) {
+			ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { arena, 0, 0 },
+				    .align = { ALIGN, 64, 4096 }, .tiers = 1u << ORTMEM_TIER_DEVICE,
+				    .max_iterations = 20, .flags = ORTMEM_PLAN_F_VALIDATE |
+				    (hints ? 0 : ORTMEM_PLAN_F_NO_INPLACE));
+			ORTMEM_OPTS(ortmem_plan_stats, st);
+			struct ortmem_plan *p = NULL;
+			uint64_t s2 = gseed, h2 = hseed;
+			int ret;
+
+			ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+			random_graph(p, n, &s2);
+			for (s = 1; s < n; s++)
+				if (rnd(&h2) % 2 == 0)
+					ortmem_plan_hint_inplace(p, s, s, p->edges[p->nodes[s].in]);
+			ret = ortmem_plan_solve(p);
+			if (ret)
+				TH_LOG("graph %u, budget %" PRIu64 ": %s", g, arena,
+				       ortmem_last_error_message());
+			ASSERT_EQ(0, ret);
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			arena = st.arena[ORTMEM_TIER_DEVICE];
+			shared += hints && st.n_inplace;
+			ortmem_plan_free(p);
+		}
+	}
+	TH_LOG("%u of 300 plans share a buffer in place", shared);
+	EXPECT_LT(0, shared);
 }
 
 /* A budget that is not a multiple of the device alignment: offsets placed
