@@ -115,7 +115,7 @@ int ortmem__plan_gap_footprint(struct gap_ctx *c, uint64_t *foot)
 	given = plan->o.budget[ORTMEM_TIER_DEVICE];
 	return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
 		*foot, given,
-		"step %u alone needs %" PRIu64 " device bytes (its inputs and outputs, aligned), %" PRIu64
+		"step %u alone needs %" PRIu64 " device bytes (the buffers of its inputs and outputs, aligned), %" PRIu64
 		" more than the device budget of %" PRIu64 "; raise the budget to at least %" PRIu64,
 		at, *foot, *foot - given, given, *foot);
 }
