@@ -14,9 +14,12 @@
  *    (ortmem__plan_gap_footprint());
  *  - with the device tier alone, the bytes live at a step, which the arena
  *    must hold (plan_fit.c).
- * Each merge is checked against the figures with the merges taken before
- * it, so a budget that holds every step without any merge holds it with
- * those taken, and the merges that fit are kept.
+ * When every merge together keeps the figures within the budget (or the
+ * graph exceeds it without any), all are made, as without a budget.
+ * Otherwise they are made again one by one, each checked against the
+ * figures with the merges taken before it: a budget that holds every step
+ * without any merge then holds it with those taken.  (One by one alone
+ * would drop a merge that only a later one's saving makes fit.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +32,7 @@ enum ip_watch { IP_OFF, IP_FOOT, IP_LIVE };
 
 struct ip_guard {
 	enum ip_watch watch;
+	bool check;		/* refuse the merges that overrun the budget */
 	uint64_t budget;
 	/* IP_FOOT: per step its footprint; per buffer a list of the steps
 	 * that touch it (first[], next[] over touches, step[] of each) */
@@ -145,6 +149,20 @@ static int ip_guard_init(struct ip_guard *g, const struct ortmem_plan *plan)
 	return ip_live_init(g, plan);
 }
 
+/* The largest figure over the steps. */
+static uint64_t ip_guard_peak(const struct ip_guard *g, const struct ortmem_plan *plan)
+{
+	uint64_t peak = 0;
+	uint32_t s;
+
+	if (g->watch == IP_LIVE)
+		return (uint64_t)ortmem__rt_max(&g->live, 0, plan->n_nodes);
+	for (s = 0; g->watch == IP_FOOT && s < plan->n_nodes; s++)
+		if (g->foot[s] > peak)
+			peak = g->foot[s];
+	return peak;
+}
+
 static void ip_guard_free(struct ip_guard *g)
 {
 	free(g->foot);
@@ -171,7 +189,7 @@ static bool ip_guard_merge(struct ip_guard *g, const struct ortmem_plan *plan,
 		return true;
 	case IP_FOOT:
 		/* at @s both were touched, after it the larger one is */
-		for (t = g->first[by]; d && t != IP_NONE; t = g->next[t])
+		for (t = g->first[by]; g->check && d && t != IP_NONE; t = g->next[t])
 			if (g->step[t] > s && g->foot[g->step[t]] + d > g->budget)
 				return false;
 		for (t = g->first[by]; t != IP_NONE; t = g->next[t]) {
@@ -185,7 +203,7 @@ static bool ip_guard_merge(struct ip_guard *g, const struct ortmem_plan *plan,
 		return true;
 	case IP_LIVE:
 		/* at @s both were live, after it the larger one is */
-		if (d && y->hi > s + 1 &&
+		if (g->check && d && y->hi > s + 1 &&
 		    (uint64_t)ortmem__rt_max(&g->live, s + 1, y->hi) + d > g->budget)
 			return false;
 		ortmem__rt_add(&g->live, s, s + 1, -(int64_t)ay);
@@ -249,12 +267,65 @@ static void ip_compact(struct ortmem_plan *plan)
 	free(map);
 }
 
+/* Every hint in node order, the merges the guard lets through. */
+static void ip_merge_all(struct ortmem_plan *plan, struct ip_guard *g,
+			 const struct pl_hint *h, bool *out_buf)
+{
+	uint32_t k, v;
+
+	memset(out_buf, 0, sizeof(*out_buf) * (plan->n_bufs ? plan->n_bufs : 1));
+	for (v = 0; v < plan->n_vals; v++)
+		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && ip_planned(plan, v))
+			out_buf[plan->vals[plan->vals[v].root].buf] = true;
+	for (k = 0; k < plan->n_hints; k++)
+		ip_try(plan, g, h[k].node, h[k].out, h[k].in, out_buf);
+}
+
+/*
+ * All merges, as without a budget, unless together they overrun a budget
+ * the graph keeps without them: then one by one, each checked.  The
+ * buffers and values before the merges are kept in @bufs and @vals for
+ * that second round.
+ */
+static int ip_merge(struct ortmem_plan *plan, struct ip_guard *g,
+		    const struct pl_hint *h, bool *out_buf)
+{
+	struct pl_buf *bufs = NULL;
+	struct pl_value *vals = NULL;
+	uint64_t before = ip_guard_peak(g, plan);
+	int ret = 0;
+
+	if (g->watch != IP_OFF) {
+		bufs = malloc(sizeof(*bufs) * (plan->n_bufs ? plan->n_bufs : 1));
+		vals = malloc(sizeof(*vals) * (plan->n_vals ? plan->n_vals : 1));
+		if (!bufs || !vals) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		memcpy(bufs, plan->bufs, sizeof(*bufs) * plan->n_bufs);
+		memcpy(vals, plan->vals, sizeof(*vals) * plan->n_vals);
+	}
+	ip_merge_all(plan, g, h, out_buf);
+	if (g->watch == IP_OFF || before > g->budget || ip_guard_peak(g, plan) <= g->budget)
+		goto out;
+	memcpy(plan->bufs, bufs, sizeof(*bufs) * plan->n_bufs);
+	memcpy(plan->vals, vals, sizeof(*vals) * plan->n_vals);
+	ip_guard_free(g);
+	*g = (struct ip_guard){ .check = true };
+	ret = ip_guard_init(g, plan);
+	if (!ret)
+		ip_merge_all(plan, g, h, out_buf);
+out:
+	free(bufs);
+	free(vals);
+	return ret;
+}
+
 int ortmem__plan_inplace(struct ortmem_plan *plan)
 {
 	struct ip_guard g = { .watch = IP_OFF };
 	struct pl_hint *h;
 	bool *out_buf;
-	uint32_t k, v;
 	int ret;
 
 	if (!plan->n_hints || (plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE))
@@ -262,19 +333,15 @@ int ortmem__plan_inplace(struct ortmem_plan *plan)
 	h = malloc(sizeof(*h) * plan->n_hints);
 	out_buf = calloc(plan->n_bufs ? plan->n_bufs : 1, sizeof(*out_buf));
 	ret = h && out_buf ? ip_guard_init(&g, plan) : -ENOMEM;
-	if (ret) {
-		ret = ortmem__err_plain(ret, "planner: cannot take %u in-place hints", plan->n_hints);
-		goto out;
+	if (!ret) {
+		memcpy(h, plan->hints, sizeof(*h) * plan->n_hints);
+		qsort(h, plan->n_hints, sizeof(*h), ip_hint_cmp);
+		ret = ip_merge(plan, &g, h, out_buf);
 	}
-	for (v = 0; v < plan->n_vals; v++)
-		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && ip_planned(plan, v))
-			out_buf[plan->vals[plan->vals[v].root].buf] = true;
-	memcpy(h, plan->hints, sizeof(*h) * plan->n_hints);
-	qsort(h, plan->n_hints, sizeof(*h), ip_hint_cmp);
-	for (k = 0; k < plan->n_hints; k++)
-		ip_try(plan, &g, h[k].node, h[k].out, h[k].in, out_buf);
-	ip_compact(plan);
-out:
+	if (ret)
+		ret = ortmem__err_plain(ret, "planner: cannot take %u in-place hints", plan->n_hints);
+	else
+		ip_compact(plan);
 	ip_guard_free(&g);
 	free(h);
 	free(out_buf);
