@@ -238,6 +238,48 @@ TEST_TIMEOUT(inplace_hints_keep_every_feasible_budget, 120)
 	EXPECT_LT(0, shared);	/* the hints are taken where they fit */
 }
 
+/*
+ * Two hints that fit together but not the first alone: y1 in x1 (4096
+ * bytes in 8192) would put 16,384 bytes at step 3, where y2 in x2 saves
+ * 4,096.  At 12,288, what the graph needs without hints and with both,
+ * both are taken, on either kind of budget.
+ */
+TEST(hints_that_fit_together_are_all_taken)
+{
+	static const uint32_t tiers[] = { 0, 1u << ORTMEM_TIER_DEVICE };
+	size_t i;
+
+	for (i = 0; i < sizeof(tiers) / sizeof(tiers[0]); i++) {
+		ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { 12288, 0, 0 },
+			    .align = { ALIGN, 64, 4096 }, .tiers = tiers[i],
+			    .max_iterations = 20, .flags = ORTMEM_PLAN_F_VALIDATE);
+		ORTMEM_OPTS(ortmem_plan_stats, st);
+		struct ortmem_plan *p = NULL;
+		uint32_t x1, y1, x2, y2, out, in3[2];
+
+		ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+		x1 = (uint32_t)ortmem_plan_add_value(p, 8192, 0);
+		y1 = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		x2 = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		y2 = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+		out = (uint32_t)ortmem_plan_add_value(p, 16, ORTMEM_PLAN_VALUE_OUTPUT);
+		in3[0] = x2;
+		in3[1] = y1;
+		ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &x1, 1));
+		ASSERT_EQ(1, ortmem_plan_add_node(p, &x1, 1, &y1, 1));
+		ASSERT_EQ(2, ortmem_plan_add_node(p, &y1, 1, &x2, 1));
+		ASSERT_EQ(3, ortmem_plan_add_node(p, in3, 2, &y2, 1));
+		ASSERT_EQ(4, ortmem_plan_add_node(p, &y2, 1, &out, 1));
+		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, y1, x1));
+		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 3, y2, x2));
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+		EXPECT_EQ(2, st.n_inplace);
+		EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], 12288);
+		ortmem_plan_free(p);
+	}
+}
+
 /* The device alone: a budget that holds the graph planned without the
  * hints (its arena) holds it with them; the hints that fit are kept. */
 TEST_TIMEOUT(device_alone_keeps_every_budget_the_graph_fits_without_hints, 120)
