@@ -6,20 +6,26 @@
  *
  * A hint allows sharing, it does not demand it.  Where the input is the
  * larger, every later step that touches the output touches the larger
- * buffer, and the output's life holds more bytes: a budget that holds the
- * graph without the sharing could then be refused.  So under a device
- * budget a merge is not made when it would push a step over it:
- *  - with a slower tier, a step's own footprint (the aligned bytes of the
- *    buffers it touches), which the placement refuses above the budget
- *    (ortmem__plan_gap_footprint());
- *  - with the device tier alone, the bytes live at a step, which the arena
- *    must hold (plan_fit.c).
- * When every merge together keeps the figures within the budget (or the
- * graph exceeds it without any), all are made, as without a budget.
- * Otherwise they are made again one by one, each checked against the
- * figures with the merges taken before it: a budget that holds every step
- * without any merge then holds it with those taken.  (One by one alone
- * would drop a merge that only a later one's saving makes fit.)
+ * buffer, and the output's life holds more bytes.  So a merge is not made
+ * when it would raise one of these figures past its limit:
+ *  - with a device budget and a slower tier, a step's own footprint (the
+ *    aligned bytes of the buffers it touches), which the placement refuses
+ *    above the budget (ortmem__plan_gap_footprint());
+ *  - otherwise (the device alone, or no device budget), the bytes live at
+ *    a step, within the graph's own peak without sharing (the arena's
+ *    lower bound, whatever the budget): a merge that raises it makes the
+ *    arena larger, the opposite of what a hint is for, and with the same
+ *    merges with a budget as without, a budget that holds the one plan
+ *    holds the other.
+ * When every merge together keeps the figures within the limit (or the
+ * graph exceeds it without any), all are made: that round costs O(1) a
+ * merge (differences summed once), plus the touches of the merged buffers
+ * with a slower tier.  Otherwise the buffers are made again (plan_live.c)
+ * and the merges one by one, each checked against the figures with the
+ * merges taken before it (a range tree of the bytes live): a limit that
+ * holds every step without any merge then holds it with those taken.
+ * (One by one alone would drop a merge that only a later one's saving
+ * makes fit.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,13 +38,16 @@ enum ip_watch { IP_OFF, IP_FOOT, IP_LIVE };
 
 struct ip_guard {
 	enum ip_watch watch;
-	bool check;		/* refuse the merges that overrun the budget */
+	bool one_by_one;	/* refuse each merge that overruns the budget */
 	uint64_t budget;
 	/* IP_FOOT: per step its footprint; per buffer a list of the steps
 	 * that touch it (first[], next[] over touches, step[] of each) */
 	uint64_t *foot;
 	uint32_t *first, *last, *next, *step;
-	/* IP_LIVE: the aligned bytes live at each step */
+	/* IP_LIVE: the aligned bytes live at each step as differences from
+	 * the step before, the merges' changes added (all together), or a
+	 * range tree of the bytes (one by one) */
+	int64_t *diff;
 	struct plan_rtree live;
 };
 
@@ -91,26 +100,48 @@ static int ip_foot_init(struct ip_guard *g, const struct ortmem_plan *plan)
 	return 0;
 }
 
-/* The aligned bytes live at each step, before any merge. */
+/* The largest figure over the steps, with the merges made so far (all
+ * together). */
+static uint64_t ip_guard_peak(const struct ip_guard *g, const struct ortmem_plan *plan)
+{
+	int64_t peak = 0, live = 0;
+	uint32_t s;
+
+	for (s = 0; g->watch == IP_FOOT && s < plan->n_nodes; s++)
+		if ((int64_t)g->foot[s] > peak)
+			peak = (int64_t)g->foot[s];
+	for (s = 0; g->watch == IP_LIVE && s < plan->n_nodes; s++) {
+		live += g->diff[s];
+		if (live > peak)
+			peak = live;
+	}
+	return (uint64_t)peak;
+}
+
+/* The aligned bytes live at each step before any merge. */
 static int ip_live_init(struct ip_guard *g, const struct ortmem_plan *plan)
 {
-	int64_t *v = calloc(plan->n_nodes + 1, sizeof(*v)), live = 0;
 	uint32_t b, s;
 
-	if (!v || ortmem__rt_init(&g->live, plan->n_nodes)) {
-		free(v);
+	g->diff = calloc(plan->n_nodes + 1, sizeof(*g->diff));
+	if (!g->diff)
 		return -ENOMEM;
-	}
 	for (b = 0; b < plan->n_bufs; b++) {
-		v[plan->bufs[b].lo] += (int64_t)ip_size(plan, &plan->bufs[b]);
-		v[plan->bufs[b].hi] -= (int64_t)ip_size(plan, &plan->bufs[b]);
+		g->diff[plan->bufs[b].lo] += (int64_t)ip_size(plan, &plan->bufs[b]);
+		g->diff[plan->bufs[b].hi] -= (int64_t)ip_size(plan, &plan->bufs[b]);
 	}
-	for (s = 0; s < plan->n_nodes; s++) {
-		live += v[s];
-		v[s] = live;
-	}
-	ortmem__rt_set(&g->live, v);
-	free(v);
+	/* the peak without sharing is the one to keep, the arena's lower
+	 * bound, whatever the budget: a merge that raises it makes the arena
+	 * larger, and with the same merges with a budget as without, a budget
+	 * that holds the one plan holds the other */
+	g->budget = ip_guard_peak(g, plan);
+	if (!g->one_by_one)
+		return 0;
+	if (ortmem__rt_init(&g->live, plan->n_nodes))
+		return -ENOMEM;
+	for (s = 1; s < plan->n_nodes; s++)
+		g->diff[s] += g->diff[s - 1];	/* the bytes themselves */
+	ortmem__rt_set(&g->live, g->diff);
 	return 0;
 }
 
@@ -131,36 +162,43 @@ static bool ip_sizes_sane(const struct ortmem_plan *plan)
 	return true;
 }
 
-static int ip_guard_init(struct ip_guard *g, const struct ortmem_plan *plan)
+/*
+ * Can a merge raise a figure at all?  Only where an input's buffer is
+ * larger, aligned, than the output's (the buffer of a chain is its first
+ * input's, so equal pairs make equal chains).  Most hints are of ops whose
+ * output is their input's size: then no guard is needed.
+ */
+static bool ip_some_larger(const struct ortmem_plan *plan)
+{
+	uint32_t k;
+
+	for (k = 0; k < plan->n_hints; k++) {
+		const struct pl_value *x = &plan->vals[plan->hints[k].in];
+		const struct pl_value *y = &plan->vals[plan->hints[k].out];
+
+		if (x->buf >= 0 && y->buf >= 0 &&
+		    ip_size(plan, &plan->bufs[x->buf]) > ip_size(plan, &plan->bufs[y->buf]))
+			return true;
+	}
+	return false;
+}
+
+static int ip_guard_init(struct ip_guard *g, const struct ortmem_plan *plan, bool one_by_one)
 {
 	uint64_t budget = plan->o.budget[ORTMEM_TIER_DEVICE];
 
+	*g = (struct ip_guard){ .watch = IP_OFF, .one_by_one = one_by_one };
 	/* sizes past what the solve accepts: it refuses them after the
 	 * merges, with or without a guard */
-	if (!budget || !plan->n_nodes || !ip_sizes_sane(plan))
+	if (!plan->n_nodes || !ip_sizes_sane(plan) || !ip_some_larger(plan))
 		return 0;
-	if (plan->o.tiers & ~(1u << ORTMEM_TIER_DEVICE)) {
+	if (budget && (plan->o.tiers & ~(1u << ORTMEM_TIER_DEVICE))) {
 		g->watch = IP_FOOT;
 		g->budget = ortmem__plan_dev_budget(plan);
 		return ip_foot_init(g, plan);
 	}
 	g->watch = IP_LIVE;
-	g->budget = budget;
 	return ip_live_init(g, plan);
-}
-
-/* The largest figure over the steps. */
-static uint64_t ip_guard_peak(const struct ip_guard *g, const struct ortmem_plan *plan)
-{
-	uint64_t peak = 0;
-	uint32_t s;
-
-	if (g->watch == IP_LIVE)
-		return (uint64_t)ortmem__rt_max(&g->live, 0, plan->n_nodes);
-	for (s = 0; g->watch == IP_FOOT && s < plan->n_nodes; s++)
-		if (g->foot[s] > peak)
-			peak = g->foot[s];
-	return peak;
 }
 
 static void ip_guard_free(struct ip_guard *g)
@@ -170,12 +208,13 @@ static void ip_guard_free(struct ip_guard *g)
 	free(g->last);
 	free(g->next);
 	free(g->step);
+	free(g->diff);
 	ortmem__rt_free(&g->live);
 }
 
 /*
- * Output buffer @by joins input buffer @bx at step @s when the budget
- * stays kept; then the figures follow.  True when it may.
+ * Output buffer @by joins input buffer @bx at step @s, unless one by one
+ * it would overrun the budget; the figures follow.  True when it may.
  */
 static bool ip_guard_merge(struct ip_guard *g, const struct ortmem_plan *plan,
 			   uint32_t bx, uint32_t by, uint32_t s)
@@ -189,7 +228,7 @@ static bool ip_guard_merge(struct ip_guard *g, const struct ortmem_plan *plan,
 		return true;
 	case IP_FOOT:
 		/* at @s both were touched, after it the larger one is */
-		for (t = g->first[by]; g->check && d && t != IP_NONE; t = g->next[t])
+		for (t = g->first[by]; g->one_by_one && d && t != IP_NONE; t = g->next[t])
 			if (g->step[t] > s && g->foot[g->step[t]] + d > g->budget)
 				return false;
 		for (t = g->first[by]; t != IP_NONE; t = g->next[t]) {
@@ -203,7 +242,13 @@ static bool ip_guard_merge(struct ip_guard *g, const struct ortmem_plan *plan,
 		return true;
 	case IP_LIVE:
 		/* at @s both were live, after it the larger one is */
-		if (g->check && d && y->hi > s + 1 &&
+		if (!g->one_by_one) {
+			g->diff[s] -= (int64_t)ay;
+			g->diff[s + 1] += (int64_t)(ay + d);
+			g->diff[y->hi] -= (int64_t)d;
+			return true;
+		}
+		if (d && y->hi > s + 1 &&
 		    (uint64_t)ortmem__rt_max(&g->live, s + 1, y->hi) + d > g->budget)
 			return false;
 		ortmem__rt_add(&g->live, s, s + 1, -(int64_t)ay);
@@ -220,8 +265,8 @@ static int ip_hint_cmp(const void *a, const void *b)
 	return (x->node > y->node) - (x->node < y->node);
 }
 
-/* Merge @y's buffer into @x's when the hint at @s is safe and keeps the
- * budget. */
+/* Merge @y's buffer into @x's when the hint at @s is safe and the guard
+ * lets it. */
 static void ip_try(struct ortmem_plan *plan, struct ip_guard *g, uint32_t s,
 		   uint32_t y, uint32_t x, bool *out_buf)
 {
@@ -267,61 +312,28 @@ static void ip_compact(struct ortmem_plan *plan)
 	free(map);
 }
 
-/* Every hint in node order, the merges the guard lets through. */
-static void ip_merge_all(struct ortmem_plan *plan, struct ip_guard *g,
-			 const struct pl_hint *h, bool *out_buf)
+/*
+ * Every hint in node order, the merges the guard lets through.  All
+ * together (@one_by_one false): 1 when they overrun a budget the graph
+ * keeps without them, the buffers then merged in part (the caller makes
+ * them again and asks one by one); else 0.
+ */
+static int ip_merge_all(struct ortmem_plan *plan, struct ip_guard *g,
+			const struct pl_hint *h, bool *out_buf)
 {
+	uint64_t before = g->one_by_one ? 0 : ip_guard_peak(g, plan);
 	uint32_t k, v;
 
-	memset(out_buf, 0, sizeof(*out_buf) * (plan->n_bufs ? plan->n_bufs : 1));
 	for (v = 0; v < plan->n_vals; v++)
 		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && ip_planned(plan, v))
 			out_buf[plan->vals[plan->vals[v].root].buf] = true;
 	for (k = 0; k < plan->n_hints; k++)
 		ip_try(plan, g, h[k].node, h[k].out, h[k].in, out_buf);
+	return g->watch != IP_OFF && !g->one_by_one && before <= g->budget &&
+	       ip_guard_peak(g, plan) > g->budget;
 }
 
-/*
- * All merges, as without a budget, unless together they overrun a budget
- * the graph keeps without them: then one by one, each checked.  The
- * buffers and values before the merges are kept in @bufs and @vals for
- * that second round.
- */
-static int ip_merge(struct ortmem_plan *plan, struct ip_guard *g,
-		    const struct pl_hint *h, bool *out_buf)
-{
-	struct pl_buf *bufs = NULL;
-	struct pl_value *vals = NULL;
-	uint64_t before = ip_guard_peak(g, plan);
-	int ret = 0;
-
-	if (g->watch != IP_OFF) {
-		bufs = malloc(sizeof(*bufs) * (plan->n_bufs ? plan->n_bufs : 1));
-		vals = malloc(sizeof(*vals) * (plan->n_vals ? plan->n_vals : 1));
-		if (!bufs || !vals) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		memcpy(bufs, plan->bufs, sizeof(*bufs) * plan->n_bufs);
-		memcpy(vals, plan->vals, sizeof(*vals) * plan->n_vals);
-	}
-	ip_merge_all(plan, g, h, out_buf);
-	if (g->watch == IP_OFF || before > g->budget || ip_guard_peak(g, plan) <= g->budget)
-		goto out;
-	memcpy(plan->bufs, bufs, sizeof(*bufs) * plan->n_bufs);
-	memcpy(plan->vals, vals, sizeof(*vals) * plan->n_vals);
-	ip_guard_free(g);
-	*g = (struct ip_guard){ .check = true };
-	ret = ip_guard_init(g, plan);
-	if (!ret)
-		ip_merge_all(plan, g, h, out_buf);
-out:
-	free(bufs);
-	free(vals);
-	return ret;
-}
-
-int ortmem__plan_inplace(struct ortmem_plan *plan)
+int ortmem__plan_inplace(struct ortmem_plan *plan, bool one_by_one)
 {
 	struct ip_guard g = { .watch = IP_OFF };
 	struct pl_hint *h;
@@ -332,15 +344,15 @@ int ortmem__plan_inplace(struct ortmem_plan *plan)
 		return 0;
 	h = malloc(sizeof(*h) * plan->n_hints);
 	out_buf = calloc(plan->n_bufs ? plan->n_bufs : 1, sizeof(*out_buf));
-	ret = h && out_buf ? ip_guard_init(&g, plan) : -ENOMEM;
+	ret = h && out_buf ? ip_guard_init(&g, plan, one_by_one) : -ENOMEM;
 	if (!ret) {
 		memcpy(h, plan->hints, sizeof(*h) * plan->n_hints);
 		qsort(h, plan->n_hints, sizeof(*h), ip_hint_cmp);
-		ret = ip_merge(plan, &g, h, out_buf);
+		ret = ip_merge_all(plan, &g, h, out_buf);
 	}
-	if (ret)
+	if (ret < 0)
 		ret = ortmem__err_plain(ret, "planner: cannot take %u in-place hints", plan->n_hints);
-	else
+	else if (!ret)
 		ip_compact(plan);
 	ip_guard_free(&g);
 	free(h);

@@ -126,8 +126,10 @@ int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 /* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
 int ortmem__plan_liveness(struct ortmem_plan *plan);
 /* plan_inplace.c: the in-place hints that are safe and keep the device
- * budget, merged into their input's buffer. */
-int ortmem__plan_inplace(struct ortmem_plan *plan);
+ * budget, merged into their input's buffer; all together, or (@one_by_one)
+ * each checked.  0; 1: together they overrun the budget, make the buffers
+ * again and ask one by one; or an error. */
+int ortmem__plan_inplace(struct ortmem_plan *plan, bool one_by_one);
 /* The device budget rounded down to the device alignment: every offset the
  * placement computes from it (a range's top minus a size) stays aligned. */
 static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)

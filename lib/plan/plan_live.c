@@ -155,6 +155,17 @@ int ortmem__plan_liveness(struct ortmem_plan *plan)
 		return ret;
 	ret = pl_make_bufs(plan);
 	if (!ret)
-		ret = ortmem__plan_inplace(plan);
+		ret = ortmem__plan_inplace(plan, false);
+	if (ret == 1) {
+		/* the merges together overran the budget: the buffers as they
+		 * were, and the merges one by one */
+		free(plan->bufs);
+		plan->bufs = NULL;
+		ret = pl_fold(plan);
+		if (!ret)
+			ret = pl_make_bufs(plan);
+		if (!ret)
+			ret = ortmem__plan_inplace(plan, true);
+	}
 	return ret;
 }

@@ -126,6 +126,31 @@ static int pl_plan(struct ortmem_plan *plan)
 	return ret;
 }
 
+/*
+ * A plan with in-place merges was refused.  The merges taken keep the
+ * figures plan_inplace.c watches within their limits, but a larger buffer
+ * can still leave a packing no room where the buffers apart had it (the
+ * device alone), or a slower tier's budget short.  A hint allows sharing,
+ * it does not demand it: plan without the hints, within the same time
+ * budget, and refuse only what that cannot hold either, naming the
+ * smaller need of the two (this plan makes a first plan only, the one
+ * with the hints searched).
+ */
+static int pl_plan_without_hints(struct ortmem_plan *plan)
+{
+	const struct ortmem_error *e = ortmem_last_error();
+	struct ortmem_error with_hints = e ? *e : (struct ortmem_error){ 0 };
+	int ret;
+
+	plan->o.flags |= ORTMEM_PLAN_F_NO_INPLACE;
+	ret = pl_plan(plan);
+	plan->o.flags &= ~ORTMEM_PLAN_F_NO_INPLACE;
+	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE && e && ortmem_last_error() &&
+	    with_hints.requested < ortmem_last_error()->requested)
+		ret = ortmem__err_restore(&with_hints, ret);
+	return ret;
+}
+
 ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan)
 {
 	uint64_t t0 = ortmem__now_ns();
@@ -135,18 +160,9 @@ ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan)
 		return ortmem__err_invalid(-1, 0, "ortmem_plan_solve: plan is NULL");
 	plan->deadline_ns = t0 + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
 	ret = pl_plan(plan);
-	/* The merges taken keep every step within the device budget
-	 * (plan_inplace.c), but a larger buffer can still leave a packing no
-	 * room where the buffers apart had it (the device alone), or a
-	 * slower tier's budget short.  A hint allows sharing, it does not
-	 * demand it: plan without the hints, within the same time budget,
-	 * and refuse only what that cannot hold either. */
 	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE &&
-	    !(plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE) && pl_shared_inplace(plan)) {
-		plan->o.flags |= ORTMEM_PLAN_F_NO_INPLACE;
-		ret = pl_plan(plan);
-		plan->o.flags &= ~ORTMEM_PLAN_F_NO_INPLACE;
-	}
+	    !(plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE) && pl_shared_inplace(plan))
+		ret = pl_plan_without_hints(plan);
 	plan->deadline_ns = 0;
 	if (ret == -ORTMEM_E_PLAN_DEFERRED && plan->n_deferred)
 		return ret;
