@@ -98,6 +98,20 @@ TEST_TIMEOUT(every_feasible_budget_is_solved, 120)
 	}
 }
 
+/* Three nodes in a chain: a, then b from a (b may take a's buffer), then
+ * c from b, a graph output; false when a call failed. */
+static bool chain_of_three(struct ortmem_plan *p, uint64_t sa, uint64_t sb, uint64_t sc)
+{
+	uint32_t a = (uint32_t)ortmem_plan_add_value(p, sa, 0);
+	uint32_t b = (uint32_t)ortmem_plan_add_value(p, sb, 0);
+	uint32_t c = (uint32_t)ortmem_plan_add_value(p, sc, ORTMEM_PLAN_VALUE_OUTPUT);
+
+	return ortmem_plan_add_node(p, NULL, 0, &a, 1) == 0 &&
+	       ortmem_plan_add_node(p, &a, 1, &b, 1) == 1 &&
+	       ortmem_plan_add_node(p, &b, 1, &c, 1) == 2 &&
+	       ortmem_plan_hint_inplace(p, 1, b, a) == 0;
+}
+
 /*
  * In-place sharing never refuses a budget its values fit.  A (4 KiB) is
  * read last at step 1, which makes B (256 bytes) and may put it in A's
@@ -114,17 +128,10 @@ TEST(inplace_sharing_never_refuses_a_budget_the_values_fit)
 	for (i = 0; i < sizeof(budgets) / sizeof(budgets[0]); i++) {
 		struct ortmem_plan *p = plan_with(budgets[i]);
 		ORTMEM_OPTS(ortmem_plan_stats, st);
-		uint32_t a, b, c;
 		int ret;
 
 		ASSERT_NONNULL(p);
-		a = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		b = (uint32_t)ortmem_plan_add_value(p, 256, 0);
-		c = (uint32_t)ortmem_plan_add_value(p, 4096, ORTMEM_PLAN_VALUE_OUTPUT);
-		ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &a, 1));
-		ASSERT_EQ(1, ortmem_plan_add_node(p, &a, 1, &b, 1));
-		ASSERT_EQ(2, ortmem_plan_add_node(p, &b, 1, &c, 1));
-		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, b, a));
+		ASSERT_TRUE(chain_of_three(p, 4096, 256, 4096));
 		ret = ortmem_plan_solve(p);
 		TH_LOG("budget %llu: %d %s", (unsigned long long)budgets[i], ret,
 		       ret ? ortmem_last_error_message() : "");
@@ -291,16 +298,9 @@ TEST(a_refusal_names_what_the_plan_with_hints_needs)
 		    .align = { ALIGN, 64, 4096 }, .tiers = 1u << ORTMEM_TIER_DEVICE,
 		    .max_iterations = 20);
 	struct ortmem_plan *p = NULL;
-	uint32_t x, y, out;
 
 	ASSERT_EQ(0, ortmem_plan_new(&o, &p));
-	x = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-	y = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-	out = (uint32_t)ortmem_plan_add_value(p, 16, ORTMEM_PLAN_VALUE_OUTPUT);
-	ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &x, 1));
-	ASSERT_EQ(1, ortmem_plan_add_node(p, &x, 1, &y, 1));
-	ASSERT_EQ(2, ortmem_plan_add_node(p, &y, 1, &out, 1));
-	ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, y, x));
+	ASSERT_TRUE(chain_of_three(p, 4096, 4096, 16));
 	EXPECT_EQ(-ORTMEM_E_CAPACITY_UNAVAILABLE, ortmem_plan_solve(p));
 	TH_LOG("%s", ortmem_last_error_message());
 	EXPECT_NONNULL(strstr(ortmem_last_error_message(), "needs 4352 bytes"));
