@@ -277,9 +277,10 @@ ORTMEM_API int ortmem_plan_add_node(struct ortmem_plan *plan,
  * The hint is taken at solve time when @input is the last use of its buffer
  * (no later reader, no live view), @output fits in it, @input is neither a
  * view, a graph input nor a graph output, no other output of the node
- * took it, and the larger buffer puts no step over the device budget nor
- * (with the device alone, or no device budget) raises the arena's lower
- * bound; otherwise it is ignored (see ortmem_plan_solve()).
+ * took it, and the larger buffer raises no step's live bytes past both
+ * their figure without sharing and the device budget (with the device
+ * alone, or no device budget: the arena's lower bound); otherwise it is
+ * ignored (see ortmem_plan_solve()).
  *
  * Return: 0, or -EINVAL (@node does not read @input or produce @output).
  */

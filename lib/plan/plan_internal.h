@@ -125,10 +125,10 @@ int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 				uint32_t n, uint32_t *a, uint32_t *b);
 /* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
 int ortmem__plan_liveness(struct ortmem_plan *plan);
-/* plan_inplace.c: the in-place hints that are safe and keep the device
- * budget, merged into their input's buffer; all together, or (@one_by_one)
- * each checked.  0; 1: together they overrun the budget, make the buffers
- * again and ask one by one; or an error. */
+/* plan_inplace.c: the in-place hints that are safe and raise no step's
+ * live bytes past its limit, merged into their input's buffer; all
+ * together, or (@one_by_one) each checked.  0; 1: together they overrun,
+ * make the buffers again and ask one by one; or an error. */
 int ortmem__plan_inplace(struct ortmem_plan *plan, bool one_by_one);
 /* The device budget rounded down to the device alignment: every offset the
  * placement computes from it (a range's top minus a size) stays aligned. */
