@@ -290,6 +290,42 @@ TEST(hints_that_fit_together_are_all_taken)
 	}
 }
 
+/*
+ * With a slower tier, a merge whose larger buffer would add bytes over the
+ * budget at steps that do not touch it (y in x: 8,192 bytes held through
+ * steps 2 and 3, where z takes 8,192 more) is not taken, though every
+ * step's own buffers would fit: the plan then moves nothing.
+ */
+TEST(a_merge_that_adds_bytes_over_the_budget_is_not_taken)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { 12544, 0, 0 },
+		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20,
+		    .flags = ORTMEM_PLAN_F_VALIDATE);
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	struct ortmem_plan *p = NULL;
+	uint32_t x, y, z, w, out, yw[2];
+
+	ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+	x = (uint32_t)ortmem_plan_add_value(p, 8192, 0);
+	y = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
+	z = (uint32_t)ortmem_plan_add_value(p, 8192, 0);
+	w = (uint32_t)ortmem_plan_add_value(p, 16, 0);
+	out = (uint32_t)ortmem_plan_add_value(p, 16, ORTMEM_PLAN_VALUE_OUTPUT);
+	yw[0] = y;
+	yw[1] = w;
+	ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &x, 1));
+	ASSERT_EQ(1, ortmem_plan_add_node(p, &x, 1, &y, 1));
+	ASSERT_EQ(2, ortmem_plan_add_node(p, NULL, 0, &z, 1));
+	ASSERT_EQ(3, ortmem_plan_add_node(p, &z, 1, &w, 1));
+	ASSERT_EQ(4, ortmem_plan_add_node(p, yw, 2, &out, 1));
+	ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, y, x));
+	ASSERT_EQ(0, ortmem_plan_solve(p));
+	ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+	EXPECT_EQ(0, st.n_inplace);
+	EXPECT_EQ(0, st.prefetch_bytes + st.spill_bytes);
+	ortmem_plan_free(p);
+}
+
 /* Refused with the hints and without them: the refusal names what the
  * plan with the hints needs (4,352 bytes; 8,192 without them). */
 TEST(a_refusal_names_what_the_plan_with_hints_needs)
