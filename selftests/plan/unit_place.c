@@ -98,18 +98,49 @@ TEST_TIMEOUT(every_feasible_budget_is_solved, 120)
 	}
 }
 
+/* A node of a graph for the hint tests: value ids, -1 ends each list. */
+struct tg_node {
+	int in[4], out[3];
+};
+
+/* Value @i of @sizes is value i, the last one a graph output; node @i of
+ * @nodes is node i; @hints are (node, output, input).  False when a call
+ * failed. */
+static bool tiny_graph(struct ortmem_plan *p, const uint64_t *sizes, uint32_t nv,
+		       const struct tg_node *nodes, uint32_t nn, const uint32_t (*hints)[3],
+		       uint32_t nh)
+{
+	uint32_t i, k, in[4], out[3], ni, no;
+
+	for (i = 0; i < nv; i++)
+		if (ortmem_plan_add_value(p, sizes[i], i + 1 == nv ? ORTMEM_PLAN_VALUE_OUTPUT : 0) !=
+		    (int64_t)i)
+			return false;
+	for (i = 0; i < nn; i++) {
+		for (ni = 0; ni < 4 && nodes[i].in[ni] >= 0; ni++)
+			in[ni] = (uint32_t)nodes[i].in[ni];
+		for (no = 0; no < 3 && nodes[i].out[no] >= 0; no++)
+			out[no] = (uint32_t)nodes[i].out[no];
+		if (ortmem_plan_add_node(p, ni ? in : NULL, ni, out, no) != (int)i)
+			return false;
+	}
+	for (k = 0; k < nh; k++)
+		if (ortmem_plan_hint_inplace(p, hints[k][0], hints[k][1], hints[k][2]))
+			return false;
+	return true;
+}
+
 /* Three nodes in a chain: a, then b from a (b may take a's buffer), then
- * c from b, a graph output; false when a call failed. */
+ * c from b, a graph output. */
 static bool chain_of_three(struct ortmem_plan *p, uint64_t sa, uint64_t sb, uint64_t sc)
 {
-	uint32_t a = (uint32_t)ortmem_plan_add_value(p, sa, 0);
-	uint32_t b = (uint32_t)ortmem_plan_add_value(p, sb, 0);
-	uint32_t c = (uint32_t)ortmem_plan_add_value(p, sc, ORTMEM_PLAN_VALUE_OUTPUT);
+	static const struct tg_node nodes[] = {
+		{ { -1 }, { 0, -1 } }, { { 0, -1 }, { 1, -1 } }, { { 1, -1 }, { 2, -1 } },
+	};
+	static const uint32_t hint[][3] = { { 1, 1, 0 } };
+	const uint64_t sizes[] = { sa, sb, sc };
 
-	return ortmem_plan_add_node(p, NULL, 0, &a, 1) == 0 &&
-	       ortmem_plan_add_node(p, &a, 1, &b, 1) == 1 &&
-	       ortmem_plan_add_node(p, &b, 1, &c, 1) == 2 &&
-	       ortmem_plan_hint_inplace(p, 1, b, a) == 0;
+	return tiny_graph(p, sizes, 3, nodes, 3, hint, 1);
 }
 
 /*
@@ -174,31 +205,19 @@ TEST(only_the_hints_that_overrun_the_budget_are_dropped)
 			    .align = { ALIGN, 64, 4096 }, .tiers = cases[i].tiers,
 			    .max_iterations = 20, .flags = ORTMEM_PLAN_F_VALIDATE);
 		ORTMEM_OPTS(ortmem_plan_stats, st);
+		/* x y z w e u v out */
+		static const uint64_t sizes[] = { 8192, 4096, 4096, 4096, 16, 4096, 4096, 16 };
+		static const struct tg_node nodes[] = {
+			{ { -1 }, { 0, -1 } }, { { 0, -1 }, { 1, -1 } },
+			{ { 1, -1 }, { 2, 3, -1 } }, { { 1, 2, 3, -1 }, { 4, -1 } },
+			{ { 4, -1 }, { 5, -1 } }, { { 5, -1 }, { 6, -1 } }, { { 6, -1 }, { 7, -1 } },
+		};
+		static const uint32_t hints[][3] = { { 1, 1, 0 }, { 5, 6, 5 } };
 		struct ortmem_plan *p = NULL;
-		uint32_t x, y, zw[2], e, u, v, out, yzw[3];
 		int ret;
 
 		ASSERT_EQ(0, ortmem_plan_new(&o, &p));
-		x = (uint32_t)ortmem_plan_add_value(p, 8192, 0);
-		y = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		zw[0] = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		zw[1] = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		e = (uint32_t)ortmem_plan_add_value(p, 16, 0);
-		u = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		v = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		out = (uint32_t)ortmem_plan_add_value(p, 16, ORTMEM_PLAN_VALUE_OUTPUT);
-		yzw[0] = y;
-		yzw[1] = zw[0];
-		yzw[2] = zw[1];
-		ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &x, 1));
-		ASSERT_EQ(1, ortmem_plan_add_node(p, &x, 1, &y, 1));
-		ASSERT_EQ(2, ortmem_plan_add_node(p, &y, 1, zw, 2));
-		ASSERT_EQ(3, ortmem_plan_add_node(p, yzw, 3, &e, 1));
-		ASSERT_EQ(4, ortmem_plan_add_node(p, &e, 1, &u, 1));
-		ASSERT_EQ(5, ortmem_plan_add_node(p, &u, 1, &v, 1));
-		ASSERT_EQ(6, ortmem_plan_add_node(p, &v, 1, &out, 1));
-		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, y, x));
-		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 5, v, u));
+		ASSERT_TRUE(tiny_graph(p, sizes, 8, nodes, 7, hints, 2));
 		ret = ortmem_plan_solve(p);
 		TH_LOG("tiers 0x%x, budget %" PRIu64 ": %d %s", cases[i].tiers, cases[i].budget,
 		       ret, ret ? ortmem_last_error_message() : "");
@@ -264,24 +283,17 @@ TEST(hints_that_fit_together_are_all_taken)
 			    .align = { ALIGN, 64, 4096 }, .tiers = tiers[i],
 			    .max_iterations = 20, .flags = ORTMEM_PLAN_F_VALIDATE);
 		ORTMEM_OPTS(ortmem_plan_stats, st);
+		/* x1 y1 x2 y2 out */
+		static const uint64_t sizes[] = { 8192, 4096, 4096, 4096, 16 };
+		static const struct tg_node nodes[] = {
+			{ { -1 }, { 0, -1 } }, { { 0, -1 }, { 1, -1 } }, { { 1, -1 }, { 2, -1 } },
+			{ { 2, 1, -1 }, { 3, -1 } }, { { 3, -1 }, { 4, -1 } },
+		};
+		static const uint32_t hints[][3] = { { 1, 1, 0 }, { 3, 3, 2 } };
 		struct ortmem_plan *p = NULL;
-		uint32_t x1, y1, x2, y2, out, in3[2];
 
 		ASSERT_EQ(0, ortmem_plan_new(&o, &p));
-		x1 = (uint32_t)ortmem_plan_add_value(p, 8192, 0);
-		y1 = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		x2 = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		y2 = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-		out = (uint32_t)ortmem_plan_add_value(p, 16, ORTMEM_PLAN_VALUE_OUTPUT);
-		in3[0] = x2;
-		in3[1] = y1;
-		ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &x1, 1));
-		ASSERT_EQ(1, ortmem_plan_add_node(p, &x1, 1, &y1, 1));
-		ASSERT_EQ(2, ortmem_plan_add_node(p, &y1, 1, &x2, 1));
-		ASSERT_EQ(3, ortmem_plan_add_node(p, in3, 2, &y2, 1));
-		ASSERT_EQ(4, ortmem_plan_add_node(p, &y2, 1, &out, 1));
-		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, y1, x1));
-		ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 3, y2, x2));
+		ASSERT_TRUE(tiny_graph(p, sizes, 5, nodes, 5, hints, 2));
 		ASSERT_EQ(0, ortmem_plan_solve(p));
 		ASSERT_EQ(0, ortmem_plan_stats(p, &st));
 		EXPECT_EQ(2, st.n_inplace);
@@ -302,23 +314,17 @@ TEST(a_merge_that_adds_bytes_over_the_budget_is_not_taken)
 		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20,
 		    .flags = ORTMEM_PLAN_F_VALIDATE);
 	ORTMEM_OPTS(ortmem_plan_stats, st);
+	/* x y z w out */
+	static const uint64_t sizes[] = { 8192, 4096, 8192, 16, 16 };
+	static const struct tg_node nodes[] = {
+		{ { -1 }, { 0, -1 } }, { { 0, -1 }, { 1, -1 } }, { { -1 }, { 2, -1 } },
+		{ { 2, -1 }, { 3, -1 } }, { { 1, 3, -1 }, { 4, -1 } },
+	};
+	static const uint32_t hint[][3] = { { 1, 1, 0 } };
 	struct ortmem_plan *p = NULL;
-	uint32_t x, y, z, w, out, yw[2];
 
 	ASSERT_EQ(0, ortmem_plan_new(&o, &p));
-	x = (uint32_t)ortmem_plan_add_value(p, 8192, 0);
-	y = (uint32_t)ortmem_plan_add_value(p, 4096, 0);
-	z = (uint32_t)ortmem_plan_add_value(p, 8192, 0);
-	w = (uint32_t)ortmem_plan_add_value(p, 16, 0);
-	out = (uint32_t)ortmem_plan_add_value(p, 16, ORTMEM_PLAN_VALUE_OUTPUT);
-	yw[0] = y;
-	yw[1] = w;
-	ASSERT_EQ(0, ortmem_plan_add_node(p, NULL, 0, &x, 1));
-	ASSERT_EQ(1, ortmem_plan_add_node(p, &x, 1, &y, 1));
-	ASSERT_EQ(2, ortmem_plan_add_node(p, NULL, 0, &z, 1));
-	ASSERT_EQ(3, ortmem_plan_add_node(p, &z, 1, &w, 1));
-	ASSERT_EQ(4, ortmem_plan_add_node(p, yw, 2, &out, 1));
-	ASSERT_EQ(0, ortmem_plan_hint_inplace(p, 1, y, x));
+	ASSERT_TRUE(tiny_graph(p, sizes, 5, nodes, 5, hint, 1));
 	ASSERT_EQ(0, ortmem_plan_solve(p));
 	ASSERT_EQ(0, ortmem_plan_stats(p, &st));
 	EXPECT_EQ(0, st.n_inplace);
