@@ -136,12 +136,6 @@ static bool cl_free(const struct cl *c, uint32_t a, uint32_t b, uint64_t lo, uin
 	return true;
 }
 
-/* Ranges {start, end} by start. */
-static void cl_sort_ranges(uint64_t (*r)[2], uint32_t d)
-{
-	ortmem__sort_pairs(r, d, false);
-}
-
 /*
  * The tightest range of [0, budget) free over the steps iv[a] and iv[b]
  * (the same buffer's, either side of an off gap) cover together, with
@@ -164,7 +158,7 @@ static uint64_t cl_hole(struct cl *c, uint32_t a, uint32_t b)
 		c->rng[i][0] = c->iv[c->near[i]].addr;
 		c->rng[i][1] = c->iv[c->near[i]].addr + c->iv[c->near[i]].size;
 	}
-	cl_sort_ranges(c->rng, d);
+	ortmem__sort_pairs(c->rng, d, false);
 	return ortmem__plan_best_gap(&c->rng[0][0], 2, d, c->budget, size);
 }
 
@@ -249,7 +243,7 @@ static uint64_t cl_rehome(struct cl *c, uint32_t q)
 		c->rng[i][0] = c->iv[c->near[i]].addr;
 		c->rng[i][1] = c->iv[c->near[i]].addr + c->iv[c->near[i]].size;
 	}
-	cl_sort_ranges(c->rng, d);
+	ortmem__sort_pairs(c->rng, d, false);
 	return ortmem__plan_best_gap(&c->rng[0][0], 2, d, c->budget, c->iv[q].size);
 }
 
@@ -296,8 +290,8 @@ static uint32_t cl_cands(struct cl *c, uint32_t d, uint64_t size)
 		hi[i][0] = q->addr + q->size;
 		hi[i][1] = q->size;
 	}
-	cl_sort_ranges(lo, d);
-	cl_sort_ranges(hi, d);
+	ortmem__sort_pairs(lo, d, false);
+	ortmem__sort_pairs(hi, d, false);
 	for (i = 1; i < d; i++) {
 		lo[i][1] += lo[i - 1][1];
 		hi[i][1] += hi[i - 1][1];

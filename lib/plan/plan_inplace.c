@@ -44,11 +44,6 @@ struct ip_guard {
 	struct plan_rtree over;
 };
 
-static bool ip_planned(const struct ortmem_plan *plan, uint32_t v)
-{
-	return plan->vals[plan->vals[v].root].def >= 0;
-}
-
 static uint64_t ip_size(const struct ortmem_plan *plan, const struct pl_buf *b)
 {
 	uint64_t a = plan->o.align[ORTMEM_TIER_DEVICE];
@@ -260,7 +255,7 @@ static int ip_merge_all(struct ortmem_plan *plan, struct ip_guard *g,
 	uint32_t k, v;
 
 	for (v = 0; v < plan->n_vals; v++)
-		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && ip_planned(plan, v))
+		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && ortmem__plan_planned(plan, v))
 			out_buf[plan->vals[plan->vals[v].root].buf] = true;
 	for (k = 0; k < plan->n_hints; k++)
 		ip_try(plan, g, h[k].node, h[k].out, h[k].in, out_buf);

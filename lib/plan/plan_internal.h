@@ -123,6 +123,13 @@ int ortmem__plan_grow(void **arr, size_t *cap, uint32_t need, size_t elem);
 /* plan_validate.c: no two items overlap in time and address. */
 int ortmem__plan_check_disjoint(const struct pk_item *it, const uint64_t *off,
 				uint32_t n, uint32_t *a, uint32_t *b);
+/* Does the plan hold value @v's buffer (not a graph input's, nor a view
+ * of one)?  Valid once the roots are known (plan_live.c). */
+static inline bool ortmem__plan_planned(const struct ortmem_plan *plan, uint32_t v)
+{
+	return plan->vals[plan->vals[v].root].def >= 0;
+}
+
 /* plan_live.c: sizes, liveness, views, in-place -> plan->bufs. */
 int ortmem__plan_liveness(struct ortmem_plan *plan);
 /* plan_inplace.c: the in-place hints that are safe and raise no step's

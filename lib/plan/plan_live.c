@@ -19,11 +19,6 @@ static int32_t pl_root(struct ortmem_plan *plan, uint32_t v)
 	return r;
 }
 
-static bool pl_planned(const struct ortmem_plan *plan, uint32_t v)
-{
-	return plan->vals[plan->vals[v].root].def >= 0;
-}
-
 /* Sizes of the buffer owners; collect the symbolic ones. */
 static int pl_resolve_sizes(struct ortmem_plan *plan)
 {
@@ -132,13 +127,13 @@ static int pl_make_bufs(struct ortmem_plan *plan)
 	}
 	/* Graph outputs (or views of them) keep their buffer to the end. */
 	for (v = 0; v < plan->n_vals; v++)
-		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && pl_planned(plan, v))
+		if ((plan->vals[v].flags & ORTMEM_PLAN_VALUE_OUTPUT) && ortmem__plan_planned(plan, v))
 			plan->bufs[plan->vals[plan->vals[v].root].buf].hi = steps;
 	for (s = 0; s < plan->n_nodes; s++)
 		for (k = 0; k < plan->nodes[s].n_in + plan->nodes[s].n_out; k++) {
 			uint32_t x = plan->edges[plan->nodes[s].in + k];
 
-			if (pl_planned(plan, x))
+			if (ortmem__plan_planned(plan, x))
 				plan->bufs[plan->vals[plan->vals[x].root].buf].uses++;
 		}
 	plan->n_bufs = nb;
