@@ -51,11 +51,12 @@ int ortmem__grow(void **arr, size_t *cap, size_t need, size_t elem,
  * ortmem__sort_pairs() - Sort @d pairs by their first number (ranges
  * {start, end} by start), or with @by_second by the second, then the first
  * (candidates {address, cost} by cost).  Pairs equal in the key may come
- * out in any order.  Quicksort on the median of three, the smaller side
- * first, insertion sort below 16, heap sort past 2 log2 @d levels: O(d log d)
- * on any input, no allocation, and no call per comparison (qsort() makes
- * one: sorting ranges with it took a fifth of a 1,500-node placement and
- * half of the packer's local search).
+ * out in any order.  Quicksort on the median of three (a partition without
+ * a branch on the comparison, the smaller side first, runs of a key set
+ * aside at once), insertion sort below 16, heap sort past 2 log2 @d levels:
+ * O(d log d) on any input, no allocation, and no call per comparison
+ * (qsort() makes one: sorting ranges with it took a fifth of a 1,500-node
+ * placement and half of the packer's local search).
  */
 void ortmem__sort_pairs(uint64_t (*r)[2], uint32_t d, bool by_second);
 /* The same with the levels of quicksort given (tests: 0 is a heap sort). */
