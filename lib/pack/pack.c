@@ -166,7 +166,8 @@ static int pk_portfolio(struct packer *pk)
 			break;
 		}
 		pk_order_by(pk, o, crowd, k1, k2, tmp);
-		ortmem__pk_keep_if_best(pk, ortmem__pk_place_from(pk, 0));
+		/* one that reaches the best height would not be kept */
+		ortmem__pk_keep_if_best(pk, ortmem__pk_place_from_under(pk, 0, pk->best_h - 1));
 		pk->deadline_off = false;
 		pk->iters++;
 	}

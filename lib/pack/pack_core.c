@@ -127,9 +127,12 @@ static uint64_t pk_best_fit(uint64_t (*g)[2], uint32_t d, uint64_t size)
 
 /*
  * Re-place the items at positions [from, n) of pk->order, each at its best
- * fit against the conflicting items placed before it.  Return the height.
+ * fit against the conflicting items placed before it.  Return the height,
+ * or, as soon as it passes @limit, that height (the rest left unplaced):
+ * a caller that keeps only packings at most @limit high need not see the
+ * rest, and most of the local search's moves are not kept.
  */
-uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from)
+uint64_t ortmem__pk_place_from_under(struct packer *pk, uint32_t from, uint64_t limit)
 {
 	uint64_t h = from ? pk->hpre[from - 1] : 0;
 	uint32_t p, k, d;
@@ -169,9 +172,18 @@ uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from)
 		if (pk->off[i] + x->size > h)
 			h = pk->off[i] + x->size;
 		pk->hpre[p] = h;
+		if (h > limit) {
+			pk->placed = false;
+			return h;
+		}
 	}
 	pk->placed = true;
 	return h;
+}
+
+uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from)
+{
+	return ortmem__pk_place_from_under(pk, from, UINT64_MAX);
 }
 
 void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)

@@ -151,6 +151,9 @@ int ortmem__pk_build_conflicts(struct packer *pk, bool timed);
  * when the deadline passed half way (pk->timed_out is set).
  */
 uint64_t ortmem__pk_place_from(struct packer *pk, uint32_t from);
+/* The same, stopped once the height passes @limit (that height returned,
+ * pk->placed false, the rest of the order unplaced). */
+uint64_t ortmem__pk_place_from_under(struct packer *pk, uint32_t from, uint64_t limit);
 /* Look at the clock once this much work (conflicts inspected) was done. */
 #define PK_CLOCK_WORK (1u << 14)
 /* The deadline passed (looking at the clock only every PK_CLOCK_WORK). */

@@ -138,7 +138,8 @@ static void ls_walk(struct packer *pk, struct ls_state *s)
 		from = ls_propose(pk, s->crit, ncrit);
 		if (from >= pk->n)
 			continue;
-		nh = ortmem__pk_place_from(pk, from);
+		/* a move that ends higher is undone: no need to finish it */
+		nh = ortmem__pk_place_from_under(pk, from, h);
 		nc = nh == h ? ls_critical(pk, nh, s->crit) : 0;
 		if (nh < h || (nh == h && nc <= ncrit)) {
 			if (nh < h)
