@@ -149,6 +149,8 @@ uint64_t ortmem__pk_place_from_under(struct packer *pk, uint32_t from, uint64_t 
 		if (!ortmem__pk_live(x)) {
 			pk->off[i] = 0;
 			pk->hpre[p] = h;
+			if (h > limit)
+				break;
 			continue;
 		}
 		/* A placement of a dense graph may take long: the clock is
@@ -172,12 +174,10 @@ uint64_t ortmem__pk_place_from_under(struct packer *pk, uint32_t from, uint64_t 
 		if (pk->off[i] + x->size > h)
 			h = pk->off[i] + x->size;
 		pk->hpre[p] = h;
-		if (h > limit) {
-			pk->placed = false;
-			return h;
-		}
+		if (h > limit)
+			break;
 	}
-	pk->placed = true;
+	pk->placed = p == pk->n;
 	return h;
 }
 

@@ -377,6 +377,62 @@ static int random_packer(struct packer *pk, struct pk_item *it, uint64_t *seed,
 	return ret ? ret : ortmem__pk_build_conflicts(pk, false);
 }
 
+/*
+ * A placement stopped at a height (ortmem__pk_place_from_under()) agrees
+ * with the whole one: under a limit at or above the full height it is the
+ * same placement; under a lower one it returns a height above the limit,
+ * no more than the full height, with every item placed up to there where
+ * the full placement put it.  Random orders, from every position.
+ */
+TEST(a_placement_stopped_at_a_height_is_the_full_one_up_to_there)
+{
+	uint64_t seed = 1234;
+
+	for (int round = 0; round < 200; round++) {
+		struct packer pk = { .n = 1 + (uint32_t)(rnd(&seed) % 300),
+				     .opts = { .deadline_ns = UINT64_MAX } };
+		struct pk_item *it = calloc(pk.n, sizeof(*it));
+		uint64_t *full = malloc(sizeof(*full) * pk.n), h, limit, got;
+		uint32_t i, from, p;
+
+		ASSERT_NE(NULL, it);
+		ASSERT_NE(NULL, full);
+		ASSERT_EQ(0, random_packer(&pk, it, &seed, 1 + rnd(&seed) % 100));
+		for (i = 0; i < pk.n; i++)
+			pk.order[i] = i;
+		for (i = pk.n; i > 1; i--) {
+			uint32_t j = (uint32_t)(rnd(&seed) % i), t = pk.order[i - 1];
+
+			pk.order[i - 1] = pk.order[j];
+			pk.order[j] = t;
+		}
+		h = ortmem__pk_place_from(&pk, 0);
+		memcpy(full, pk.off, sizeof(*full) * pk.n);
+		from = (uint32_t)(rnd(&seed) % pk.n);
+		EXPECT_EQ(h, ortmem__pk_place_from_under(&pk, from, h));
+		EXPECT_TRUE(pk.placed);
+		EXPECT_EQ(0, memcmp(full, pk.off, sizeof(*full) * pk.n));
+		limit = h ? rnd(&seed) % h : 0;
+		got = ortmem__pk_place_from_under(&pk, from, limit);
+		if (got <= limit) {
+			/* nothing after @from went past the limit */
+			EXPECT_EQ(h, got);
+			EXPECT_LE(h, limit);
+		} else {
+			EXPECT_FALSE(pk.placed);
+			EXPECT_LE(got, h);
+			for (p = from; p < pk.n && pk.hpre[p] <= limit; p++)
+				EXPECT_EQ(full[pk.order[p]], pk.off[pk.order[p]]);
+			ASSERT_LT(p, pk.n);
+			EXPECT_EQ(got, pk.hpre[p]);
+			EXPECT_EQ(full[pk.order[p]], pk.off[pk.order[p]]);
+		}
+		ortmem__pk_free(&pk);
+		free(full);
+		free(it);
+	}
+}
+
 TEST(settled_packing_is_disjoint_and_never_higher)
 {
 	uint64_t seed = 8088;
