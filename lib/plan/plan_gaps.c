@@ -108,8 +108,9 @@ static int gp_pack(struct gap_ctx *c, uint64_t deadline, bool decide, struct pk_
  * its bytes moved within the arena >> ORTMEM__PLAN_MOVE_SHIFT. */
 struct gp_win {
 	uint64_t cost;
-	/* windows the last pass cleared (ol_window()); UINT32_MAX: it
-	 * stopped, or none ran */
+	/* windows the last pass cleared (ol_window()), 0 where its twin
+	 * would clear the same ones (none, or all where this rule did);
+	 * UINT32_MAX: it stopped, or none ran */
 	uint32_t last_win;
 	uint8_t *off;
 	uint64_t *toff;
@@ -148,6 +149,7 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs], n_win = 0;
 	uint64_t h, cost, t = ortmem__now_ns(), tc, stop = 0;
+	bool twin_same = false;
 
 	/* a dense graph's passes stop at their share's end (but the one a
 	 * first plan may need): one may take several budgets */
@@ -156,8 +158,9 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 		stop = stop < w->until ? stop : w->until;
 	}
 	h = ortmem__plan_online_mv(plan, c->asz, c->budget, rule, alt, guide, hint,
-				   w->try_off, w->try_toff, w->try_mv, &n_win, w->retro_by, stop);
-	w->last_win = h == ORTMEM__PLAN_STOPPED ? UINT32_MAX : n_win;
+				   w->try_off, w->try_toff, w->try_mv, &n_win, &twin_same,
+				   w->retro_by, stop);
+	w->last_win = h == ORTMEM__PLAN_STOPPED ? UINT32_MAX : twin_same ? 0 : n_win;
 	tc = ortmem__now_ns();
 	if (h == ORTMEM__PLAN_STOPPED) {
 		/* no plan: it needed more than its share (it stops early where
@@ -210,9 +213,11 @@ static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
  * the windows its twin (the same guide, hint, seating and second choices)
  * cleared, its windows in *@win.  The rules differ only in whom a pass
  * sends off from a window it clears (ol_window()): a twin that cleared
- * none made this very plan, so it is not run again (on a 300-node DAG at
- * 70 % half the slack sweeps' passes were such twins; the time goes to
- * the next candidates).
+ * none, or whose every window this rule would have picked too, made this
+ * very plan, so it is not run again (on a 300-node DAG at 70 % half the
+ * slack sweeps' passes were twins that cleared none, and of the rest all
+ * but one picked the same windows under both rules; the time goes to the
+ * next candidates).
  */
 static int gp_online_twin(struct gap_ctx *c, struct gp_win *w, uint32_t twin, int rule,
 			  const uint8_t *guide, const uint64_t *hint, uint32_t *win)

@@ -167,7 +167,9 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
 /* ortmem__plan_online_alt() that may also move residents within the arena
  * where that costs less than evicting (plan_move.c): the move steps into
  * @mstep (one per touch, 0: none; NULL: never move).  Past @stop_at (0:
- * never) it stops half way and returns ORTMEM__PLAN_STOPPED. */
+ * never) it stops half way and returns ORTMEM__PLAN_STOPPED.  *@twin_same
+ * (when not NULL): the pass under the other eviction rule (rule ^ 1) would
+ * make this very plan, every window it cleared being the same. */
 #define ORTMEM__PLAN_STOPPED (UINT64_MAX - 1)
 /* plan_range.c: add over a range of steps, the largest value over one */
 struct plan_rtree {
@@ -199,7 +201,8 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 				uint64_t budget, int rule, uint32_t alt,
 				const uint8_t *guide, const uint64_t *hint,
 				uint8_t *off, uint64_t *toff, uint32_t *mstep,
-				uint32_t *n_win, uint64_t retro_by, uint64_t stop_at);
+				uint32_t *n_win, bool *twin_same, uint64_t retro_by,
+				uint64_t stop_at);
 /* A byte moved within the device arena costs 2^-ORTMEM__PLAN_MOVE_SHIFT of
  * a byte moved between tiers: a device-to-device copy runs at the memory's
  * bandwidth (reading and writing), 16x-40x what a host link carries

@@ -194,10 +194,11 @@ static uint64_t ol_hinted(const struct ol *o, uint64_t at, uint64_t size)
 	return at;
 }
 
-/* What sending buffer @b off at step @s costs, per step it frees: a
- * read-back before its next touch, and a write unless it is written out
- * already or the guide writes it out later anyway. */
-static double ol_penalty(const struct ol *o, uint32_t b, uint32_t s, int rule)
+/* What sending buffer @b off at step @s costs, per step it frees, under
+ * each rule: rule 0 counts every buffer alike; rule 1 counts a read-back
+ * before its next touch, and a write unless it is written out already or
+ * the guide writes it out later anyway. */
+static void ol_penalties(const struct ol *o, uint32_t b, uint32_t s, double pen[2])
 {
 	const struct ortmem_plan *plan = o->plan;
 	uint32_t k = o->cur[b];
@@ -205,21 +206,50 @@ static double ol_penalty(const struct ol *o, uint32_t b, uint32_t s, int rule)
 	double units = (tail ? 0 : 1) + (o->written[b] || (o->gw && o->gw[b]) ? 0 : 1);
 	double dist = (double)(tail ? plan->n_nodes + 1u : plan->touch_step[k + 1]) - s;
 
-	if (rule == 0)
-		units = 1;
-	return (units + 1e-3) * (double)o->asz[b] / dist;
+	pen[0] = (1 + 1e-3) * (double)o->asz[b] / dist;
+	pen[1] = (units + 1e-3) * (double)o->asz[b] / dist;
+}
+
+/* The cheapest and second cheapest windows so far under one rule. */
+struct ol_pick {
+	uint64_t at, at2;	/* UINT64_MAX: none */
+	double pen, pen2;
+};
+
+static void ol_pick_add(struct ol_pick *p, uint64_t a, double pen)
+{
+	if (p->at == UINT64_MAX || pen < p->pen) {
+		p->pen2 = p->pen;
+		p->at2 = p->at;
+		p->pen = pen;
+		p->at = a;
+	} else if (p->at2 == UINT64_MAX || pen < p->pen2) {
+		p->pen2 = pen;
+		p->at2 = a;
+	}
+}
+
+/* The window a pick gives the clearing: its second choice where @second. */
+static uint64_t ol_pick_at(const struct ol_pick *p, bool second)
+{
+	return second && p->at2 != UINT64_MAX ? p->at2 : p->at;
 }
 
 /*
  * The window of @size in [0, budget) whose residents cost least to send
  * off (none the step touches); its start, or UINT64_MAX.  Windows start at
- * 0 or where a resident ends.
+ * 0 or where a resident ends.  The window the other rule would pick is
+ * found alongside: where it differs, the pass under the other rule (its
+ * twin) would make another plan (o->twin_differs).
  */
 static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, int rule)
 {
-	uint64_t best_at = UINT64_MAX, best2_at = UINT64_MAX, a;
-	double best = 0, best2 = 0, pen;
+	struct ol_pick pick[2] = { { UINT64_MAX, UINT64_MAX, 0, 0 },
+				   { UINT64_MAX, UINT64_MAX, 0, 0 } };
+	uint64_t a, at;
+	double pen[2], one[2];
 	uint32_t i, j, first = 0;
+	bool second;
 
 	for (i = 0, a = 0; i <= d; i++) {
 		/* A zero-size resident can end below the one before it: a
@@ -232,31 +262,28 @@ static uint64_t ol_window(struct ol *o, uint32_t d, uint64_t size, uint32_t s, i
 			continue;
 		while (first < d && o->hole[first][1] <= a)
 			first++;
-		pen = 0;
+		pen[0] = pen[1] = 0;
 		for (j = first; j < d && o->hole[j][0] < a + size; j++) {
 			if (o->hole[j][1] <= a)
 				continue;
 			if (o->pin[o->hole[j][2]]) {
-				pen = -1;
+				pen[0] = -1;
 				break;
 			}
-			pen += ol_penalty(o, (uint32_t)o->hole[j][2], s, rule);
+			ol_penalties(o, (uint32_t)o->hole[j][2], s, one);
+			pen[0] += one[0];
+			pen[1] += one[1];
 		}
-		if (pen < 0)
+		if (pen[0] < 0)
 			continue;
-		if (best_at == UINT64_MAX || pen < best) {
-			best2 = best;
-			best2_at = best_at;
-			best = pen;
-			best_at = a;
-		} else if (best2_at == UINT64_MAX || pen < best2) {
-			best2 = pen;
-			best2_at = a;
-		}
+		ol_pick_add(&pick[0], a, pen[0]);
+		ol_pick_add(&pick[1], a, pen[1]);
 	}
-	if (o->n_win < 32 && (o->alt >> o->n_win++ & 1) && best2_at != UINT64_MAX)
-		return best2_at;
-	return best_at;
+	second = o->n_win < 32 && (o->alt >> o->n_win++ & 1);
+	at = ol_pick_at(&pick[rule & 1], second);
+	if (at != ol_pick_at(&pick[!(rule & 1)], second))
+		o->twin_differs = true;
+	return at;
 }
 
 /* Send off every resident overlapping [a, a + size). */
@@ -575,7 +602,7 @@ uint64_t ortmem__plan_online_alt(const struct ortmem_plan *plan, const uint64_t 
 				 uint64_t retro_by)
 {
 	return ortmem__plan_online_mv(plan, asz, budget, rule, alt, guide, hint, off, toff,
-				      NULL, n_win, retro_by, 0);
+				      NULL, n_win, NULL, retro_by, 0);
 }
 
 /* The scratch of moves within the arena (plan_move.c); false: no memory. */
@@ -615,7 +642,8 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 				uint64_t budget, int rule, uint32_t alt,
 				const uint8_t *guide, const uint64_t *hint,
 				uint8_t *off, uint64_t *toff, uint32_t *mstep,
-				uint32_t *n_win, uint64_t retro_by, uint64_t stop_at)
+				uint32_t *n_win, bool *twin_same, uint64_t retro_by,
+				uint64_t stop_at)
 {
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], s;
 	struct ol o = { .plan = plan, .budget = budget, .asz = asz, .guide = guide,
@@ -672,6 +700,8 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 	h = ortmem__plan_height(plan, asz, toff);
 	if (n_win)
 		*n_win = o.n_win;
+	if (twin_same)
+		*twin_same = !o.twin_differs;
 out:
 	free(o.cur);
 	free(o.addr);

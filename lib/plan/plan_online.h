@@ -33,6 +33,7 @@ struct ol {
 	bool endfit;
 	uint32_t n_win;		/* windows cleared so far */
 	uint32_t alt;		/* bit i: the i-th clearing takes the second cheapest */
+	bool twin_differs;	/* a clearing the other rule would make elsewhere */
 	uint32_t s;		/* the step being placed */
 	/* moving resident intervals back in time (plan_retro.c) */
 	bool retro;

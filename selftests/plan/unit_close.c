@@ -250,4 +250,83 @@ TEST_TIMEOUT(closing_and_following_random_plans, 120)
 	EXPECT_GT(differed, 5);	/* and second choices were taken */
 }
 
+/*
+ * A pass that says its twin (the other eviction rule, all else the same)
+ * would make the same plan is right: the twin's plan is byte for byte its
+ * own; and one that says not is right too: the twin's plan differs (a
+ * window taken elsewhere seats the buffer elsewhere).  Random graphs at
+ * tight budgets, each way of seating, with and without the solved plan as
+ * guide, with and without moves in the arena and second choices.
+ */
+static bool same_pass(const struct ortmem_plan *p, const uint8_t *o1, const uint8_t *o2,
+		      const uint64_t *t1, const uint64_t *t2, const uint32_t *m1,
+		      const uint32_t *m2)
+{
+	uint32_t nt = p->touch_idx[p->n_bufs];
+
+	return !memcmp(o1, o2, nt) && !memcmp(t1, t2, sizeof(*t1) * nt) &&
+	       !memcmp(m1, m2, sizeof(*m1) * nt);
+}
+
+TEST_TIMEOUT(a_pass_knows_when_its_twin_makes_the_same_plan, 120)
+{
+	uint64_t seed = 0x7417;
+	int g, v, same = 0, differ = 0;
+
+	for (g = 0; g < 150; g++) {
+		struct ortmem_plan *p = plan_with(0);
+		uint32_t n = 10 + (uint32_t)(rnd(&seed) % 60), nt, win[2];
+		uint64_t s2 = seed, budget, *asz, *t[2];
+		uint32_t *m[2];
+		uint8_t *o[2];
+
+		ASSERT_NONNULL(p);
+		random_graph(p, n, &seed);
+		budget = tight_budget(p, &seed);
+		ortmem_plan_free(p);
+		p = plan_with(budget);
+		random_graph(p, n, &s2);
+		if (ortmem_plan_solve(p) || !p->gap_off) {
+			ortmem_plan_free(p);
+			continue;
+		}
+		nt = p->touch_idx[p->n_bufs];
+		asz = aligned_sizes(p);
+		ASSERT_NONNULL(asz);
+		for (int i = 0; i < 2; i++) {
+			o[i] = malloc(nt);
+			t[i] = malloc(sizeof(*t[i]) * nt);
+			m[i] = calloc(nt, sizeof(*m[i]));
+			ASSERT_TRUE(o[i] && t[i] && m[i]);
+		}
+		for (v = 0; v < 8; v++) {
+			int seat = v & 1 ? ORTMEM__PLAN_ENDFIT : 0;
+			const uint8_t *guide = v & 2 ? p->gap_off : NULL;
+			uint32_t alt = v & 4 ? (uint32_t)rnd(&seed) : 0;
+			bool twin_same[2];
+
+			for (int r = 0; r < 2; r++)
+				ASSERT_NE(UINT64_MAX, ortmem__plan_online_mv(p, asz, budget, r | seat,
+					  alt, guide, NULL, o[r], t[r], g & 1 ? m[r] : NULL,
+					  &win[r], &twin_same[r], 0, 0));
+			EXPECT_EQ(twin_same[0], twin_same[1]);
+			EXPECT_EQ(twin_same[0], same_pass(p, o[0], o[1], t[0], t[1], m[0], m[1]));
+			if (twin_same[0] && win[0])
+				same++;		/* windows cleared, the same ones */
+			if (!twin_same[0])
+				differ++;
+		}
+		for (int i = 0; i < 2; i++) {
+			free(o[i]);
+			free(t[i]);
+			free(m[i]);
+		}
+		free(asz);
+		ortmem_plan_free(p);
+	}
+	TH_LOG("%d pairs of twins the same after clearing windows, %d different", same, differ);
+	EXPECT_GT(same, 10);	/* both answers were given */
+	EXPECT_GT(differ, 10);
+}
+
 TEST_HARNESS_MAIN

@@ -378,7 +378,7 @@ TEST_TIMEOUT(empty_buffers_never_open_a_window_over_a_used_one, 300)
 				for (k = 0; k < 2; k++, passes++) {
 					ASSERT_NE(UINT64_MAX, ortmem__plan_online_mv(p, asz, budget,
 						rules[r], 0, k ? guide : NULL, NULL, off, toff, ms,
-						NULL, 0, 0));
+						NULL, NULL, 0, 0));
 					EXPECT_EQ(0, intervals_fit_moves(p, asz, off, toff, ms, budget));
 					moved += ortmem__plan_move_bytes(p, off, ms) != 0;
 				}
