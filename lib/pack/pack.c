@@ -190,8 +190,8 @@ static int pk_portfolio(struct packer *pk)
  * there are at most n log2 n conflicting pairs, inspecting all of them is
  * within that: the conflict lists, and the most crowded lifetimes first
  * by best fit (the ordering that does best on model graphs).  Denser
- * graphs get best fit in start order by a sweep (pack_first.c), which
- * looks at no pair.  1: the lists are built and the portfolio's first
+ * graphs get a sweep in start order (pack_first.c), which looks at no
+ * pair.  1: the lists are built and the portfolio's first
  * ordering must run; 0: the sweep's plan is made; or an error.
  */
 static int pk_first_plan(struct packer *pk)

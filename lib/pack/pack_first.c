@@ -1,19 +1,33 @@
 // SPDX-License-Identifier: MIT
 /*
- * The first plan, cheap on any graph: best fit in order of start time,
+ * The first plan, cheap on any graph: a sweep in order of start time,
  * O(n log n) whatever the number of conflicting pairs.
  *
  * Placed in order of start, the items an item conflicts with among those
  * placed before it are exactly the ones live at its start.  So a sweep
  * over the starts and ends keeps the free address ranges below the top of
- * the live items: an item takes the smallest free range that holds it
- * (the lowest of equal ones), else goes on top; an end frees its range,
- * merged with its free neighbours (or lowers the top).  Two treaps index
- * the free ranges, by address (to merge) and by (length, address) (best
- * fit), so each event costs O(log n), never a look at every live item.
- * This is the same packing as best fit in start order over the conflict
- * lists (ortmem__pk_place_from() with that order), which is why the order
- * is kept as the best order for the searches that start from it.
+ * the live items, and an end frees its range, merged with the free ranges
+ * beside it (or lowers the top).  The ranges are blocks of a list in
+ * address order, beside the live items' blocks, and a treap indexes them
+ * by (length, address), so each event costs O(log n), never a look at
+ * every live item.  An item is seated in one of two ways:
+ *
+ *  - best fit: the smallest free range that holds it (the lowest of equal
+ *    ones), else on top.  This is the same packing as best fit in start
+ *    order over the conflict lists (ortmem__pk_place_from() with that
+ *    order), which is why the order is kept for the searches that start
+ *    from it;
+ *  - by ends: among the few tightest ranges that hold it, an exact fit
+ *    first, then the side of a range whose neighbour (the item below or
+ *    above) ends nearest its own end.  The two then leave together and
+ *    their ranges merge into one, where best fit leaves a long-lived item
+ *    beside a short one and the range they leave split.  It is the rule
+ *    the placement's allocator seats by (ol_fit_end() in plan_online.c),
+ *    here with the items' own ends.
+ *
+ * The first plan is the sweep by ends, then best fit where the budget
+ * holds one more sweep; the lower is kept.  Measured in
+ * Documentation/lib/planner.rst ("The first plan of a dense graph").
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,7 +37,7 @@
 /* A treap over (k1, k2) keys, nodes in one array, 0 = none. */
 struct ft_node {
 	uint64_t k1, k2;
-	uint64_t val;		/* by address: the range's end */
+	uint64_t val;		/* the free range's block */
 	uint32_t prio, l, r;
 };
 
@@ -121,105 +135,210 @@ static uint32_t ft_ceil(const struct ft_node *nd, uint32_t t, uint64_t k1, uint6
 	return best;
 }
 
-/* The node of the largest key < (k1, k2), or 0. */
-static uint32_t ft_below(const struct ft_node *nd, uint32_t t, uint64_t k1, uint64_t k2)
-{
-	uint32_t best = 0;
+/*
+ * The address space below the top of the live items, bottom up: a list of
+ * blocks, each a live item (block id = item id) or a free range (ids from
+ * n on), linked to the blocks beside it, so a range knows its neighbours
+ * and a freed item merges with the free ranges beside it in O(1).  The
+ * free ranges are also in a treap by (length, address), for the fits.  A
+ * free range always has an item above it (the top lowers instead).
+ */
+#define FS_NONE UINT32_MAX
+/* How many of the tightest free ranges a fit by ends weighs. */
+#define FS_BY_ENDS_HOLES 4
 
-	while (t) {
-		if (ft_less(nd[t].k1, nd[t].k2, k1, k2)) {
-			best = t;
-			t = nd[t].r;
-		} else {
-			t = nd[t].l;
+struct fs_block {
+	uint64_t a, b;		/* [a, b) */
+	uint32_t prev, next;	/* the blocks below and above, or FS_NONE */
+};
+
+struct ft_free {
+	struct ft_pool pool;
+	uint32_t by_len;
+	uint64_t top;
+	struct fs_block *bk;
+	uint32_t n, last;	/* items; the highest block */
+	uint32_t *spare, nspare;	/* free-range ids not in use */
+	const struct pk_item *it;
+};
+
+static bool fs_is_range(const struct ft_free *f, uint32_t x)
+{
+	return x != FS_NONE && x >= f->n;
+}
+
+/* Link block @x between @prev and @next (@next is never FS_NONE here). */
+static void fs_link(struct ft_free *f, uint32_t x, uint32_t prev, uint32_t next)
+{
+	f->bk[x].prev = prev;
+	f->bk[x].next = next;
+	if (prev != FS_NONE)
+		f->bk[prev].next = x;
+	if (next != FS_NONE)
+		f->bk[next].prev = x;
+	else
+		f->last = x;
+}
+
+static void fs_range_add(struct ft_free *f, uint64_t a, uint64_t b,
+			 uint32_t prev, uint32_t next)
+{
+	uint32_t x = f->spare[--f->nspare];
+
+	f->bk[x].a = a;
+	f->bk[x].b = b;
+	fs_link(f, x, prev, next);
+	ft_insert(&f->pool, &f->by_len, b - a, a, x);
+}
+
+/* Take free range @x out of the treap and give its id back. */
+static void fs_range_drop(struct ft_free *f, uint32_t x)
+{
+	ft_erase(&f->pool, &f->by_len, f->bk[x].b - f->bk[x].a, f->bk[x].a);
+	f->spare[f->nspare++] = x;
+}
+
+/* How far the end of block @x (an item; the floor never ends) lies from @end. */
+static uint64_t fs_end_gap(const struct ft_free *f, uint32_t x, uint64_t end)
+{
+	uint64_t e;
+
+	if (x == FS_NONE)
+		return UINT64_MAX;
+	e = f->it[x].hi;
+	return e > end ? e - end : end - e;
+}
+
+/*
+ * Among the FS_BY_ENDS_HOLES tightest free ranges that hold @size (from
+ * treap node @t on): the exact fits first, then the side of a range whose
+ * neighbour ends nearest @end, then the tightest, the lowest.  Returns
+ * the range's block; *@up says whether the item goes at its top.
+ */
+static uint32_t fs_by_ends(struct ft_free *f, uint32_t t, uint64_t size,
+			   uint64_t end, bool *up)
+{
+	const struct ft_node *nd = f->pool.nd;
+	/* the tightest come first: exact fits, if any, before the others */
+	bool exact = nd[t].k1 == size;
+	uint64_t best_gap = UINT64_MAX, g;
+	uint32_t best = (uint32_t)nd[t].val, k, x;
+
+	*up = false;
+	for (k = 0; t && k < FS_BY_ENDS_HOLES && (nd[t].k1 == size) == exact; k++) {
+		x = (uint32_t)nd[t].val;
+		g = fs_end_gap(f, f->bk[x].prev, end);
+		if (g < best_gap) {
+			best = x;
+			best_gap = g;
+			*up = false;
 		}
+		g = fs_end_gap(f, f->bk[x].next, end);
+		if (g < best_gap) {
+			best = x;
+			best_gap = g;
+			*up = true;
+		}
+		t = ft_ceil(nd, f->by_len, nd[t].k1, nd[t].k2 + 1);
 	}
 	return best;
 }
 
-/* The free ranges below the top of the live items. */
-struct ft_free {
-	struct ft_pool pool;
-	uint32_t by_addr, by_len;
-	uint64_t top;
-};
-
-static void ff_add(struct ft_free *f, uint64_t a, uint64_t b)
+/*
+ * Seat item @i: best fit (the smallest free range that holds it, the
+ * lowest of equal ones, at its bottom), or by ends (fs_by_ends()); on top
+ * when no range holds it.  Returns its offset.
+ */
+static uint64_t fs_take(struct ft_free *f, uint32_t i, bool by_ends)
 {
-	ft_insert(&f->pool, &f->by_addr, a, 0, b);
-	ft_insert(&f->pool, &f->by_len, b - a, a, 0);
-}
+	uint64_t size = f->it[i].size, a, b;
+	uint32_t t = ft_ceil(f->pool.nd, f->by_len, size, 0), x, prev, next;
+	bool up = false;
 
-static void ff_del(struct ft_free *f, uint64_t a, uint64_t b)
-{
-	ft_erase(&f->pool, &f->by_addr, a, 0);
-	ft_erase(&f->pool, &f->by_len, b - a, a);
-}
-
-/* Best fit: the smallest free range that holds @size, else the top. */
-static uint64_t ff_take(struct ft_free *f, uint64_t size)
-{
-	uint32_t x = ft_ceil(f->pool.nd, f->by_len, size, 0);
-	uint64_t a, b;
-
-	if (!x) {
+	if (!t) {
 		a = f->top;
 		f->top += size;
+		f->bk[i].a = a;
+		f->bk[i].b = a + size;
+		fs_link(f, i, f->last, FS_NONE);
 		return a;
 	}
-	a = f->pool.nd[x].k2;
-	b = a + f->pool.nd[x].k1;
-	ff_del(f, a, b);
-	if (b > a + size)
-		ff_add(f, a + size, b);
-	return a;
+	x = by_ends ? fs_by_ends(f, t, size, f->it[i].hi, &up) : (uint32_t)f->pool.nd[t].val;
+	a = f->bk[x].a;
+	b = f->bk[x].b;
+	prev = f->bk[x].prev;
+	next = f->bk[x].next;
+	fs_range_drop(f, x);
+	f->bk[i].a = up ? b - size : a;
+	f->bk[i].b = f->bk[i].a + size;
+	if (b - a == size) {
+		fs_link(f, i, prev, next);
+	} else if (up) {
+		fs_link(f, i, prev, next);
+		fs_range_add(f, a, b - size, prev, i);
+	} else {
+		fs_link(f, i, prev, next);
+		fs_range_add(f, a + size, b, i, next);
+	}
+	return f->bk[i].a;
 }
 
-/* Free [a, b): merged with the free ranges beside it, or the top lowers. */
-static void ff_give(struct ft_free *f, uint64_t a, uint64_t b)
+/* Item @i leaves: its range merges with the free ranges beside it, or the
+ * top lowers. */
+static void fs_give(struct ft_free *f, uint32_t i)
 {
-	const struct ft_node *nd = f->pool.nd;
-	uint32_t x = ft_below(nd, f->by_addr, a, 0);
-	uint32_t y = ft_ceil(nd, f->by_addr, b, 0);
+	uint64_t a = f->bk[i].a, b = f->bk[i].b;
+	uint32_t prev = f->bk[i].prev, next = f->bk[i].next, x;
 
-	if (x && nd[x].val == a) {
-		uint64_t xa = nd[x].k1;
-
-		ff_del(f, xa, a);
-		a = xa;
+	if (fs_is_range(f, prev)) {
+		x = prev;
+		a = f->bk[x].a;
+		prev = f->bk[x].prev;
+		fs_range_drop(f, x);
 	}
-	if (b == f->top) {
+	if (next == FS_NONE) {
 		f->top = a;
+		f->last = prev;
+		if (prev != FS_NONE)
+			f->bk[prev].next = FS_NONE;
 		return;
 	}
-	if (y && nd[y].k1 == b) {
-		uint64_t yb = nd[y].val;
-
-		ff_del(f, b, yb);
-		b = yb;
+	if (fs_is_range(f, next)) {
+		x = next;
+		b = f->bk[x].b;
+		next = f->bk[x].next;
+		fs_range_drop(f, x);
 	}
-	ff_add(f, a, b);
+	fs_range_add(f, a, b, prev, next);
 }
 
 /*
- * Best fit in order of start (ties by id), into pk->off and pk->order,
- * kept as the best packing.
+ * A sweep in order of start (ties by id) that seats each item best fit or
+ * by ends, into pk->off; pk->order gets the live items by start, or by
+ * offset when @by_ends (placed again by best fit in that order, no item
+ * rises: see ortmem__pk_settle()), the others after.  Sets *@height;
+ * 0 or -ENOMEM.
  */
-int ortmem__pk_first_plan(struct packer *pk)
+static int fs_sweep(struct packer *pk, bool by_ends, uint64_t *height)
 {
 	uint32_t n = pk->n, *st = pk->order, *en = pk->best_order, *tmp = pk->rank;
 	uint32_t k = 0, a = 0, b = 0, i;
-	uint64_t *lo = pk->t64[0], *hi = pk->t64[1], last;
-	struct ft_free f = { .pool.rng = 0x2545f4914f6cdd1dull };
+	uint64_t *lo = pk->t64[0], *hi = pk->t64[1], last = 0;
+	struct ft_free f = { .pool.rng = 0x2545f4914f6cdd1dull, .n = n,
+			     .last = FS_NONE, .it = pk->it };
 
-	/* Two free ranges at most per live item, each in both treaps. */
-	f.pool.nd = malloc(sizeof(*f.pool.nd) * (4 * (size_t)n + 2));
-	f.pool.free_ids = malloc(sizeof(*f.pool.free_ids) * (4 * (size_t)n + 2));
-	if (!f.pool.nd || !f.pool.free_ids) {
-		free(f.pool.nd);
-		free(f.pool.free_ids);
-		return -ENOMEM;
+	/* A free range lies below each live item but the first: n + 1 at
+	 * most, each in the treap (ids from n). */
+	f.pool.nd = malloc(sizeof(*f.pool.nd) * ((size_t)n + 2));
+	f.pool.free_ids = malloc(sizeof(*f.pool.free_ids) * ((size_t)n + 2));
+	f.bk = malloc(sizeof(*f.bk) * (2 * (size_t)n + 1));
+	f.spare = malloc(sizeof(*f.spare) * ((size_t)n + 1));
+	if (!f.pool.nd || !f.pool.free_ids || !f.bk || !f.spare) {
+		k = 1;	/* a < k: out of memory */
+		goto out;
 	}
+	for (i = 0; i <= n; i++)
+		f.spare[f.nspare++] = 2 * n - i;
 	for (i = 0; i < n; i++) {
 		lo[i] = pk->it[i].lo;
 		hi[i] = pk->it[i].hi;
@@ -232,27 +351,56 @@ int ortmem__pk_first_plan(struct packer *pk)
 	while (a < k) {
 		/* Ends first at equal times: lifetimes are half-open. */
 		if (hi[en[b]] <= lo[st[a]]) {
-			i = en[b++];
-			ff_give(&f, pk->off[i], pk->off[i] + pk->it[i].size);
+			fs_give(&f, en[b++]);
 			continue;
 		}
 		i = st[a++];
-		pk->off[i] = ff_take(&f, pk->it[i].size);
+		pk->off[i] = fs_take(&f, i, by_ends);
+		if (pk->off[i] + pk->it[i].size > last)
+			last = pk->off[i] + pk->it[i].size;
 	}
-	free(f.pool.nd);
-	free(f.pool.free_ids);
-	/* The order placed: the live items by start, the others after. */
+	if (by_ends)
+		ortmem__pk_sort_by(st, k, pk->off, tmp);
+	/* The live items first, the others after. */
 	for (i = 0, a = k; i < n; i++)
 		if (!ortmem__pk_live(&pk->it[i]))
 			st[a++] = i;
+out:
+	free(f.pool.nd);
+	free(f.pool.free_ids);
+	free(f.bk);
+	free(f.spare);
+	*height = last;
+	return a < k ? -ENOMEM : 0;
+}
+
+int ortmem__pk_sweep(struct packer *pk, bool by_ends)
+{
+	uint64_t h;
+	int ret = fs_sweep(pk, by_ends, &h);
+
+	if (ret)
+		return ret;
 	pk->placed = false;
 	pk->iters++;
 	/* The next budget check looks at the clock. */
 	pk->work = PK_CLOCK_WORK;
-	pk->best_h = UINT64_MAX;
-	for (i = 0, last = 0; i < n; i++)
-		if (pk->off[i] + pk->it[i].size > last && ortmem__pk_live(&pk->it[i]))
-			last = pk->off[i] + pk->it[i].size;
-	ortmem__pk_keep_if_best(pk, last);
+	ortmem__pk_keep_if_best(pk, h);
 	return 0;
+}
+
+int ortmem__pk_first_plan(struct packer *pk)
+{
+	uint64_t t0 = ortmem__now_ns(), t1;
+	int ret = ortmem__pk_sweep(pk, true);
+
+	/* nothing more where it meets the bound or the target */
+	if (ret || pk->best_h <= pk->lb || pk->best_h <= pk->opts.target ||
+	    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
+		return ret;
+	/* Best fit too, where the time left holds one more sweep. */
+	t1 = ortmem__now_ns();
+	if (t1 + (t1 - t0) < pk->opts.deadline_ns)
+		ret = ortmem__pk_sweep(pk, false);
+	return ret;
 }

@@ -134,9 +134,13 @@ uint32_t ortmem__pk_section_times(uint64_t *t, uint32_t nt);
 uint32_t ortmem__pk_section_of(const uint64_t *t, uint32_t n, uint64_t v);
 
 /*
- * pack_first.c: the first plan of a dense instance, best fit in order of
- * start by a sweep, O(n log n), looking at no pair.
+ * pack_first.c: a sweep in order of start, O(n log n), looking at no
+ * pair: each item seated best fit, or @by_ends (an exact fit, else beside
+ * the neighbour that ends nearest its end); kept if best.  0 or -ENOMEM.
  */
+int ortmem__pk_sweep(struct packer *pk, bool by_ends);
+/* The first plan of a dense instance: the sweep by ends, then best fit
+ * where the time left holds another sweep. */
 int ortmem__pk_first_plan(struct packer *pk);
 /* pack_core.c: the floor every search calls. */
 int ortmem__pk_alloc(struct packer *pk);

@@ -302,64 +302,6 @@ TEST(decision_target_stops_the_search)
 	}
 }
 
-/*
- * The first plan of a dense instance (a sweep over treaps of free ranges)
- * is best fit in start order: the same offsets, item by item, as placing
- * the same order over the conflict lists.  Random instances, from sparse
- * to every item live at once, with ties of times and of hole lengths.
- */
-TEST(first_plan_sweep_is_best_fit_in_start_order)
-{
-	uint64_t seed = 4711;
-
-	for (int round = 0; round < 300; round++) {
-		uint32_t n = 1 + (uint32_t)(rnd(&seed) % 400), i, *order;
-		uint64_t span = 1 + rnd(&seed) % 200, *want;
-		struct pk_item *it = calloc(n, sizeof(*it));
-		struct packer pk = { .n = n, .opts = { .deadline_ns = UINT64_MAX } };
-
-		ASSERT_NE(NULL, it);
-		for (i = 0; i < n; i++) {
-			it[i].lo = rnd(&seed) % span;
-			it[i].hi = it[i].lo + rnd(&seed) % (span / 2 + 2);
-			it[i].size = (rnd(&seed) % 9 == 0) ? 0 : 64 * (1 + rnd(&seed) % 6);
-		}
-		pk.it = it;
-		pk.best_h = UINT64_MAX;
-		ASSERT_EQ(0, ortmem__pk_alloc(&pk));
-		ASSERT_EQ(0, ortmem__pk_first_plan(&pk));
-		want = malloc(sizeof(*want) * n);
-		order = malloc(sizeof(*order) * n);
-		ASSERT_NE(NULL, want);
-		ASSERT_NE(NULL, order);
-		memcpy(want, pk.best_off, sizeof(*want) * n);
-		memcpy(order, pk.best_order, sizeof(*order) * n);
-		/* The order it kept, placed again over the conflict lists,
-		 * whose build leaves the best packing alone. */
-		ASSERT_EQ(0, ortmem__pk_build_conflicts(&pk, false));
-		EXPECT_EQ(0, memcmp(order, pk.best_order, sizeof(*order) * n));
-		EXPECT_EQ(0, memcmp(want, pk.best_off, sizeof(*want) * n));
-		memcpy(pk.order, order, sizeof(*pk.order) * n);
-		EXPECT_EQ(pk.best_h, ortmem__pk_place_from(&pk, 0));
-		for (i = 0; i < n; i++)
-			if (ortmem__pk_live(&it[i]))
-				EXPECT_EQ(want[i], pk.off[i]);
-		EXPECT_EQ(0, ortmem__plan_check_disjoint(it, want, n, NULL, NULL));
-		free(want);
-		free(order);
-		ortmem__pk_free(&pk);
-		free(it);
-	}
-}
-
-/*
- * Settling a packing (ortmem__pk_settle()) keeps it disjoint, raises no
- * height, and takes out slack: random instances packed with a random gap
- * under each item (each on top of the conflicting items placed before it,
- * plus the gap) mostly fall, and settling again never raises them.
- */
-/* @pk->n random items of @it over @span steps (one in nine empty), its
- * tables allocated and conflicts built for the settling tests below. */
 static int random_packer(struct packer *pk, struct pk_item *it, uint64_t *seed,
 			 uint64_t span)
 {
