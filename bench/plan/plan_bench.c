@@ -309,6 +309,67 @@ static struct dense_fig bench_dense(int n, enum dense_shape shape)
 	return f;
 }
 
+/*
+ * Random lifetimes packed by ortmem_plan_pack() (no graph): starts spread
+ * over the span, lengths short (up to 1/50 of it), medium (up to 1/5) or
+ * heavy-tailed (a product of two uniforms), sizes from 256 B to 256 KiB.
+ * Thousands of buffers live at once, so the first plan is the sweep in
+ * start order (lib/pack/pack_first.c); its arena over LB, three seeds each.
+ * Returns the worst.
+ */
+enum life_shape { LIFE_SHORT, LIFE_MEDIUM, LIFE_HEAVY, LIFE_SHAPES };
+static const char *const life_name[] = { "short", "medium", "heavy-tailed" };
+#define LIFE_SPAN 1000000
+#define LIFE_SEEDS 3
+
+static double life_first_plan(uint32_t n, enum life_shape shape, uint64_t seed)
+{
+	ORTMEM_OPTS(ortmem_plan_opts, o, .max_iterations = 1, .align = { 1, 0, 0 });
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	struct ortmem_plan_buffer *b = malloc(sizeof(*b) * n);
+	uint64_t *off = malloc(sizeof(*off) * (n + 1)), lo, len;
+
+	if (!b || !off)
+		exit(1);
+	for (uint32_t i = 0; i < n; i++) {
+		lo = rnd(&seed) % LIFE_SPAN;
+		if (shape == LIFE_SHORT)
+			len = 1 + rnd(&seed) % (LIFE_SPAN / 50);
+		else if (shape == LIFE_MEDIUM)
+			len = 1 + rnd(&seed) % (LIFE_SPAN / 5);
+		else
+			len = 1 + (rnd(&seed) % 1000) * (rnd(&seed) % 1000) / 2;
+		b[i] = (struct ortmem_plan_buffer){ lo, lo + len,
+			(1ull << (rnd(&seed) % 7)) * (1 + rnd(&seed) % 16) * 256 };
+	}
+	if (ortmem_plan_pack(b, n, &o, off, &st)) {
+		fprintf(stderr, "plan_bench: lifetimes: %s\n", ortmem_last_error_message());
+		exit(1);
+	}
+	free(b);
+	free(off);
+	return st.arena_over_lb;
+}
+
+static double bench_lifetimes(void)
+{
+	static const uint32_t sizes[] = { 10000, 100000 };
+	double worst = 0;
+
+	for (int k = 0; k < 2; k++)
+		for (int sh = 0; sh < LIFE_SHAPES; sh++) {
+			double r[LIFE_SEEDS];
+
+			for (int s = 0; s < LIFE_SEEDS; s++)
+				r[s] = life_first_plan(sizes[k], sh, 1 + (uint64_t)s);
+			qsort(r, LIFE_SEEDS, sizeof(r[0]), cmp_double);
+			printf("lifetimes %-12s %6u buffers: first plan %.3fx LB (%.3f..%.3f)\n",
+			       life_name[sh], sizes[k], r[LIFE_SEEDS / 2], r[0], r[LIFE_SEEDS - 1]);
+			worst = r[LIFE_SEEDS - 1] > worst ? r[LIFE_SEEDS - 1] : worst;
+		}
+	return worst;
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t budget = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
@@ -374,6 +435,8 @@ int main(int argc, char **argv)
 		}
 	printf("plan dense under a device budget: 10k values, solve past the first plan %.2fx the budget (max, medians)\n",
 	       past_dev);
+	printf("plan lifetimes: first plan %.3fx LB (max; 10k and 100k buffers)\n",
+	       bench_lifetimes());
 	printf("plan dense: 10k values first plan %.0f ms, total %.0f ms (budget %d ms), arena %.2fx LB\n",
 	       d10k.first, d10k.total, ORTMEM_PLAN_DEFAULT_BUDGET_US / 1000, d10k.over_lb);
 	printf("plan: minimalloc max +%.1f%% over LB, slot-sum %.2fx, 100k nodes %.0f ms\n",
