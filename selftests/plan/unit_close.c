@@ -86,11 +86,6 @@ static uint64_t tight_budget(struct ortmem_plan *p, uint64_t *seed)
 }
 
 /*
- * Random plans: closing anywhere keeps every interval in the budget and
- * apart, and never costs more; the allocator following a plan's own
- * residency and offsets reproduces them.
- */
-/*
  * Seating by neighbours' ends (ORTMEM__PLAN_ENDFIT): A (1 KiB, steps 0-3)
  * sits at 0, F (2 KiB, step 1 only) at 1 KiB, B (1 KiB, steps 1-4) at
  * 3 KiB.  At step 2, N (1 KiB, steps 2-4) finds one hole, [1K, 3K): the
@@ -178,23 +173,42 @@ static void alt_checks(struct __test_metadata *_metadata, const struct ortmem_pl
 	free(t2);
 }
 
+/* A random graph of @n nodes, in a plan under a budget that forces moves
+ * (not solved yet); NULL when out of memory. */
+static struct ortmem_plan *random_plan_at_tight_budget(uint32_t n, uint64_t *seed)
+{
+	struct ortmem_plan *p = plan_with(0);
+	uint64_t s2 = *seed, budget;
+
+	if (!p)
+		return NULL;
+	random_graph(p, n, seed);
+	budget = tight_budget(p, seed);
+	ortmem_plan_free(p);
+	p = plan_with(budget);
+	if (p)
+		random_graph(p, n, &s2);
+	return p;
+}
+
+/*
+ * Random plans: closing anywhere keeps every interval in the budget and
+ * apart, and never costs more; the allocator following a plan's own
+ * residency and offsets reproduces them.
+ */
 TEST_TIMEOUT(closing_and_following_random_plans, 120)
 {
 	uint64_t seed = 0xc105e;
 	int g, r, tried = 0, differed = 0;
 
 	for (g = 0; g < 200; g++) {
-		struct ortmem_plan *p = plan_with(0);
 		uint32_t n = 10 + (uint32_t)(rnd(&seed) % 50), nt;
-		uint64_t s2 = seed, budget, *asz, *toff, *toff2, before, h;
+		struct ortmem_plan *p = random_plan_at_tight_budget(n, &seed);
+		uint64_t budget, *asz, *toff, *toff2, before, h;
 		uint8_t *off, *off2;
 
 		ASSERT_NONNULL(p);
-		random_graph(p, n, &seed);
-		budget = tight_budget(p, &seed);
-		ortmem_plan_free(p);
-		p = plan_with(budget);
-		random_graph(p, n, &s2);
+		budget = p->o.budget[ORTMEM_TIER_DEVICE];
 		if (ortmem_plan_solve(p)) {	/* below the largest step */
 			ortmem_plan_free(p);
 			continue;
@@ -274,18 +288,14 @@ TEST_TIMEOUT(a_pass_knows_when_its_twin_makes_the_same_plan, 120)
 	int g, v, same = 0, differ = 0;
 
 	for (g = 0; g < 150; g++) {
-		struct ortmem_plan *p = plan_with(0);
 		uint32_t n = 10 + (uint32_t)(rnd(&seed) % 60), nt, win[2];
-		uint64_t s2 = seed, budget, *asz, *t[2];
+		struct ortmem_plan *p = random_plan_at_tight_budget(n, &seed);
+		uint64_t budget, *asz, *t[2];
 		uint32_t *m[2];
 		uint8_t *o[2];
 
 		ASSERT_NONNULL(p);
-		random_graph(p, n, &seed);
-		budget = tight_budget(p, &seed);
-		ortmem_plan_free(p);
-		p = plan_with(budget);
-		random_graph(p, n, &s2);
+		budget = p->o.budget[ORTMEM_TIER_DEVICE];
 		if (ortmem_plan_solve(p) || !p->gap_off) {
 			ortmem_plan_free(p);
 			continue;
