@@ -321,7 +321,8 @@ static void fs_give(struct ft_free *f, uint32_t i)
  */
 static int fs_sweep(struct packer *pk, bool by_ends, uint64_t *height)
 {
-	uint32_t n = pk->n, *st = pk->order, *en = pk->best_order, *tmp = pk->rank;
+	/* scratch only: the best packing and its order stay as they are */
+	uint32_t n = pk->n, *st = pk->order, *en = pk->t32[0], *tmp = pk->rank;
 	uint32_t k = 0, a = 0, b = 0, i;
 	uint64_t *lo = pk->t64[0], *hi = pk->t64[1], last = 0;
 	struct ft_free f = { .pool.rng = 0x2545f4914f6cdd1dull, .n = n,

@@ -154,7 +154,8 @@ TEST(sweep_by_ends_is_disjoint_and_its_order_raises_no_item)
 
 /*
  * The first plan keeps the lower of the two sweeps when the budget holds
- * both, and the sweep by ends alone under an iteration limit of one.
+ * both, with its order, and the sweep by ends alone under an iteration
+ * limit of one.
  */
 TEST(first_plan_keeps_the_lower_sweep)
 {
@@ -180,6 +181,10 @@ TEST(first_plan_keeps_the_lower_sweep)
 		ASSERT_EQ(0, ortmem__pk_first_plan(&pk));
 		EXPECT_EQ(fit < ends ? fit : ends, pk.best_h);
 		EXPECT_EQ(2, pk.iters);
+		/* the order kept is the kept packing's, whichever it is */
+		ASSERT_EQ(0, ortmem__pk_build_conflicts(&pk, false));
+		memcpy(pk.order, pk.best_order, sizeof(*pk.order) * n);
+		EXPECT_LE(ortmem__pk_place_from(&pk, 0), pk.best_h);
 		ortmem__pk_free(&pk);
 
 		ASSERT_EQ(0, fresh_packer(&pk, it, n));
