@@ -25,8 +25,9 @@
  *    the placement's allocator seats by (ol_fit_end() in plan_online.c),
  *    here with the items' own ends.
  *
- * The first plan is the sweep by ends, then best fit where the budget
- * holds one more sweep; the lower is kept.  Measured in
+ * The first plan is the sweep by ends; then, while the budget holds one
+ * more sweep, best fit and the sweep by ends over other numbers of
+ * ranges; the lowest is kept.  Measured in
  * Documentation/lib/planner.rst ("The first plan of a dense graph").
  */
 #include <errno.h>
@@ -144,8 +145,6 @@ static uint32_t ft_ceil(const struct ft_node *nd, uint32_t t, uint64_t k1, uint6
  * free range always has an item above it (the top lowers instead).
  */
 #define FS_NONE UINT32_MAX
-/* How many of the tightest free ranges a fit by ends weighs. */
-#define FS_BY_ENDS_HOLES 4
 
 struct fs_block {
 	uint64_t a, b;		/* [a, b) */
@@ -210,13 +209,13 @@ static uint64_t fs_end_gap(const struct ft_free *f, uint32_t x, uint64_t end)
 }
 
 /*
- * Among the FS_BY_ENDS_HOLES tightest free ranges that hold @size (from
+ * Among the @holes tightest free ranges that hold @size (from
  * treap node @t on): the exact fits first, then the side of a range whose
  * neighbour ends nearest @end, then the tightest, the lowest.  Returns
  * the range's block; *@up says whether the item goes at its top.
  */
 static uint32_t fs_by_ends(struct ft_free *f, uint32_t t, uint64_t size,
-			   uint64_t end, bool *up)
+			   uint64_t end, uint32_t holes, bool *up)
 {
 	const struct ft_node *nd = f->pool.nd;
 	/* the tightest come first: exact fits, if any, before the others */
@@ -225,7 +224,7 @@ static uint32_t fs_by_ends(struct ft_free *f, uint32_t t, uint64_t size,
 	uint32_t best = (uint32_t)nd[t].val, k, x;
 
 	*up = false;
-	for (k = 0; t && k < FS_BY_ENDS_HOLES && (nd[t].k1 == size) == exact; k++) {
+	for (k = 0; t && k < holes && (nd[t].k1 == size) == exact; k++) {
 		x = (uint32_t)nd[t].val;
 		g = fs_end_gap(f, f->bk[x].prev, end);
 		if (g < best_gap) {
@@ -246,10 +245,11 @@ static uint32_t fs_by_ends(struct ft_free *f, uint32_t t, uint64_t size,
 
 /*
  * Seat item @i: best fit (the smallest free range that holds it, the
- * lowest of equal ones, at its bottom), or by ends (fs_by_ends()); on top
+ * lowest of equal ones, at its bottom; @holes 0), or by ends over the
+ * @holes tightest ranges (fs_by_ends()); on top
  * when no range holds it.  Returns its offset.
  */
-static uint64_t fs_take(struct ft_free *f, uint32_t i, bool by_ends)
+static uint64_t fs_take(struct ft_free *f, uint32_t i, uint32_t holes)
 {
 	uint64_t size = f->it[i].size, a, b;
 	uint32_t t = ft_ceil(f->pool.nd, f->by_len, size, 0), x, prev, next;
@@ -263,7 +263,7 @@ static uint64_t fs_take(struct ft_free *f, uint32_t i, bool by_ends)
 		fs_link(f, i, f->last, FS_NONE);
 		return a;
 	}
-	x = by_ends ? fs_by_ends(f, t, size, f->it[i].hi, &up) : (uint32_t)f->pool.nd[t].val;
+	x = holes ? fs_by_ends(f, t, size, f->it[i].hi, holes, &up) : (uint32_t)f->pool.nd[t].val;
 	a = f->bk[x].a;
 	b = f->bk[x].b;
 	prev = f->bk[x].prev;
@@ -315,11 +315,11 @@ static void fs_give(struct ft_free *f, uint32_t i)
 /*
  * A sweep in order of start (ties by id) that seats each item best fit or
  * by ends, into pk->off; pk->order gets the live items by start, or by
- * offset when @by_ends (placed again by best fit in that order, no item
+ * offset when by ends (placed again by best fit in that order, no item
  * rises: see ortmem__pk_settle()), the others after.  Sets *@height;
  * 0 or -ENOMEM.
  */
-static int fs_sweep(struct packer *pk, bool by_ends, uint64_t *height)
+static int fs_sweep(struct packer *pk, uint32_t holes, uint64_t *height)
 {
 	/* scratch only: the best packing and its order stay as they are */
 	uint32_t n = pk->n, *st = pk->order, *en = pk->t32[0], *tmp = pk->rank;
@@ -356,11 +356,11 @@ static int fs_sweep(struct packer *pk, bool by_ends, uint64_t *height)
 			continue;
 		}
 		i = st[a++];
-		pk->off[i] = fs_take(&f, i, by_ends);
+		pk->off[i] = fs_take(&f, i, holes);
 		if (pk->off[i] + pk->it[i].size > last)
 			last = pk->off[i] + pk->it[i].size;
 	}
-	if (by_ends)
+	if (holes)
 		ortmem__pk_sort_by(st, k, pk->off, tmp);
 	/* The live items first, the others after. */
 	for (i = 0, a = k; i < n; i++)
@@ -375,10 +375,10 @@ out:
 	return a < k ? -ENOMEM : 0;
 }
 
-int ortmem__pk_sweep(struct packer *pk, bool by_ends)
+int ortmem__pk_sweep(struct packer *pk, uint32_t holes)
 {
 	uint64_t h;
-	int ret = fs_sweep(pk, by_ends, &h);
+	int ret = fs_sweep(pk, holes, &h);
 
 	if (ret)
 		return ret;
@@ -390,18 +390,31 @@ int ortmem__pk_sweep(struct packer *pk, bool by_ends)
 	return 0;
 }
 
+/*
+ * The other sweeps the first plan's time left goes to, best fit first,
+ * then by ends over more or fewer ranges: the flat part of the measured
+ * curve first (planner.rst, "The first plan of a dense graph").  Each is a
+ * greedy that one different seat sends elsewhere, so the lowest of a few
+ * is lower than any one of them.
+ */
+static const uint32_t fs_more[] = { PK_SWEEP_BEST_FIT, 3, 6, 2, 8, 5, 12 };
+
 int ortmem__pk_first_plan(struct packer *pk)
 {
-	uint64_t t0 = ortmem__now_ns(), t1;
-	int ret = ortmem__pk_sweep(pk, true);
+	uint64_t t0 = ortmem__now_ns(), took;
+	int ret = ortmem__pk_sweep(pk, PK_SWEEP_BY_ENDS);
+	uint32_t q;
 
-	/* nothing more where it meets the bound or the target */
-	if (ret || pk->best_h <= pk->lb || pk->best_h <= pk->opts.target ||
-	    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
-		return ret;
-	/* Best fit too, where the time left holds one more sweep. */
-	t1 = ortmem__now_ns();
-	if (t1 + (t1 - t0) < pk->opts.deadline_ns)
-		ret = ortmem__pk_sweep(pk, false);
+	took = ortmem__now_ns() - t0;
+	for (q = 0; !ret && q < sizeof(fs_more) / sizeof(fs_more[0]); q++) {
+		/* nothing more where it meets the bound or the target */
+		if (pk->best_h <= pk->lb || pk->best_h <= pk->opts.target ||
+		    (pk->opts.max_iter && pk->iters >= pk->opts.max_iter))
+			break;
+		/* one more sweep, where the time left holds it */
+		if (ortmem__now_ns() + took >= pk->opts.deadline_ns)
+			break;
+		ret = ortmem__pk_sweep(pk, fs_more[q]);
+	}
 	return ret;
 }

@@ -135,12 +135,18 @@ uint32_t ortmem__pk_section_of(const uint64_t *t, uint32_t n, uint64_t v);
 
 /*
  * pack_first.c: a sweep in order of start, O(n log n), looking at no
- * pair: each item seated best fit, or @by_ends (an exact fit, else beside
- * the neighbour that ends nearest its end); kept if best.  0 or -ENOMEM.
+ * pair: each item seated best fit (@holes PK_SWEEP_BEST_FIT), or by ends
+ * over the @holes tightest free ranges that hold it (an exact fit, else
+ * beside the neighbour that ends nearest its end); kept if best.  0 or
+ * -ENOMEM.
  */
-int ortmem__pk_sweep(struct packer *pk, bool by_ends);
+#define PK_SWEEP_BEST_FIT 0
+/* The ranges the first plan weighs (Documentation/lib/planner.rst, "The
+ * first plan of a dense graph"). */
+#define PK_SWEEP_BY_ENDS 4
+int ortmem__pk_sweep(struct packer *pk, uint32_t holes);
 /* The first plan of a dense instance: the sweep by ends, then best fit
- * where the time left holds another sweep. */
+ * and other sweeps by ends while the time left holds one more. */
 int ortmem__pk_first_plan(struct packer *pk);
 /* pack_core.c: the floor every search calls. */
 int ortmem__pk_alloc(struct packer *pk);
