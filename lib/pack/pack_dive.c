@@ -26,7 +26,8 @@
  *
  * Search.  Depth first, iterative (no recursion, whatever the size).  The
  * items of a branch are ordered so that the skyline stays flat (tops that
- * line up with the floors beside them first), then by a key: size then
+ * line up with the floors beside them first, then fewer slivers of the
+ * lowest level left beside them: pd_misfit()), then by a key: size then
  * duration, duration then size, or area, perturbed at random after the
  * first restarts; at most PD_WIDTH are kept.  Each dive is bounded in
  * nodes; dives restart with growing limits (the Luby sequence) and new
