@@ -49,6 +49,8 @@
 #define PD_WIDTH 6
 /* First dive's node limit, times the Luby sequence. */
 #define PD_DIVE_NODES 4
+/* The share of dives whose branch order is drawn at random (pd_order()). */
+#define PD_EXPLORE 0.2
 #define PD_NONE UINT32_MAX
 /* A two-part key: the major part weighs 2^32 minor ones. */
 #define PD_KEY_MAJOR 4294967296.0
@@ -83,6 +85,12 @@ struct pk_dives {
 	bool from_best;		/* odd dives start from the best packing */
 	uint32_t pivot;		/* positions filled from this section out */
 	bool cut;		/* a candidate list was truncated */
+	/* the branch order of this dive (pd_misfit()), and per order the
+	 * dives begun and the depth they reached, summed (pd_order()) */
+	bool slivers;
+	uint64_t tried[2];
+	double depth_sum[2];
+	uint32_t deepest;	/* the most items placed in this dive */
 	uint32_t maxdepth;	/* frames */
 	struct pk_diver diver;	/* restarts, pauses */
 	/* where a paused dive resumes */
@@ -92,22 +100,26 @@ struct pk_dives {
 
 /*
  * How badly item @i, placed at its base p with its top at @top, fits the
- * skyline beside it: twice the sides whose floor does not line up with
- * @top (0 to 2: the skyline stays flatter when they do), plus the sides
- * whose floor is still p, a sliver of the lowest level left uncovered.
- * The items that fill such a sliver from p must live within it, so a
- * short one is hard to fill exactly and usually ends in a raise, space
- * lost; a step to another level leaves no such constraint.  (Measured on
- * the MiniMalloc instances: Documentation/lib/planner-search.rst,
- * "Slivers of the lowest level".)
+ * skyline beside it: the sides whose floor does not line up with @top (0
+ * to 2: the skyline stays flatter when they do); with @slivers, twice
+ * that plus the sides whose floor is still p, a sliver of the lowest level
+ * left uncovered.  The items that fill such a sliver from p must live
+ * within it, so where items live long a short one is hard to fill and
+ * usually ends in a raise, space lost; a step to another level leaves no
+ * such constraint.  Where items are short-lived, slivers fill and the
+ * weight only steers the dive away from good seats: which order digs
+ * deeper is learnt per search (pd_order()).  Documentation/lib/
+ * planner-search.rst, "Slivers of the lowest level".
  */
-static uint64_t pd_misfit(const struct pk_sky *k, uint32_t i, uint64_t top)
+static uint64_t pd_misfit(const struct pk_sky *k, uint32_t i, uint64_t top, bool slivers)
 {
 	uint64_t p = k->base[i];
 	bool left = k->slo[i] > 0, right = k->shi[i] < k->nsec;
 	uint64_t off_top = 2 - (left && k->floor[k->slo[i] - 1] == top) -
 			   (right && k->floor[k->shi[i]] == top);
 
+	if (!slivers)
+		return off_top;
 	return 2 * off_top + (left && k->floor[k->slo[i] - 1] == p) +
 	       (right && k->floor[k->shi[i]] == p);
 }
@@ -188,7 +200,7 @@ static uint32_t pd_expand(struct pk_dives *d, struct pd_frame *f, struct pd_cand
 			continue;
 		}
 		x = (struct pd_cand){ p, 0, d->key[i], i };
-		x.slack = pd_misfit(k, i, p + pk->it[i].size);
+		x.slack = pd_misfit(k, i, p + pk->it[i].size, d->slivers);
 		if (nc == PD_WIDTH) {
 			d->cut = true;
 			if (!pd_before(&x, &c[nc - 1]))
@@ -267,8 +279,12 @@ static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 		pk->iters++;
 		if (ortmem__pk_budget_spent(pk, used, PK_CLOCK_NODES, deadline))
 			return PK_DIVE_PAUSE;
-		if (!pd_branch(d, f))
+		if (!pd_branch(d, f)) {
+			d->deepest = d->sky.m;
 			return PK_DIVE_FOUND;
+		}
+		if (d->nplaced > d->deepest)
+			d->deepest = d->nplaced;
 		if (d->depth + 1 >= d->maxdepth) {
 			d->cut = true;	/* too many raises on one path */
 			continue;
@@ -373,6 +389,33 @@ static void pd_replay(struct pk_dives *d, uint64_t h)
 	}
 }
 
+/*
+ * The branch order of the next dive, and the last one's depth credited to
+ * its order (the share of the items it placed, 1 when it found a
+ * packing).  Whether weighing slivers helps depends on the instance: on
+ * MiniMalloc's D (items live a third of the time) it takes the dives far
+ * deeper, on K (many short-lived items) it steers them wrong.  So each
+ * search learns it from its own dives: the order whose dives went deeper
+ * on average, a fifth of the dives drawn at random so that an early lead
+ * of the wrong one is corrected.  The depth is known for every dive;
+ * packings found are too rare to learn from in a second.
+ */
+static void pd_order(struct pk_dives *d, uint32_t r)
+{
+	double mean[2];
+
+	if (r)
+		d->depth_sum[d->slivers] += (double)d->deepest / (d->sky.m ? d->sky.m : 1);
+	d->deepest = 0;
+	for (int o = 0; o < 2; o++)
+		mean[o] = (d->depth_sum[o] + 0.5) / (double)(d->tried[o] + 1);
+	if (ortmem__pk_rand_unit(d->pk) < PD_EXPLORE)
+		d->slivers = ortmem__pk_rand(d->pk) & 1;
+	else
+		d->slivers = mean[1] >= mean[0];
+	d->tried[d->slivers]++;
+}
+
 /* Dive number @r under @h: a new limit from the Luby sequence, new keys. */
 static void pd_begin(void *search, uint32_t r, uint64_t h)
 {
@@ -380,6 +423,7 @@ static void pd_begin(void *search, uint32_t r, uint64_t h)
 
 	d->dive_limit = PD_DIVE_NODES * (uint64_t)d->sky.m * pd_luby(r);
 	pd_keys(d, r);
+	pd_order(d, r);
 	ortmem__sky_reset(&d->sky, h);
 	d->cut = false;
 	d->depth = 0;
