@@ -26,10 +26,10 @@
  *
  * Search.  Depth first, iterative (no recursion, whatever the size).  The
  * items of a branch are ordered so that the skyline stays flat (tops that
- * line up with the floors beside them first, then fewer slivers of the
- * lowest level left beside them: pd_misfit()), then by a key: size then
- * duration, duration then size, or area, perturbed at random after the
- * first restarts; at most PD_WIDTH are kept.  Each dive is bounded in
+ * line up with the floors beside them first, and in half the dives fewer
+ * slivers of the lowest level left beside them: pd_misfit()), then by a
+ * key: size then duration, duration then size, or area, perturbed at
+ * random after the first restarts; at most PD_WIDTH are kept.  Each dive is bounded in
  * nodes; dives restart with growing limits (the Luby sequence) and new
  * keys.  A probe ends with a packing, a proof that none exists (an
  * exhausted search that never cut a branch list), or its budget; it can
@@ -49,8 +49,6 @@
 #define PD_WIDTH 6
 /* First dive's node limit, times the Luby sequence. */
 #define PD_DIVE_NODES 4
-/* The share of dives whose branch order is drawn at random (pd_order()). */
-#define PD_EXPLORE 0.2
 #define PD_NONE UINT32_MAX
 /* A two-part key: the major part weighs 2^32 minor ones. */
 #define PD_KEY_MAJOR 4294967296.0
@@ -85,12 +83,7 @@ struct pk_dives {
 	bool from_best;		/* odd dives start from the best packing */
 	uint32_t pivot;		/* positions filled from this section out */
 	bool cut;		/* a candidate list was truncated */
-	/* the branch order of this dive (pd_misfit()), and per order the
-	 * dives begun and the depth they reached, summed (pd_order()) */
-	bool slivers;
-	uint64_t tried[2];
-	double depth_sum[2];
-	uint32_t deepest;	/* the most items placed in this dive */
+	bool slivers;		/* this dive's branch order (pd_order()) */
 	uint32_t maxdepth;	/* frames */
 	struct pk_diver diver;	/* restarts, pauses */
 	/* where a paused dive resumes */
@@ -107,9 +100,9 @@ struct pk_dives {
  * within it, so where items live long a short one is hard to fill and
  * usually ends in a raise, space lost; a step to another level leaves no
  * such constraint.  Where items are short-lived, slivers fill and the
- * weight only steers the dive away from good seats: which order digs
- * deeper is learnt per search (pd_order()).  Documentation/lib/
- * planner-search.rst, "Slivers of the lowest level".
+ * weight only steers the dive away from good seats: half the dives weigh
+ * them (pd_order()).  Documentation/lib/planner-search.rst, "Slivers of
+ * the lowest level".
  */
 static uint64_t pd_misfit(const struct pk_sky *k, uint32_t i, uint64_t top, bool slivers)
 {
@@ -279,12 +272,8 @@ static enum pk_dive pd_dive(void *search, uint64_t budget, uint64_t deadline)
 		pk->iters++;
 		if (ortmem__pk_budget_spent(pk, used, PK_CLOCK_NODES, deadline))
 			return PK_DIVE_PAUSE;
-		if (!pd_branch(d, f)) {
-			d->deepest = d->sky.m;
+		if (!pd_branch(d, f))
 			return PK_DIVE_FOUND;
-		}
-		if (d->nplaced > d->deepest)
-			d->deepest = d->nplaced;
 		if (d->depth + 1 >= d->maxdepth) {
 			d->cut = true;	/* too many raises on one path */
 			continue;
@@ -390,30 +379,19 @@ static void pd_replay(struct pk_dives *d, uint64_t h)
 }
 
 /*
- * The branch order of the next dive, and the last one's depth credited to
- * its order (the share of the items it placed, 1 when it found a
- * packing).  Whether weighing slivers helps depends on the instance: on
- * MiniMalloc's D (items live a third of the time) it takes the dives far
- * deeper, on K (many short-lived items) it steers them wrong.  So each
- * search learns it from its own dives: the order whose dives went deeper
- * on average, a fifth of the dives drawn at random so that an early lead
- * of the wrong one is corrected.  The depth is known for every dive;
- * packings found are too rare to learn from in a second.
+ * The branch order of dive @r: weighing slivers or not, two dives of each
+ * in turn (so that fresh dives and dives from the best packing, which
+ * alternate, both get both).  Which order serves depends on the instance:
+ * where items live long (MiniMalloc's D: a third of the time) slivers do
+ * not fill and weighing them takes the dives to packings the plain order
+ * rarely finds; where many items are short-lived (its K) they fill, and
+ * the weight steers the dives from good seats.  Half the dives each keep
+ * what each does best.  Learning the order from the dives' depth was
+ * tried and left out (planner-search.rst, "Slivers of the lowest level").
  */
 static void pd_order(struct pk_dives *d, uint32_t r)
 {
-	double mean[2];
-
-	if (r)
-		d->depth_sum[d->slivers] += (double)d->deepest / (d->sky.m ? d->sky.m : 1);
-	d->deepest = 0;
-	for (int o = 0; o < 2; o++)
-		mean[o] = (d->depth_sum[o] + 0.5) / (double)(d->tried[o] + 1);
-	if (ortmem__pk_rand_unit(d->pk) < PD_EXPLORE)
-		d->slivers = ortmem__pk_rand(d->pk) & 1;
-	else
-		d->slivers = mean[1] >= mean[0];
-	d->tried[d->slivers]++;
+	d->slivers = (r / 2) & 1;
 }
 
 /* Dive number @r under @h: a new limit from the Luby sequence, new keys. */
