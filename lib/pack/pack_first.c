@@ -166,7 +166,7 @@ static bool fs_is_range(const struct ft_free *f, uint32_t x)
 	return x != FS_NONE && x >= f->n;
 }
 
-/* Link block @x between @prev and @next (@next is never FS_NONE here). */
+/* Link block @x between @prev and @next (FS_NONE: the floor, the top). */
 static void fs_link(struct ft_free *f, uint32_t x, uint32_t prev, uint32_t next)
 {
 	f->bk[x].prev = prev;
