@@ -37,6 +37,20 @@ static int fresh_packer(struct packer *pk, const struct pk_item *it, uint32_t n)
 	return ortmem__pk_alloc(pk);
 }
 
+/* A fresh packer over @it swept with @holes; a copy of its offsets, or
+ * NULL when something failed. */
+static uint64_t *swept(struct packer *pk, const struct pk_item *it, uint32_t n, uint32_t holes)
+{
+	uint64_t *off;
+
+	if (!it || fresh_packer(pk, it, n) || ortmem__pk_sweep(pk, holes))
+		return NULL;
+	off = malloc(sizeof(*off) * n);
+	if (off)
+		memcpy(off, pk->best_off, sizeof(*off) * n);
+	return off;
+}
+
 /*
  * The sweep by best fit is best fit in start order: the same offsets, item
  * by item, as placing the same order over the conflict lists.
@@ -49,16 +63,11 @@ TEST(sweep_by_best_fit_is_best_fit_in_start_order)
 		uint32_t n = 1 + (uint32_t)(rnd(&seed) % 400), i, *order;
 		struct pk_item *it = random_items(n, &seed);
 		struct packer pk;
-		uint64_t *want;
+		uint64_t *want = swept(&pk, it, n, PK_SWEEP_BEST_FIT);
 
-		ASSERT_NE(NULL, it);
-		ASSERT_EQ(0, fresh_packer(&pk, it, n));
-		ASSERT_EQ(0, ortmem__pk_sweep(&pk, PK_SWEEP_BEST_FIT));
-		want = malloc(sizeof(*want) * n);
-		order = malloc(sizeof(*order) * n);
 		ASSERT_NE(NULL, want);
+		order = malloc(sizeof(*order) * n);
 		ASSERT_NE(NULL, order);
-		memcpy(want, pk.best_off, sizeof(*want) * n);
 		memcpy(order, pk.best_order, sizeof(*order) * n);
 		/* The order it kept, placed again over the conflict lists,
 		 * whose build leaves the best packing alone. */
@@ -128,14 +137,9 @@ TEST(sweep_by_ends_is_disjoint_and_its_order_raises_no_item)
 		uint32_t n = 1 + (uint32_t)(rnd(&seed) % 400), i;
 		struct pk_item *it = random_items(n, &seed);
 		struct packer pk;
-		uint64_t *want;
+		uint64_t *want = swept(&pk, it, n, PK_SWEEP_BY_ENDS);
 
-		ASSERT_NE(NULL, it);
-		ASSERT_EQ(0, fresh_packer(&pk, it, n));
-		ASSERT_EQ(0, ortmem__pk_sweep(&pk, PK_SWEEP_BY_ENDS));
-		want = malloc(sizeof(*want) * n);
 		ASSERT_NE(NULL, want);
-		memcpy(want, pk.best_off, sizeof(*want) * n);
 		ASSERT_EQ(0, ortmem__plan_check_disjoint(it, want, n, NULL, NULL));
 		for (i = 0; i < n; i++)
 			if (ortmem__pk_live(&it[i]))
