@@ -29,9 +29,9 @@
  * line up with the floors beside them first, and in half the dives fewer
  * slivers of the lowest level left beside them: pd_misfit()), then by a
  * key: size then duration, duration then size, or area, perturbed at
- * random after the first restarts; at most PD_WIDTH are kept.  Each dive is bounded in
- * nodes; dives restart with growing limits (the Luby sequence) and new
- * keys.  A probe ends with a packing, a proof that none exists (an
+ * random after the first restarts; at most PD_WIDTH are kept.  Each dive
+ * is bounded in nodes; dives restart with growing limits (the Luby
+ * sequence) and new keys.  A probe ends with a packing, a proof that none exists (an
  * exhausted search that never cut a branch list), or its budget; it can
  * pause and resume (pack_race.c races it against other probes).
  *

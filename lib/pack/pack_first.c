@@ -209,8 +209,8 @@ static uint64_t fs_end_gap(const struct ft_free *f, uint32_t x, uint64_t end)
 }
 
 /*
- * Among the @holes tightest free ranges that hold @size (from
- * treap node @t on): the exact fits first, then the side of a range whose
+ * Among the @holes tightest free ranges that hold @size (from treap node
+ * @t on): the exact fits first, then the side of a range whose
  * neighbour ends nearest @end, then the tightest, the lowest.  Returns
  * the range's block; *@up says whether the item goes at its top.
  */
@@ -246,8 +246,8 @@ static uint32_t fs_by_ends(struct ft_free *f, uint32_t t, uint64_t size,
 /*
  * Seat item @i: best fit (the smallest free range that holds it, the
  * lowest of equal ones, at its bottom; @holes 0), or by ends over the
- * @holes tightest ranges (fs_by_ends()); on top
- * when no range holds it.  Returns its offset.
+ * @holes tightest ranges (fs_by_ends()); on top when no range holds it.
+ * Returns its offset.
  */
 static uint64_t fs_take(struct ft_free *f, uint32_t i, uint32_t holes)
 {
@@ -271,15 +271,12 @@ static uint64_t fs_take(struct ft_free *f, uint32_t i, uint32_t holes)
 	fs_range_drop(f, x);
 	f->bk[i].a = up ? b - size : a;
 	f->bk[i].b = f->bk[i].a + size;
-	if (b - a == size) {
-		fs_link(f, i, prev, next);
-	} else if (up) {
-		fs_link(f, i, prev, next);
+	fs_link(f, i, prev, next);
+	/* what the item leaves of the range, below or above it */
+	if (b - a > size && up)
 		fs_range_add(f, a, b - size, prev, i);
-	} else {
-		fs_link(f, i, prev, next);
+	else if (b - a > size)
 		fs_range_add(f, a + size, b, i, next);
-	}
 	return f->bk[i].a;
 }
 
@@ -325,6 +322,7 @@ static int fs_sweep(struct packer *pk, uint32_t holes, uint64_t *height)
 	uint32_t n = pk->n, *st = pk->order, *en = pk->t32[0], *tmp = pk->rank;
 	uint32_t k = 0, a = 0, b = 0, i;
 	uint64_t *lo = pk->t64[0], *hi = pk->t64[1], last = 0;
+	int ret = -ENOMEM;
 	struct ft_free f = { .pool.rng = 0x2545f4914f6cdd1dull, .n = n,
 			     .last = FS_NONE, .it = pk->it };
 
@@ -334,10 +332,8 @@ static int fs_sweep(struct packer *pk, uint32_t holes, uint64_t *height)
 	f.pool.free_ids = malloc(sizeof(*f.pool.free_ids) * ((size_t)n + 2));
 	f.bk = malloc(sizeof(*f.bk) * (2 * (size_t)n + 1));
 	f.spare = malloc(sizeof(*f.spare) * ((size_t)n + 1));
-	if (!f.pool.nd || !f.pool.free_ids || !f.bk || !f.spare) {
-		k = 1;	/* a < k: out of memory */
+	if (!f.pool.nd || !f.pool.free_ids || !f.bk || !f.spare)
 		goto out;
-	}
 	for (i = 0; i <= n; i++)
 		f.spare[f.nspare++] = 2 * n - i;
 	for (i = 0; i < n; i++) {
@@ -366,13 +362,14 @@ static int fs_sweep(struct packer *pk, uint32_t holes, uint64_t *height)
 	for (i = 0, a = k; i < n; i++)
 		if (!ortmem__pk_live(&pk->it[i]))
 			st[a++] = i;
+	ret = 0;
 out:
 	free(f.pool.nd);
 	free(f.pool.free_ids);
 	free(f.bk);
 	free(f.spare);
 	*height = last;
-	return a < k ? -ENOMEM : 0;
+	return ret;
 }
 
 int ortmem__pk_sweep(struct packer *pk, uint32_t holes)

@@ -103,25 +103,26 @@ TEST(sweep_by_ends_seats_beside_the_neighbour_that_ends_with_it)
 		{ 0, 60, 1 }, { 0, 100, 1 }, { 20, 60, 1 }, { 60, 100, 2 },
 		{ 25, 100, 1 },
 	};
+	/* per sweep: the offsets of items 6, 8 and 7, and the height */
+	const struct { uint32_t holes; uint64_t off6, off8, off7, h; } want[] = {
+		{ PK_SWEEP_BEST_FIT, 1, 3, 6, 8 },
+		{ PK_SWEEP_BY_ENDS, 3, 1, 3, 6 },
+	};
 	const uint32_t n = sizeof(it) / sizeof(it[0]);
-	struct packer pk;
 
-	ASSERT_EQ(0, fresh_packer(&pk, it, n));
-	ASSERT_EQ(0, ortmem__pk_sweep(&pk, PK_SWEEP_BEST_FIT));
-	EXPECT_EQ(1, pk.off[6]);
-	EXPECT_EQ(3, pk.off[8]);
-	EXPECT_EQ(6, pk.off[7]);
-	EXPECT_EQ(8, pk.best_h);
-	ortmem__pk_free(&pk);
+	for (int w = 0; w < 2; w++) {
+		struct packer pk;
+		uint64_t *off = swept(&pk, it, n, want[w].holes);
 
-	ASSERT_EQ(0, fresh_packer(&pk, it, n));
-	ASSERT_EQ(0, ortmem__pk_sweep(&pk, PK_SWEEP_BY_ENDS));
-	EXPECT_EQ(3, pk.off[6]);
-	EXPECT_EQ(1, pk.off[8]);
-	EXPECT_EQ(3, pk.off[7]);
-	EXPECT_EQ(6, pk.best_h);
-	EXPECT_EQ(0, ortmem__plan_check_disjoint(it, pk.best_off, n, NULL, NULL));
-	ortmem__pk_free(&pk);
+		ASSERT_NE(NULL, off);
+		EXPECT_EQ(want[w].off6, off[6]);
+		EXPECT_EQ(want[w].off8, off[8]);
+		EXPECT_EQ(want[w].off7, off[7]);
+		EXPECT_EQ(want[w].h, pk.best_h);
+		EXPECT_EQ(0, ortmem__plan_check_disjoint(it, off, n, NULL, NULL));
+		free(off);
+		ortmem__pk_free(&pk);
+	}
 }
 
 /*
