@@ -311,13 +311,18 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 	mv_prefix(o, d);
 	evict = mv_windows(o, d, size, &n);
 	nb = n ? mv_base(o, d) : 0;
-	/* the cheapest of the windows tried, if it costs less than evicting */
+	/* the cheapest of the windows tried, if it costs less than evicting;
+	 * the windows come with the fewest bytes in the way first, so once
+	 * one moves all of them a later one costs more (but for a resident
+	 * whose eviction is free, rare): stop there */
 	for (i = 0; i < n; i++) {
 		cost = mv_plan(o, d, nb, o->mwin[i][0], size, &m);
 		if (m && cost < best && cost < evict) {
 			best = cost;
 			at = o->mwin[i][0];
 		}
+		if (at != UINT64_MAX && best == o->mwin[i][1] >> ORTMEM__PLAN_MOVE_SHIFT)
+			break;
 	}
 	if (at == UINT64_MAX)
 		return UINT64_MAX;
