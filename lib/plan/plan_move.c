@@ -34,14 +34,6 @@
 
 #include "plan_online.h"
 
-/* Windows tried per buffer that finds no hole, the fewest bytes in the
- * way first: a pass stays O(steps x residents log residents).  The few
- * with the fewest bytes often hold a resident that finds no range, where
- * one a little further down the list moves whole: on 16 random DAGs
- * (128 budgets) 16 tries moved 0.7-0.9 % fewer tier bytes than 8 in the
- * geometric mean, the worst budget 1.26x Belady -> 1.20x; 12 to 64 did
- * as well as 16 within the noise (Documentation/lib/placement.rst). */
-#define MV_TRIES 16	/* at most 16: o->mwin */
 
 void ortmem__plan_move_gone(struct ol *o, uint64_t addr, uint64_t size)
 {
@@ -311,10 +303,11 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 	mv_prefix(o, d);
 	evict = mv_windows(o, d, size, &n);
 	nb = n ? mv_base(o, d) : 0;
-	/* the cheapest of the windows tried, if it costs less than evicting;
-	 * the windows come with the fewest bytes in the way first, so once
-	 * one moves all of them a later one costs more (but for a resident
-	 * whose eviction is free, rare): stop there */
+	/* the cheapest of the windows tried, if it costs less than evicting.
+	 * They come fewest bytes in the way first: once the best costs what
+	 * moving window i whole costs (its bytes >> MOVE_SHIFT), a later one,
+	 * with more bytes, costs more (but for a resident whose eviction is
+	 * free, rare): stop there */
 	for (i = 0; i < n; i++) {
 		cost = mv_plan(o, d, nb, o->mwin[i][0], size, &m);
 		if (m && cost < best && cost < evict) {

@@ -616,7 +616,7 @@ static bool ol_move_alloc(struct ol *o, uint32_t nb, uint32_t nt)
 	o->mr = malloc(sizeof(*o->mr) * (4 * nb + 4));
 	o->mbase = malloc(sizeof(*o->mbase) * (4 * nb + 4));
 	o->mpre = malloc(sizeof(*o->mpre) * (nb + 2));
-	o->mwin = malloc(sizeof(*o->mwin) * 16);	/* the windows a move tries */
+	o->mwin = malloc(sizeof(*o->mwin) * MV_TRIES);
 	o->mb = malloc(sizeof(*o->mb) * (nb + 1));
 	o->mto = malloc(sizeof(*o->mto) * (nb + 1));
 	if (!o->mgap || !o->gone || !o->mr || !o->mwin || !o->mb || !o->mto || !o->mbase ||
