@@ -19,11 +19,24 @@
  * 16.5 million), so past 2^19 a pass alone takes more than the default
  * time budget, and the sweeps' rules other than Belady's, which scan the
  * live gaps per eviction, as much.  A dense graph's first plan is the
- * Belady sweep and its packing only (plan_gaps.c, gp_first_dense()); its
- * passes are timed like the rest and stop at the budget's end.
+ * Belady sweep and its packing (plan_gaps.c, gp_first_dense()), with one
+ * pass only where that is far above the sweep and the graph near the
+ * threshold (GAP_NEAR_SPAN below); its other passes are timed like the
+ * rest and stop at the budget's end.
  */
 #define GAP_DENSE_SPAN (1u << 19)
 uint64_t ortmem__plan_dense_span = GAP_DENSE_SPAN;
+
+/*
+ * A dense graph spanning up to this many steps (four times the threshold:
+ * 2,600-3,000-node random DAGs, 3,000-value trees and layer stacks), a
+ * pass costs one to three default budgets; where its first plan is far
+ * above its guide, that pass is part of the first plan (plan_gaps.c,
+ * gp_first_far()).  Past it (10,000 values: 100-200 ms a pass) the
+ * first plan stays the sweep's packing.
+ */
+#define GAP_NEAR_SPAN (4u << 19)
+uint64_t ortmem__plan_near_span = GAP_NEAR_SPAN;
 
 static uint64_t gp_align_up(uint64_t x, uint64_t a)
 {
@@ -80,6 +93,7 @@ int ortmem__plan_gap_alloc(struct gap_ctx *c)
 	for (i = 1; i <= n; i++)
 		c->base[i] += c->base[i - 1];
 	c->dense = c->span > ortmem__plan_dense_span;
+	c->near = c->span <= ortmem__plan_near_span;
 	for (i = 0; i <= n; i++)
 		c->by_first_idx[i + 1] += c->by_first_idx[i];
 	for (i = 0; i < c->n_gaps; i++)

@@ -34,6 +34,7 @@ struct gap_ctx {
 	struct plan_rtree over;	/* per step: bytes kept over its budget */
 	uint64_t span;		/* the gaps' steps, summed */
 	bool dense;		/* span past GAP_DENSE_SPAN (plan_gap_ctx.c) */
+	bool near;		/* span within GAP_NEAR_SPAN (plan_gap_ctx.c) */
 	uint32_t *active;	/* live gaps; a heap under Belady's rule */
 	bool *written;
 	uint8_t *off;		/* per touch: the gap it opens is off */

@@ -197,6 +197,10 @@ uint32_t ortmem__heap_pop(struct plan_heap *h);
  * budget (plan_gap_ctx.c, GAP_DENSE_SPAN); the unit tests lower it to plan
  * small graphs the dense way.  Never written by the library. */
 extern uint64_t ortmem__plan_dense_span;
+/* Up to this many steps spanned, a dense graph's first plan far above its
+ * guide takes an allocator's pass too (plan_gap_ctx.c, GAP_NEAR_SPAN); the
+ * unit tests raise it.  Never written by the library. */
+extern uint64_t ortmem__plan_near_span;
 uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *asz,
 				uint64_t budget, int rule, uint32_t alt,
 				const uint8_t *guide, const uint64_t *hint,

@@ -166,4 +166,68 @@ TEST_TIMEOUT(dense_way_plans_every_feasible_budget, 300)
 	EXPECT_LT(30u * 2, moved);
 }
 
+/* Planned under a 1 us time budget (the first plan alone), the dense way,
+ * with the pass of a first plan far above its guide allowed or not: its
+ * tier bytes plus its moves as the placement weighs them. */
+static int first_plan_cost(uint32_t n, uint32_t seed, uint64_t budget, bool near,
+			   uint64_t *cost)
+{
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	struct ortmem_plan *p = graph_at_flags(n, seed, budget, ORTMEM_PLAN_F_VALIDATE);
+	int ret;
+
+	if (!p)
+		return -1;
+	ortmem__plan_near_span = near ? UINT64_MAX : 0;
+	p->o.time_budget_us = 1;
+	ret = ortmem_plan_solve(p);
+	if (!ret)
+		ret = ortmem_plan_stats(p, &st);
+	*cost = st.prefetch_bytes + st.spill_bytes +
+		(st.move_bytes >> ORTMEM__PLAN_MOVE_SHIFT);
+	if (!ret && st.arena[ORTMEM_TIER_DEVICE] > budget)
+		ret = -1;
+	ortmem_plan_free(p);
+	return ret;
+}
+
+/*
+ * A dense graph's first plan far above its guide (gp_first_far()) takes
+ * the pass seating by ends too, whatever the clock says: that first plan
+ * is valid, fits, never costs more than the sweep's packing alone, and
+ * costs less at some budgets.
+ */
+TEST_TIMEOUT(dense_first_plan_far_from_its_guide_takes_a_pass, 300)
+{
+	uint64_t keep = ortmem__plan_dense_span, keep_near = ortmem__plan_near_span;
+	uint32_t cases = 0, cheaper = 0;
+
+	ortmem__plan_dense_span = 0;
+	for (uint32_t seed = 3000; seed < 3030; seed++) {
+		uint32_t n = 40 + 20 * (seed % 10);
+		uint64_t foot, lb;
+
+		graph_limits(n, seed, &foot, &lb);
+		ASSERT_NE(0, foot);
+		for (int i = 0; i <= 6; i++) {
+			uint64_t budget = level_budget(foot, lb, i), with, without;
+
+			ASSERT_EQ(0, first_plan_cost(n, seed, budget, false, &without));
+			ASSERT_EQ(0, first_plan_cost(n, seed, budget, true, &with));
+			EXPECT_LE(with, without);
+			if (with > without)
+				TH_LOG("n %u seed %u budget %llu: %llu > %llu", n, seed,
+				       (unsigned long long)budget, (unsigned long long)with,
+				       (unsigned long long)without);
+			cheaper += with < without;
+			cases++;
+		}
+	}
+	ortmem__plan_dense_span = keep;
+	ortmem__plan_near_span = keep_near;
+	EXPECT_EQ(30u * 7, cases);
+	TH_LOG("cheaper with the pass: %u of %u", cheaper, cases);
+	EXPECT_LT(cases / 8, cheaper);
+}
+
 TEST_HARNESS_MAIN
