@@ -28,14 +28,15 @@
 uint64_t ortmem__plan_dense_span = GAP_DENSE_SPAN;
 
 /*
- * A dense graph spanning up to this many steps (four times the threshold:
- * 2,600-3,000-node random DAGs, 3,000-value trees and layer stacks), a
- * pass costs one to three default budgets; where its first plan is far
- * above its guide, that pass is part of the first plan (plan_gaps.c,
- * gp_first_far()).  Past it (10,000 values: 100-200 ms a pass) the
- * first plan stays the sweep's packing.
+ * A dense graph spanning up to this many steps (eight times the threshold:
+ * 2,600-4,200-node random DAGs, trees of up to 5,000 values), a pass
+ * costs one to four default budgets; where its first plan is far above
+ * its guide, that pass is part of the first plan (plan_gaps.c,
+ * gp_first_far()): at 90 % 1.13-1.15x Belady's bytes instead of
+ * 1.36-1.74x, for 10-25 ms more.  Past it (10,000 values: 67-190 ms a
+ * pass) the first plan stays the sweep's packing.
  */
-#define GAP_NEAR_SPAN (4u << 19)
+#define GAP_NEAR_SPAN (8u << 19)
 uint64_t ortmem__plan_near_span = GAP_NEAR_SPAN;
 
 static uint64_t gp_align_up(uint64_t x, uint64_t a)

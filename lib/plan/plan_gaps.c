@@ -488,7 +488,7 @@ static int gp_first_dense(struct gap_ctx *c, struct gp_win *w, struct pk_result 
 
 /*
  * Is a dense graph's first plan so far more than 8/7 of its guide's bytes,
- * on a graph whose passes cost a few budgets at most (c->near)?  Then the
+ * on a graph whose passes cost four budgets at most (c->near)?  Then the
  * pass seating by ends that follows the guide is part of the first plan:
  * at 90 % of the bound the sweep lowered until its packing fits moves
  * 1.3-1.7x Belady's bytes, that pass 1.1x, but on such a graph it takes
