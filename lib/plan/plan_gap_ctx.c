@@ -20,9 +20,9 @@
  * time budget, and the sweeps' rules other than Belady's, which scan the
  * live gaps per eviction, as much.  A dense graph's first plan is the
  * Belady sweep and its packing (plan_gaps.c, gp_first_dense()), with one
- * pass only where that is far above the sweep and the graph near the
- * threshold (GAP_NEAR_SPAN below); its other passes are timed like the
- * rest and stop at the budget's end.
+ * pass only where that is far above the sweep's bytes and the graph near
+ * the threshold (GAP_NEAR_SPAN below); its other passes are timed like
+ * the rest and stop at the budget's end.
  */
 #define GAP_DENSE_SPAN (1u << 19)
 uint64_t ortmem__plan_dense_span = GAP_DENSE_SPAN;
@@ -32,8 +32,8 @@ uint64_t ortmem__plan_dense_span = GAP_DENSE_SPAN;
  * 2,600-4,200-node random DAGs, trees of up to 5,000 values), a pass
  * costs one to four default budgets; where its first plan is far above
  * its guide, that pass is part of the first plan (plan_gaps.c,
- * gp_first_far()): at 90 % 1.13-1.15x Belady's bytes instead of
- * 1.36-1.74x, for 10-25 ms more.  Past it (10,000 values: 67-190 ms a
+ * gp_first_far()): at 90 % 1.08-1.18x Belady's bytes instead of
+ * 1.36-1.74x, for 5-25 ms more.  Past it (10,000 values: 67-190 ms a
  * pass) the first plan stays the sweep's packing.
  */
 #define GAP_NEAR_SPAN (8u << 19)

@@ -580,7 +580,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		 * pass half as much time again (3,000 values: 7-8 ms against
 		 * 11-20 ms), and it moves as little or less (placement.rst,
 		 * "Dense graphs"), so it is the one that can end within the
-		 * budget */
+		 * budget; where the first plan is far above the guide, that
+		 * one is part of the first plan instead (gp_first_far()) */
 		if (!ret && gp_first_far(c, w))
 			ret = gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
 		else if (!ret && gp_room(w))
