@@ -504,6 +504,29 @@ static bool gp_first_far(const struct gap_ctx *c, const struct gp_win *w)
 }
 
 /*
+ * The packer's search's share of the time budget @tb: what GAP_PASSES
+ * more passes as long as the longest so far (the first plan's pass
+ * seating by ends) would leave, at least an eighth and at most half of
+ * it.  The passes and the search compete for the budget, and which pays
+ * more depends on how many passes the rest holds: on small graphs (100-250
+ * nodes, a pass 0.05-0.15 ms) all of them run in half the budget and the
+ * search's offsets are worth the other half; on 300-800 nodes (0.2-0.5 ms
+ * a pass) half the budget ran 13-16 of them and an eighth left for the
+ * search moved 0.5 % fewer bytes in the geometric mean (placement.rst,
+ * "The search's share").  A fixed eighth lost on the small graphs.
+ */
+#define GAP_PASSES 48
+static uint64_t gp_search_share(const struct gp_win *w, uint64_t tb)
+{
+	uint64_t passes = w->pass_ns * GAP_PASSES;
+	uint64_t share = tb > passes ? tb - passes : 0;
+
+	if (share > tb / 2)
+		return tb / 2;
+	return share > tb / 8 ? share : tb / 8;
+}
+
+/*
  * The candidates, cheapest kept: the sweep's plan, packed (it stands when
  * the packing fits); the allocator following it at the packer's offsets;
  * the allocator on its own; the slack sweeps; second choices; the cheapest
@@ -515,9 +538,8 @@ static bool gp_first_far(const struct gap_ctx *c, const struct gp_win *w)
  * everything else (the packer's search, the other passes, the closing
  * that moves intervals) shares one budget, so that a solve returns within
  * the budget plus the first plan (ortmem_plan_new(3)).  The packer's
- * search gets half of it where it searches at all (gp_pack(); an eighth
- * did as well within the noise over 12 other DAGs, 1.0107 against 1.0095
- * times the bytes of the ungated passes), the passes the rest.  Before,
+ * search gets an eighth to a half of it where it searches at all
+ * (gp_pack(), gp_search_share()), the passes the rest.  Before,
  * the passes of a small graph all ran whatever the clock said and a big
  * graph's ran up to two budgets past the deadline: 2.7 time budgets past
  * the first plan on make bench-place's workloads, against about one now.
@@ -555,9 +577,18 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	ret = gp_exact_candidates(c, w);
 	if (ret)
 		return ret;
+	/* The allocator following the sweep's plan seating by ends (below),
+	 * first: it always fits, so every budget gets a plan, and its time
+	 * sizes the packer's search. */
+	if (!c->dense) {
+		ret = gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
+		if (ret)
+			return ret;
+	}
 	/* The sweep's plan as it is, when its packing fits. */
 	t = ortmem__now_ns();
-	ret = gp_pack(c, t + tb / 2 < w->end ? t + tb / 2 : w->end, false, &pres);
+	left = gp_search_share(w, tb);
+	ret = gp_pack(c, t + left < w->end ? t + left : w->end, false, &pres);
 	if (ret)
 		return ret;
 	if (!c->searched)
@@ -565,8 +596,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
 	gp_keep_packed(c, w, &pres);
 	/* The allocator following the sweep's plan at the packer's offsets,
-	 * and following it seating by ends: always (every budget gets a
-	 * plan).  Seating by ends follows the sweep's plan without the
+	 * and following it seating by ends.  Seating by ends follows the sweep's plan without the
 	 * packer's offsets: where the packing overruns (on big graphs, 8-20 %
 	 * over the budget) its offsets mislead more than they help (on 10
 	 * random DAGs it moved less than the pass at the offsets at 6 of 8
@@ -593,8 +623,6 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	} else {
 		ret = gp_online_first(c, w, 1, w->guide, w->hint);
 		win_hinted = w->last_win;
-		if (!ret)
-			ret = gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
 	}
 	/* The time left: where the largest step pins the bound to the
 	 * budget, half of it to the decisions first; then half to the
