@@ -511,9 +511,10 @@ static bool gp_first_far(const struct gap_ctx *c, const struct gp_win *w)
  * more depends on how many passes the rest holds: on small graphs (100-250
  * nodes, a pass 0.05-0.15 ms) all of them run in half the budget and the
  * search's offsets are worth the other half; on 300-800 nodes (0.2-0.5 ms
- * a pass) half the budget ran 13-16 of them and an eighth left for the
- * search moved 0.5 % fewer bytes in the geometric mean (placement.rst,
- * "The search's share").  A fixed eighth lost on the small graphs.
+ * a pass) half the budget ran 13-16 of them, and this rule moves 0.2-0.5 %
+ * fewer bytes in the geometric mean over 45 random DAGs, where a fixed
+ * eighth lost on the small ones (placement-history-2.rst, eighteenth
+ * session).
  */
 #define GAP_PASSES 48
 static uint64_t gp_search_share(const struct gp_win *w, uint64_t tb)
