@@ -141,6 +141,16 @@ struct gp_win {
 	bool win_guided, win_hinted;
 };
 
+/* Is a plan of @cost and @height better than the best so far?  Fewer
+ * bytes, or as few in a lower arena: where the whole graph fits, the
+ * pass seating by ends (the first) seats buffers up to the budget's top,
+ * and the packing, as cheap, needs only its height; a runtime sizes its
+ * arena by the plan's. */
+static bool gp_better(const struct gp_win *w, uint64_t cost, uint64_t height)
+{
+	return cost < w->cost || (cost == w->cost && height < w->res.height);
+}
+
 /* One allocator's pass (always fits), the windows of @alt taking their
  * second choice; kept when cheaper.  -ENOMEM or 0. */
 static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t alt,
@@ -182,7 +192,7 @@ static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t
 		w->pass_ns = t;
 	cost = ortmem__plan_gap_cost(plan, w->try_off) +
 	       (ortmem__plan_move_bytes(plan, w->try_off, w->try_mv) >> ORTMEM__PLAN_MOVE_SHIFT);
-	if (cost < w->cost) {
+	if (gp_better(w, cost, h)) {
 		w->cost = cost;
 		memcpy(w->off, w->try_off, nt);
 		memcpy(w->toff, w->try_toff, sizeof(*w->toff) * nt);
@@ -354,7 +364,8 @@ static void gp_keep_packed(struct gap_ctx *c, struct gp_win *w, const struct pk_
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs];
 
-	if (pres->height > c->budget || ortmem__plan_gap_cost(plan, c->best) >= w->cost)
+	if (pres->height > c->budget ||
+	    !gp_better(w, ortmem__plan_gap_cost(plan, c->best), pres->height))
 		return;
 	w->cost = ortmem__plan_gap_cost(plan, c->best);
 	memcpy(w->off, c->best, nt);

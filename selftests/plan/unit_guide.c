@@ -9,6 +9,7 @@
  * the same buffers (issue 18: the placement's candidates start no worse
  * than Belady; what they add is what offsets cost).
  */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,47 @@ TEST_TIMEOUT(decided_slack_guide_bounds_the_plan, 300)
 	}
 	TH_LOG("%u budgets, the decision packs the slack guide at %u", cases, fits);
 	EXPECT_GT(fits, 0);
+}
+
+/*
+ * A device budget the whole graph fits in: the plan moves nothing and its
+ * arena is a packing's, at most the sum of the buffers, never the budget
+ * (ortmem-run sizes its activation arena by it).  The first plan's pass
+ * seating by ends, which runs before the packing, is as cheap there and
+ * seats buffers up to the budget's top; it once won the tie.  Under the
+ * default time budget and under 1 us (the first plan alone).
+ */
+TEST_TIMEOUT(a_budget_everything_fits_in_keeps_a_packed_arena, 120)
+{
+	uint64_t seed = 0xa7e4a;
+	uint32_t g, b;
+
+	for (g = 0; g < 80; g++) {
+		uint32_t n = 4 + (uint32_t)(rnd(&seed) % 300);
+		uint64_t gseed = rnd(&seed), tb;
+
+		for (tb = 0; tb <= 1; tb++) {
+			ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { 1ull << 40, 0, 0 },
+				    .align = { ALIGN, 64, 4096 }, .time_budget_us = tb,
+				    .flags = ORTMEM_PLAN_F_VALIDATE);
+			ORTMEM_OPTS(ortmem_plan_stats, st);
+			struct ortmem_plan *p = NULL;
+			uint64_t s2 = gseed, sum = 0;
+
+			ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+			random_graph(p, n, &s2);
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			for (b = 0; b < p->n_bufs; b++)
+				sum += asz_of(p, b);
+			EXPECT_EQ(0, st.prefetch_bytes + st.spill_bytes);
+			EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], sum);
+			if (st.arena[ORTMEM_TIER_DEVICE] > sum)
+				TH_LOG("graph %u (%u nodes), time budget %" PRIu64 " us: arena %" PRIu64
+				       " over the buffers' %" PRIu64, g, n, tb, st.arena[ORTMEM_TIER_DEVICE], sum);
+			ortmem_plan_free(p);
+		}
+	}
 }
 
 TEST_HARNESS_MAIN
