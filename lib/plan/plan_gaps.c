@@ -43,8 +43,6 @@
 
 #include "plan_gaps.h"
 
-#define GAP_SEARCH_MAX 2048
-#define GAP_SLACKS 4
 
 /* The allocator's rules a slack sweep's plan is followed under, the most
  * often cheapest first (measured on random DAGs): how a buffer seats
@@ -54,54 +52,6 @@ static const int gp_pass_rule[] = {
 };
 #define GAP_PASS_RULES ((int)(sizeof(gp_pass_rule) / sizeof(gp_pass_rule[0])))
 
-
-/* Pack the resident intervals; offsets to the buffers and touches. */
-static int gp_pack(struct gap_ctx *c, uint64_t deadline, bool decide, struct pk_result *res)
-{
-	struct ortmem_plan *plan = c->plan;
-	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
-			      .max_iter = plan->o.max_iterations,
-			      .threads = plan->o.threads,
-			      .target = decide ? c->budget : 0 };
-	uint32_t nt = plan->touch_idx[plan->n_bufs], n = 0, b, k, j;
-	struct pk_item *it = calloc(nt + plan->n_bufs + 1, sizeof(*it));
-	uint64_t *off = malloc(sizeof(*off) * (nt + plan->n_bufs + 1));
-	int ret;
-
-	if (!it || !off) {
-		free(it);
-		free(off);
-		return ortmem__err_plain(-ENOMEM, "planner: cannot pack %u intervals", nt);
-	}
-	for (b = 0; b < plan->n_bufs; b++)
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1) {
-			for (j = k; j + 1 < plan->touch_idx[b + 1] && !c->best[j]; j++)
-				;
-			it[n++] = (struct pk_item){ plan->touch_step[k],
-				c->best[j] || j + 1 < plan->touch_idx[b + 1] ?
-				plan->touch_step[j] + 1ull : plan->bufs[b].hi, c->asz[b] };
-		}
-	/* Past a few thousand intervals the packer's search overruns any
-	 * budget (its local search checks the clock per whole plan): its
-	 * first heuristic only; the allocator's pass is the other candidate. */
-	if (n > GAP_SEARCH_MAX)
-		po.deadline_ns = 0;
-	c->searched = po.deadline_ns != 0;
-	ret = ortmem__pack(it, n, &po, off, res);
-	if (ret)
-		ret = ortmem__err_plain(ret, "planner: cannot pack %u device intervals", n);
-	for (b = 0, n = 0; !ret && b < plan->n_bufs; b++)
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k = j + 1, n++) {
-			for (j = k; j + 1 < plan->touch_idx[b + 1] && !c->best[j]; j++)
-				;
-			for (; k <= j; k++)
-				plan->touch_off[k] = off[n];
-			k = j;
-		}
-	free(it);
-	free(off);
-	return ret;
-}
 
 /* The cheapest plan found so far: its off gaps, offsets, moves within the
  * arena (NULL: none allowed) and height; its cost is its tier bytes plus
@@ -394,7 +344,7 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 		 plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 64);
 	if (ortmem__plan_gap_cost(plan, c->best) >= cost)
 		return 0;
-	ret = gp_pack(c, 0, false, &pres);
+	ret = ortmem__plan_gap_pack(c, 0, false, &pres);
 	if (!ret) {
 		gp_keep_packed(c, w, &pres);
 		memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
@@ -414,7 +364,7 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
  * whose sweep already costs the best plan or more.  Only where the
  * largest step's footprint exceeds the level's sweep budget (below), and
  * on small graphs: on a big one the packer has no time for its search
- * (see gp_pack()).  The levels share the time gp_candidates() gives
+ * (see ortmem__plan_gap_pack(), plan_gap_pack.c).  The levels share the time gp_candidates() gives
  * them (half of what is left after the first plan, first): the race needs
  * 5-10 ms where it succeeds, at load 3-5 on a shared 2-core machine, so
  * under the default budget it often finds nothing (it once had two time
@@ -447,7 +397,7 @@ static int gp_slack_decide(struct gap_ctx *c, struct gp_win *w)
 		ortmem__plan_gap_place(c);
 		if (ortmem__plan_gap_cost(plan, c->best) >= w->cost)
 			break;
-		ret = gp_pack(c, end, true, &pres);
+		ret = ortmem__plan_gap_pack(c, end, true, &pres);
 		if (!ret)
 			gp_keep_packed(c, w, &pres);
 		if (pres.height <= c->budget)
@@ -484,7 +434,7 @@ static int gp_first_dense(struct gap_ctx *c, struct gp_win *w, struct pk_result 
 			c->bud[s] = low;
 		ortmem__plan_gap_sweep(c, 0);
 		memcpy(c->best, c->off, nt);
-		ret = gp_pack(c, 0, false, pres);
+		ret = ortmem__plan_gap_pack(c, 0, false, pres);
 		if (!ret)
 			gp_keep_packed(c, w, pres);
 	}
@@ -551,7 +501,7 @@ static uint64_t gp_search_share(const struct gp_win *w, uint64_t tb)
  * that moves intervals) shares one budget, so that a solve returns within
  * the budget plus the first plan (ortmem_plan_new(3)).  The packer's
  * search gets an eighth to a half of it where it searches at all
- * (gp_pack(), gp_search_share()), the passes the rest.  Before,
+ * (ortmem__plan_gap_pack(), gp_search_share()), the passes the rest.  Before,
  * the passes of a small graph all ran whatever the clock said and a big
  * graph's ran up to two budgets past the deadline: 2.7 time budgets past
  * the first plan on make bench-place's workloads, against about one now.
@@ -600,7 +550,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	/* The sweep's plan as it is, when its packing fits. */
 	t = ortmem__now_ns();
 	left = gp_search_share(w, tb);
-	ret = gp_pack(c, t + left < w->end ? t + left : w->end, false, &pres);
+	ret = ortmem__plan_gap_pack(c, t + left < w->end ? t + left : w->end, false, &pres);
 	if (ret)
 		return ret;
 	if (!c->searched)
@@ -757,51 +707,4 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	free(c.best);
 	ortmem__plan_gap_free(&c);
 	return ret;
-}
-
-/* The offset-free plan the allocator's first passes follow (the cheapest
- * sweep under the device budget; a solved plan), for tests: its off gaps
- * into @off, one flag per touch; its bytes, or UINT64_MAX (error set). */
-uint64_t ortmem__plan_gap_guide(struct ortmem_plan *plan, uint8_t *off)
-{
-	struct gap_ctx c = { .plan = plan, .budget = ortmem__plan_dev_budget(plan) };
-	uint64_t foot, cost = UINT64_MAX;
-	uint32_t s;
-
-	if (!ortmem__plan_gap_alloc(&c) && !ortmem__plan_gap_footprint(&c, &foot)) {
-		for (s = 0; s < plan->n_nodes; s++)
-			c.bud[s] = c.budget;
-		ortmem__plan_gap_place(&c);
-		memcpy(off, c.best, plan->touch_idx[plan->n_bufs]);
-		cost = ortmem__plan_gap_cost(plan, off);
-	}
-	free(c.best);
-	ortmem__plan_gap_free(&c);
-	return cost;
-}
-
-/* A slack sweep's plan (slack 1: 1/128 of the budget left free, as in
- * gp_slack_decide()) packed as a decision at the budget as the placement
- * packs it, for tests: its bytes, the packing's height in @height, or
- * UINT64_MAX (error set).  It overwrites the plan's offsets. */
-uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *height)
-{
-	struct gap_ctx c = { .plan = plan, .budget = ortmem__plan_dev_budget(plan) };
-	struct pk_result res = { 0 };
-	uint64_t foot, cost = UINT64_MAX;
-	uint32_t s;
-
-	if (slack >= 1 && slack <= GAP_SLACKS && !ortmem__plan_gap_alloc(&c) && !ortmem__plan_gap_footprint(&c, &foot)) {
-		for (s = 0; s < plan->n_nodes; s++)
-			c.bud[s] = c.budget - (c.budget >> (8 - slack));
-		ortmem__plan_gap_place(&c);
-		if (!gp_pack(&c, ortmem__now_ns() + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC,
-			     true, &res)) {
-			cost = ortmem__plan_gap_cost(plan, c.best);
-			*height = res.height;
-		}
-	}
-	free(c.best);
-	ortmem__plan_gap_free(&c);
-	return cost;
 }

@@ -41,7 +41,7 @@ struct gap_ctx {
 	uint8_t *best;
 	uint32_t *order;	/* evictions of one sweep, in order */
 	int rule;		/* the rule of c->best */
-	bool searched;		/* the last gp_pack() had time to search */
+	bool searched;		/* the last ortmem__plan_gap_pack() searched */
 };
 
 /* Victim rules of the sweeps (plan_gap_sweep.c): 0 is Belady's. */
@@ -56,6 +56,17 @@ void ortmem__plan_gap_free(struct gap_ctx *c);
 uint64_t ortmem__plan_gap_sweep(struct gap_ctx *c, int rule);
 /* Every rule's sweep; the cheapest plan in c->best (its rule c->rule). */
 void ortmem__plan_gap_place(struct gap_ctx *c);
+
+/* Past this many device intervals the packer's search is not run. */
+#define GAP_SEARCH_MAX 2048
+/* Slack levels: sweeps under 1/128, 1/64, ... of the budget less. */
+#define GAP_SLACKS 4
+
+/* Pack the resident intervals of c->best until @deadline (0: the first
+ * heuristic only), as a decision at the budget where @decide; offsets to
+ * plan->touch_off (plan_gap_pack.c).  0 or -ENOMEM (error set). */
+int ortmem__plan_gap_pack(struct gap_ctx *c, uint64_t deadline, bool decide,
+			  struct pk_result *res);
 
 /* Improve c->best (costing @best) by branch and bound over the sweep's
  * choices, on small models, until @deadline (plan_gap_exact.c). */
