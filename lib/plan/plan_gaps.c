@@ -491,7 +491,7 @@ static uint64_t gp_search_share(const struct gp_win *w, uint64_t tb)
 /*
  * The candidates, cheapest kept: the sweep's plan, packed (it stands when
  * the packing fits); the allocator following it at the packer's offsets;
- * the allocator on its own; the slack sweeps; second choices; the cheapest
+ * the slack sweeps; the allocator on its own; second choices; the cheapest
  * pass again, moving residents back in time.
  *
  * The time budget is the search's: the first plan (the sweep, the
@@ -588,7 +588,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	}
 	/* The time left: where the largest step pins the bound to the
 	 * budget, half of it to the decisions first; then half to the
-	 * allocator on its own and the slack sweeps, the rest to second
+	 * slack sweeps and the allocator on its own, the rest to second
 	 * choices and moving back in time. */
 	t = ortmem__now_ns();
 	left = w->end > t + w->close_ns ? w->end - t - w->close_ns : 0;
@@ -599,6 +599,10 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		left = w->end > t + w->close_ns ? w->end - t - w->close_ns : 0;
 	}
 	w->until = t + left / 2;
+	/* the slack sweeps' passes first: at the default budget they win
+	 * more often than the allocator on its own, which may not run */
+	if (!ret)
+		ret = gp_slack(c, w);
 	if (!ret && gp_room(w)) {
 		ret = gp_online(c, w, 0, NULL, NULL);
 		win_own = w->last_win;
@@ -613,8 +617,6 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	}
 	if (!ret && gp_room(w))
 		ret = gp_online_twin(c, w, win_own, 1 | ORTMEM__PLAN_ENDFIT, NULL, NULL, &win_own);
-	if (!ret)
-		ret = gp_slack(c, w);
 	/* second choices up to a pass before the closing's time: one more
 	 * pass, moving back in time, then */
 	w->until = w->end > w->close_ns + 2 * w->pass_ns ?
