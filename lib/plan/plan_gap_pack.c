@@ -13,7 +13,8 @@
 #include "plan_gaps.h"
 
 /* Pack the resident intervals; offsets to the buffers and touches. */
-int ortmem__plan_gap_pack(struct gap_ctx *c, uint64_t deadline, bool decide, struct pk_result *res)
+int ortmem__plan_gap_pack(struct gap_ctx *c, uint64_t deadline, bool decide,
+			  struct pk_result *res)
 {
 	struct ortmem_plan *plan = c->plan;
 	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,

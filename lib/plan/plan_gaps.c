@@ -43,7 +43,6 @@
 
 #include "plan_gaps.h"
 
-
 /* The allocator's rules a slack sweep's plan is followed under, the most
  * often cheapest first (measured on random DAGs): how a buffer seats
  * (ortmem__plan_online()) matters more than whom it evicts. */
@@ -364,12 +363,12 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
  * whose sweep already costs the best plan or more.  Only where the
  * largest step's footprint exceeds the level's sweep budget (below), and
  * on small graphs: on a big one the packer has no time for its search
- * (see ortmem__plan_gap_pack(), plan_gap_pack.c).  The levels share the time gp_candidates() gives
- * them (half of what is left after the first plan, first): the race needs
- * 5-10 ms where it succeeds, at load 3-5 on a shared 2-core machine, so
- * under the default budget it often finds nothing (it once had two time
- * budgets of its own, and found the 300-node DAG's packing in 15 of 15
- * solves; with one, 13 of 15).
+ * (see ortmem__plan_gap_pack(), plan_gap_pack.c).  The levels share the
+ * time gp_candidates() gives them (half of what is left after the first
+ * plan, first): the race needs 5-10 ms where it succeeds, at load 3-5
+ * on a shared 2-core machine, so under the default budget it often
+ * finds nothing (it once had two time budgets of its own, and found the
+ * 300-node DAG's packing in 15 of 15 solves; with one, 13 of 15).
  * Why: at the largest step's budget that step's own buffers pin the
  * bound to the budget, so the guide's packing (searched at the bound, the
  * race's probes below the best in vain) overruns; a slack sweep leaves
@@ -501,8 +500,8 @@ static uint64_t gp_search_share(const struct gp_win *w, uint64_t tb)
  * that moves intervals) shares one budget, so that a solve returns within
  * the budget plus the first plan (ortmem_plan_new(3)).  The packer's
  * search gets an eighth to a half of it where it searches at all
- * (ortmem__plan_gap_pack(), gp_search_share()), the passes the rest.  Before,
- * the passes of a small graph all ran whatever the clock said and a big
+ * (ortmem__plan_gap_pack(), gp_search_share()), the passes the rest.
+ * Before, the passes of a small graph all ran whatever the clock said and a big
  * graph's ran up to two budgets past the deadline: 2.7 time budgets past
  * the first plan on make bench-place's workloads, against about one now.
  */
@@ -510,7 +509,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs], s;
-	uint64_t tb = plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC, t, left;
+	uint64_t tb = plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC, t, left, share;
 	struct pk_result pres = { 0 };
 	bool small = nt <= GAP_SEARCH_MAX;
 	/* the largest step pins the packing's bound to the budget: there the
@@ -549,8 +548,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	}
 	/* The sweep's plan as it is, when its packing fits. */
 	t = ortmem__now_ns();
-	left = gp_search_share(w, tb);
-	ret = ortmem__plan_gap_pack(c, t + left < w->end ? t + left : w->end, false, &pres);
+	share = gp_search_share(w, tb);
+	ret = ortmem__plan_gap_pack(c, t + share < w->end ? t + share : w->end, false, &pres);
 	if (ret)
 		return ret;
 	if (!c->searched)
@@ -558,8 +557,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
 	gp_keep_packed(c, w, &pres);
 	/* The allocator following the sweep's plan at the packer's offsets,
-	 * and following it seating by ends.  Seating by ends follows the sweep's plan without the
-	 * packer's offsets: where the packing overruns (on big graphs, 8-20 %
+	 * and following it seating by ends.  Seating by ends follows the
+	 * sweep's plan without the packer's offsets: where the packing overruns (on big graphs, 8-20 %
 	 * over the budget) its offsets mislead more than they help (on 10
 	 * random DAGs it moved less than the pass at the offsets at 6 of 8
 	 * budgets of the 1,500-node one); it took the place of the allocator
