@@ -116,6 +116,10 @@ struct ortmem_plan_opts {
  * @move_bytes: bytes copied within the device arena by
  *	ORTMEM_PLAN_XFER_MOVE transfers, over all steps (not counted in
  *	@spill_bytes or @prefetch_bytes: no tier boundary is crossed).
+ * @first_plan_ns: nanoseconds of @solve_ns spent on first plans, the work
+ *	a solve does whatever its time budget (ortmem_plan_new(3)); the rest
+ *	of the solve keeps within the budget, so @solve_ns is about the
+ *	budget plus this at most.  A last field, as @move_bytes.
  */
 struct ortmem_plan_stats {
 	size_t sz;
@@ -134,6 +138,7 @@ struct ortmem_plan_stats {
 	uint32_t optimal;
 	uint32_t pad;
 	uint64_t move_bytes;
+	uint64_t first_plan_ns;
 };
 
 /* Bytes that move at one step: per tier, read onto the device before the

@@ -215,6 +215,7 @@ int ortmem__pack(const struct pk_item *it, uint32_t n,
 		 struct pk_result *res)
 {
 	struct packer pk = { .n = n, .it = it, .opts = *opts };
+	uint64_t t0 = ortmem__now_ns();
 	struct pk_sizes z;
 	int ret;
 
@@ -263,6 +264,7 @@ done:
 	res->height = pk.best_h;
 	res->lb = pk.lb;
 	res->iters = pk.iters;
+	res->first_ns = pk.first_at > t0 ? pk.first_at - t0 : 0;
 	if (pk.best_h <= pk.lb)
 		res->optimal = true;
 out:

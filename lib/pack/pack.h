@@ -33,6 +33,8 @@ struct pk_result {
 	uint64_t height;
 	uint64_t lb;
 	uint64_t iters;
+	/* from the call to its first plan (which runs whatever the deadline) */
+	uint64_t first_ns;
 	bool optimal;
 };
 

@@ -190,6 +190,8 @@ void ortmem__pk_keep_if_best(struct packer *pk, uint64_t h)
 {
 	if (h >= pk->best_h)
 		return;
+	if (pk->best_h == UINT64_MAX)
+		pk->first_at = ortmem__now_ns();
 	pk->best_h = h;
 	memcpy(pk->best_off, pk->off, sizeof(*pk->off) * pk->n);
 	memcpy(pk->best_order, pk->order, sizeof(*pk->order) * pk->n);

@@ -50,6 +50,7 @@ struct packer {
 	uint32_t *best_order;
 	uint64_t *best_off;
 	uint64_t best_h;
+	uint64_t first_at;	/* when the first plan was kept (0: not yet) */
 	uint64_t iters;
 	uint64_t rng;
 	struct pk_opts opts;

@@ -93,6 +93,7 @@ static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
 			it[n++] = (struct pk_item){ pb->lo, pb->hi, pl_fit_size(plan, tier, b) };
 	}
 	ret = ortmem__pack(it, n, &po, off, res);
+	plan->st.first_plan_ns += ret ? 0 : res->first_ns;
 	if (ret) {
 		ret = ortmem__err_plain(ret, "planner: cannot pack %u buffers of the %s tier",
 					n, ortmem_tier_name(tier));

@@ -80,6 +80,7 @@ struct gp_win {
 	 * within the first plan's passes: at a small budget they stop) */
 	uint64_t closing_ns;
 	uint64_t until;		/* the current kind of pass's share ends */
+	uint64_t first_ns;	/* the first plan's work: the end moved by it */
 	bool first;		/* a pass of the first plan: never stopped */
 	/* what gp_alt() varies, the cheapest pass without hinted offsets
 	 * or at the main guide's: its guide, rule (-1: none), second
@@ -213,6 +214,7 @@ static void gp_first_done(struct gp_win *w, uint64_t t0, uint64_t c0)
 
 	w->end += t;
 	w->until += t;
+	w->first_ns += t;
 }
 
 static int gp_online_first(struct gap_ctx *c, struct gp_win *w, int rule,
@@ -704,6 +706,7 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	}
 	if (!ret) {
 		*res = w.res;
+		plan->st.first_plan_ns += w.first_ns;
 		memcpy(plan->touch_off, w.toff, sizeof(*w.toff) * nt);
 		for (b = 0; b < plan->n_bufs; b++) {
 			struct pl_buf *pb = &plan->bufs[b];

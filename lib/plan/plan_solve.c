@@ -140,11 +140,13 @@ static int pl_plan_without_hints(struct ortmem_plan *plan)
 {
 	const struct ortmem_error *e = ortmem_last_error();
 	struct ortmem_error with_hints = e ? *e : (struct ortmem_error){ 0 };
+	uint64_t first_ns = plan->st.first_plan_ns;
 	int ret;
 
 	plan->o.flags |= ORTMEM_PLAN_F_NO_INPLACE;
 	ret = pl_plan(plan);
 	plan->o.flags &= ~ORTMEM_PLAN_F_NO_INPLACE;
+	plan->st.first_plan_ns += first_ns;	/* both plans' first plans */
 	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE && e && ortmem_last_error() &&
 	    with_hints.requested < ortmem_last_error()->requested)
 		ret = ortmem__err_restore(&with_hints, ret);
@@ -401,6 +403,7 @@ ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 		st.arena_over_lb = res.lb ? (double)res.height / (double)res.lb : 1.0;
 		st.optimal = res.optimal;
 		st.iterations = res.iters;
+		st.first_plan_ns = res.first_ns;
 		st.n_buffers = n;
 		st.solve_ns = ortmem__now_ns() - t0;
 		memcpy((char *)stats + sizeof(size_t), (char *)&st + sizeof(size_t),

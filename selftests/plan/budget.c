@@ -12,7 +12,9 @@
  * on a shared machine is not a broken budget).
  */
 #include <dirent.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <ortmem/ortmem.h>
@@ -271,6 +273,57 @@ TEST_TIMEOUT(dense_graphs_under_a_device_budget_keep_the_budget, 300)
 	}
 }
 
+/*
+ * A solve reports its first plan's time (first_plan_ns): part of solve_ns,
+ * never zero where there is a plan to make, with a device budget (the
+ * placement's passes) and without (the packer's), and what the solve took
+ * past it keeps within the time budget (loosely: five times it plus
+ * 500 ms, as above).  A caller built before the field passes a shorter
+ * struct: the field is not written.
+ */
+TEST_TIMEOUT(a_solve_reports_its_first_plan, 300)
+{
+	static const uint64_t budgets_us[] = { 1, 10000 };
+	static const unsigned int pct[] = { 0, 50, 90 };
+	struct { struct ortmem_plan_stats st; uint64_t canary; } old;
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t lb;
+
+	ASSERT_LE(0, solve_ms(600, SKIP_RANDOM, 1, 0, 1, &st));
+	lb = st.lower_bound;
+	for (size_t d = 0; d < sizeof(pct) / sizeof(pct[0]); d++)
+		for (size_t b = 0; b < sizeof(budgets_us) / sizeof(budgets_us[0]); b++) {
+			uint64_t dev = lb / 100 * pct[d];
+
+			ASSERT_LE(0, solve_dev_ms(600, SKIP_RANDOM, budgets_us[b], 0, 0, dev, &st));
+			TH_LOG("device budget %u %% of LB, time budget %llu us: solve %.2f ms, first plan %.2f ms",
+			       pct[d], (unsigned long long)budgets_us[b], st.solve_ns / 1e6,
+			       st.first_plan_ns / 1e6);
+			EXPECT_LT(0, st.first_plan_ns);
+			EXPECT_LE(st.first_plan_ns, st.solve_ns);
+			EXPECT_LE((st.solve_ns - st.first_plan_ns) / 1e6,
+				  5 * (budgets_us[b] / 1e3) + 500);
+			if (pct[d])
+				EXPECT_LT(0, st.spill_bytes);
+		}
+	/* a caller's struct that ends before the field */
+	memset(&old, 0xa5, sizeof(old));
+	old.st.sz = offsetof(struct ortmem_plan_stats, first_plan_ns);
+	{
+		ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { lb / 2, 0, 0 });
+		struct ortmem_plan *p = NULL;
+
+		ASSERT_EQ(0, ortmem_plan_new(&o, &p));
+		build(p, 600, SKIP_RANDOM, 1234 + 600);
+		ASSERT_EQ(0, ortmem_plan_solve(p));
+		ASSERT_EQ(0, ortmem_plan_stats(p, &old.st));
+		ortmem_plan_free(p);
+	}
+	EXPECT_LT(0, old.st.solve_ns);
+	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ull, old.st.first_plan_ns);
+	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ull, old.canary);
+}
+
 /* ortmem_plan_pack() on plain buffers, all overlapping one another. */
 TEST_TIMEOUT(pack_of_overlapping_buffers_keeps_the_budget, 200)
 {
@@ -297,8 +350,10 @@ TEST_TIMEOUT(pack_of_overlapping_buffers_keeps_the_budget, 200)
 	t0 = now_ms();
 	ASSERT_EQ(0, ortmem_plan_pack(b, N, &o, off, &st));
 	t = now_ms() - t0;
-	TH_LOG("%d buffers: %.1f ms (first plan %.1f ms), arena %.3fx LB", N, t, first,
-	       st.arena_over_lb);
+	TH_LOG("%d buffers: %.1f ms (first plan %.1f ms; in the solve %.1f), arena %.3fx LB", N, t,
+	       first, st.first_plan_ns / 1e6, st.arena_over_lb);
+	EXPECT_LT(0, st.first_plan_ns);
+	EXPECT_LE(st.first_plan_ns, st.solve_ns);
 	EXPECT_LE(t, 5 * (20 + first) + 500);
 	EXPECT_EQ(before, threads_of_process());
 	/* All live at once: any packing is LB, and every one is disjoint. */
