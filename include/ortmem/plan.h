@@ -116,10 +116,11 @@ struct ortmem_plan_opts {
  * @move_bytes: bytes copied within the device arena by
  *	ORTMEM_PLAN_XFER_MOVE transfers, over all steps (not counted in
  *	@spill_bytes or @prefetch_bytes: no tier boundary is crossed).
- * @first_plan_ns: nanoseconds of @solve_ns spent on first plans, the work
- *	a solve does whatever its time budget (ortmem_plan_new(3)); the rest
- *	of the solve keeps within the budget, so @solve_ns is about the
- *	budget plus this at most.  A last field, as @move_bytes.
+ * @first_plan_ns: nanoseconds of @solve_ns spent on the first plan, the
+ *	work a solve does whatever its time budget (ortmem_plan_new(3)): all
+ *	but the searches and candidates the deadline stops, which keep
+ *	within the budget, so @solve_ns is about the budget plus this at
+ *	most.  A last field, as @move_bytes.
  */
 struct ortmem_plan_stats {
 	size_t sz;

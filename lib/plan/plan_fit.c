@@ -70,7 +70,7 @@ static bool pl_fit_has(const struct ortmem_plan *plan, int tier, uint32_t b)
 static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
 			struct pk_result *res)
 {
-	uint64_t *off = NULL;
+	uint64_t *off = NULL, t;
 	uint32_t b, n = 0, cap = 0;
 	struct pk_item *it = NULL;
 	struct pk_opts po = { .deadline_ns = deadline, .seed = plan->o.seed,
@@ -92,8 +92,10 @@ static int pl_pack_tier(struct ortmem_plan *plan, int tier, uint64_t deadline,
 		if (pb->tier == tier)
 			it[n++] = (struct pk_item){ pb->lo, pb->hi, pl_fit_size(plan, tier, b) };
 	}
+	t = ortmem__now_ns();
 	ret = ortmem__pack(it, n, &po, off, res);
-	plan->st.first_plan_ns += ret ? 0 : res->first_ns;
+	/* what the packer did after its first plan */
+	plan->budgeted_ns += ret ? 0 : ortmem__now_ns() - t - res->first_ns;
 	if (ret) {
 		ret = ortmem__err_plain(ret, "planner: cannot pack %u buffers of the %s tier",
 					n, ortmem_tier_name(tier));

@@ -80,7 +80,9 @@ struct gp_win {
 	 * within the first plan's passes: at a small budget they stop) */
 	uint64_t closing_ns;
 	uint64_t until;		/* the current kind of pass's share ends */
-	uint64_t first_ns;	/* the first plan's work: the end moved by it */
+	/* the first plan's work: what the end moved by, and what it made
+	 * whatever the clock says within the budget */
+	uint64_t first_ns;
 	bool first;		/* a pass of the first plan: never stopped */
 	/* what gp_alt() varies, the cheapest pass without hinted offsets
 	 * or at the main guide's: its guide, rule (-1: none), second
@@ -563,7 +565,11 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	ortmem__plan_gap_place(c);
 	memcpy(w->guide, c->best, nt);
 	gp_first_done(w, t, w->closing_ns);
+	/* made whatever the clock says too, but within the budget: counted
+	 * as first plan (ortmem_plan_stats' first_plan_ns), the end kept */
+	t = ortmem__now_ns();
 	ret = gp_exact_candidates(c, w);
+	w->first_ns += ortmem__now_ns() - t;
 	if (ret)
 		return ret;
 	/* The allocator following the sweep's plan seating by ends (below),
@@ -582,6 +588,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		return ret;
 	if (!c->searched)
 		gp_first_done(w, t, w->closing_ns);	/* the first heuristic alone */
+	else
+		w->first_ns += pres.first_ns;	/* as above */
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
 	gp_keep_packed(c, w, &pres);
 	/* The allocator following the sweep's plan at the packer's offsets,
@@ -670,7 +678,7 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	struct gap_ctx c = { .plan = plan, .budget = ortmem__plan_dev_budget(plan) };
 	uint32_t nt = plan->touch_idx[plan->n_bufs], b, k;
 	struct gp_win w = { .cost = UINT64_MAX };
-	uint64_t foot;
+	uint64_t foot, t0;
 	int ret;
 
 	w.off = malloc(nt + 1);
@@ -691,6 +699,7 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	      ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret)
 		ret = ortmem__plan_gap_footprint(&c, &foot);
+	t0 = ortmem__now_ns();
 	if (!ret)
 		ret = gp_candidates(&c, &w, deadline);
 	/* The winner's off gaps that some free range holds across, or one the
@@ -704,9 +713,10 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		w.res.height = ortmem__plan_height(plan, c.asz, w.toff);
 		w.res.optimal = false;
 	}
+	/* the candidates past the first plan, and the winner's closing */
+	plan->budgeted_ns += ortmem__now_ns() - t0 - w.first_ns;
 	if (!ret) {
 		*res = w.res;
-		plan->st.first_plan_ns += w.first_ns;
 		memcpy(plan->touch_off, w.toff, sizeof(*w.toff) * nt);
 		for (b = 0; b < plan->n_bufs; b++) {
 			struct pl_buf *pb = &plan->bufs[b];

@@ -90,6 +90,9 @@ struct ortmem_plan {
 	/* results */
 	bool solved;
 	uint64_t deadline_ns;	/* the solve's search ends here; 0: a budget from now */
+	/* the solve's time in work the deadline stops (searches, candidates
+	 * past the first plan): the rest of solve_ns is its first plan */
+	uint64_t budgeted_ns;
 	struct pl_buf *bufs;
 	uint32_t n_bufs;
 	uint32_t *deferred;

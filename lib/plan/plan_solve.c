@@ -140,13 +140,11 @@ static int pl_plan_without_hints(struct ortmem_plan *plan)
 {
 	const struct ortmem_error *e = ortmem_last_error();
 	struct ortmem_error with_hints = e ? *e : (struct ortmem_error){ 0 };
-	uint64_t first_ns = plan->st.first_plan_ns;
 	int ret;
 
 	plan->o.flags |= ORTMEM_PLAN_F_NO_INPLACE;
 	ret = pl_plan(plan);
 	plan->o.flags &= ~ORTMEM_PLAN_F_NO_INPLACE;
-	plan->st.first_plan_ns += first_ns;	/* both plans' first plans */
 	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE && e && ortmem_last_error() &&
 	    with_hints.requested < ortmem_last_error()->requested)
 		ret = ortmem__err_restore(&with_hints, ret);
@@ -161,6 +159,7 @@ ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan)
 	if (!plan)
 		return ortmem__err_invalid(-1, 0, "ortmem_plan_solve: plan is NULL");
 	plan->deadline_ns = t0 + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC;
+	plan->budgeted_ns = 0;	/* both plans', where one is refused */
 	ret = pl_plan(plan);
 	if (ret == -ORTMEM_E_CAPACITY_UNAVAILABLE &&
 	    !(plan->o.flags & ORTMEM_PLAN_F_NO_INPLACE) && pl_shared_inplace(plan))
@@ -175,6 +174,8 @@ ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan)
 		return ret;
 	}
 	plan->st.solve_ns = ortmem__now_ns() - t0;
+	plan->st.first_plan_ns = plan->st.solve_ns -
+		(plan->budgeted_ns < plan->st.solve_ns ? plan->budgeted_ns : plan->st.solve_ns);
 	plan->solved = true;
 #ifndef ORTMEM_DEBUG
 	if (!(plan->o.flags & ORTMEM_PLAN_F_VALIDATE))
@@ -364,7 +365,7 @@ ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 	struct pk_result res = { 0 };
 	struct pk_opts po;
 	struct pk_item *it;
-	uint64_t t0 = ortmem__now_ns();
+	uint64_t t0 = ortmem__now_ns(), t_pack;
 	int ret = ortmem__plan_opts(&o, opts);
 
 	if (ret)
@@ -380,8 +381,10 @@ ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 	po = (struct pk_opts){ .deadline_ns = t0 + o.time_budget_us * ORTMEM_NSEC_PER_USEC,
 			       .max_iter = o.max_iterations, .seed = o.seed,
 			       .threads = o.threads };
+	t_pack = ortmem__now_ns();
 	if (!ret)
 		ret = ortmem__pack(it, (uint32_t)n, &po, offsets, &res);
+	t_pack = ortmem__now_ns() - t_pack;	/* its time, first plan and search */
 	if (!ret && (o.flags & ORTMEM_PLAN_F_VALIDATE))
 		ret = ortmem__plan_check_disjoint(it, offsets, (uint32_t)n, NULL, NULL);
 	free(it);
@@ -403,9 +406,10 @@ ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 		st.arena_over_lb = res.lb ? (double)res.height / (double)res.lb : 1.0;
 		st.optimal = res.optimal;
 		st.iterations = res.iters;
-		st.first_plan_ns = res.first_ns;
 		st.n_buffers = n;
 		st.solve_ns = ortmem__now_ns() - t0;
+		/* all but the packer's search */
+		st.first_plan_ns = st.solve_ns - (t_pack - res.first_ns);
 		memcpy((char *)stats + sizeof(size_t), (char *)&st + sizeof(size_t),
 		       (stats->sz < sizeof(st) ? stats->sz : sizeof(st)) - sizeof(size_t));
 	}

@@ -274,12 +274,12 @@ TEST_TIMEOUT(dense_graphs_under_a_device_budget_keep_the_budget, 300)
 }
 
 /*
- * A solve reports its first plan's time (first_plan_ns): part of solve_ns,
- * never zero where there is a plan to make, with a device budget (the
- * placement's passes) and without (the packer's), and what the solve took
- * past it keeps within the time budget (loosely: five times it plus
- * 500 ms, as above).  A caller built before the field passes a shorter
- * struct: the field is not written.
+ * A solve reports its first plan's time (first_plan_ns), never zero where
+ * there is a plan to make, with a device budget (the placement's passes)
+ * and without (the packer's), on a plan solved again too (the count starts
+ * over), and what the solve took past it keeps within the time budget
+ * (loosely: five times it plus 500 ms, as above).  A caller built before
+ * the field passes a shorter struct: the field is not written.
  */
 TEST_TIMEOUT(a_solve_reports_its_first_plan, 300)
 {
@@ -300,7 +300,6 @@ TEST_TIMEOUT(a_solve_reports_its_first_plan, 300)
 			       pct[d], (unsigned long long)budgets_us[b], st.solve_ns / 1e6,
 			       st.first_plan_ns / 1e6);
 			EXPECT_LT(0, st.first_plan_ns);
-			EXPECT_LE(st.first_plan_ns, st.solve_ns);
 			EXPECT_LE((st.solve_ns - st.first_plan_ns) / 1e6,
 				  5 * (budgets_us[b] / 1e3) + 500);
 			if (pct[d])
@@ -315,7 +314,15 @@ TEST_TIMEOUT(a_solve_reports_its_first_plan, 300)
 
 		ASSERT_EQ(0, ortmem_plan_new(&o, &p));
 		build(p, 600, SKIP_RANDOM, 1234 + 600);
-		ASSERT_EQ(0, ortmem_plan_solve(p));
+		for (int r = 0; r < 2; r++) {
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			TH_LOG("solve %d of one plan: %.2f ms, first plan %.2f ms", r,
+			       st.solve_ns / 1e6, st.first_plan_ns / 1e6);
+			EXPECT_LT(0, st.first_plan_ns);
+			EXPECT_LE((st.solve_ns - st.first_plan_ns) / 1e6,
+				  5 * (ORTMEM_PLAN_DEFAULT_BUDGET_US / 1e3) + 500);
+		}
 		ASSERT_EQ(0, ortmem_plan_stats(p, &old.st));
 		ortmem_plan_free(p);
 	}
@@ -353,7 +360,6 @@ TEST_TIMEOUT(pack_of_overlapping_buffers_keeps_the_budget, 200)
 	TH_LOG("%d buffers: %.1f ms (first plan %.1f ms; in the solve %.1f), arena %.3fx LB", N, t,
 	       first, st.first_plan_ns / 1e6, st.arena_over_lb);
 	EXPECT_LT(0, st.first_plan_ns);
-	EXPECT_LE(st.first_plan_ns, st.solve_ns);
 	EXPECT_LE(t, 5 * (20 + first) + 500);
 	EXPECT_EQ(before, threads_of_process());
 	/* All live at once: any packing is LB, and every one is disjoint. */
