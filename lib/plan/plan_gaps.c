@@ -365,12 +365,14 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs];
-	uint64_t cost = ortmem__plan_gap_cost(plan, c->best);
+	uint64_t cost = ortmem__plan_gap_cost(plan, c->best), t = ortmem__now_ns();
 	struct pk_result pres = { 0 };
 	int ret;
 
-	ortmem__plan_gap_exact(c, cost, ortmem__now_ns() +
-		 plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 64);
+	ortmem__plan_gap_exact(c, cost, t + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC / 64);
+	/* the search stops at its share: the rest is first plan (counted as
+	 * such in ortmem_plan_stats' first_plan_ns, the end kept) */
+	t = ortmem__now_ns();
 	if (ortmem__plan_gap_cost(plan, c->best) >= cost)
 		return 0;
 	ret = ortmem__plan_gap_pack(c, 0, false, &pres);
@@ -382,6 +384,7 @@ static int gp_exact_candidates(struct gap_ctx *c, struct gp_win *w)
 	if (!ret)
 		ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, c->best, NULL);
 	memcpy(c->best, w->guide, nt);
+	w->first_ns += ortmem__now_ns() - t;
 	return ret;
 }
 
@@ -565,11 +568,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	ortmem__plan_gap_place(c);
 	memcpy(w->guide, c->best, nt);
 	gp_first_done(w, t, w->closing_ns);
-	/* made whatever the clock says too, but within the budget: counted
-	 * as first plan (ortmem_plan_stats' first_plan_ns), the end kept */
-	t = ortmem__now_ns();
 	ret = gp_exact_candidates(c, w);
-	w->first_ns += ortmem__now_ns() - t;
 	if (ret)
 		return ret;
 	/* The allocator following the sweep's plan seating by ends (below),
@@ -588,8 +587,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		return ret;
 	if (!c->searched)
 		gp_first_done(w, t, w->closing_ns);	/* the first heuristic alone */
-	else
-		w->first_ns += pres.first_ns;	/* as above */
+	else	/* made whatever the clock says, within the budget */
+		w->first_ns += pres.first_ns;
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
 	gp_keep_packed(c, w, &pres);
 	/* The allocator following the sweep's plan at the packer's offsets,
