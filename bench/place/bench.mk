@@ -9,7 +9,7 @@ BENCHES += bench-place
 
 PLACE_SHARED := place/place_bound.c place/place_graph.c place/place_bench.h
 
-$(O)/bench/place/place_bench: place/place_bench.c place/place_compact.c $(PLACE_SHARED) $(O)/lib/libortmem.so
+$(O)/bench/place/place_bench: place/place_bench.c place/place_belady.c place/place_compact.c $(PLACE_SHARED) $(O)/lib/libortmem.so
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) $(ALL_LDFLAGS) -L$(O)/lib -Wl,-rpath,$(O)/lib -lortmem -lglpk -lm
 

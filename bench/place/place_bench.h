@@ -53,6 +53,12 @@ void model_free(struct model *m);
 /* The next touch of value @v after step @s, or UINT32_MAX. */
 uint32_t model_next_use(const struct model *m, uint32_t v, uint32_t s);
 
+/* Belady's rule (place_belady.c): furthest-next-use eviction simulated
+ * without offsets, and run by an allocator with offsets; bytes moved
+ * (UINT64_MAX: does not fit). */
+uint64_t belady(const struct graph *g, const struct model *m, uint64_t budget);
+uint64_t belady_offsets(const struct graph *g, const struct model *m, uint64_t budget);
+
 /* Belady's residency laid out with offsets and compacted (place_compact.c):
  * its tier bytes (belady()'s; UINT64_MAX: does not fit), the bytes it copies
  * within the arena, how many compactions (of which slides), and how many of
