@@ -35,9 +35,7 @@
  * cheapest is kept, and its off gaps that any free range holds across are
  * closed too.
  * Since an allocator pass fits whenever each step's own footprint does, a
- * budget at or above the largest one is never refused.  With the plan's
- * threads, the passes after the first plan run in batches side by side
- * (plan_gap_pass.c, plan_gap_slack.c).
+ * budget at or above the largest one is never refused.
  */
 #include <errno.h>
 #include <inttypes.h>
