@@ -174,18 +174,21 @@ int ortmem__plan_gp_online_first(struct gap_ctx *c, struct gp_win *w, int rule,
 }
 
 /* Chains enough for a batch per thread (the slack sweeps' take two a
- * guide, up to a guide per sweep rule), at most GAP_CHAINS_MAX; their
- * scratch is allocated when a batch on several threads first runs them. */
+ * guide, up to a guide per sweep rule), at most GAP_CHAINS_MAX. */
 #define GAP_CHAINS_MAX 16
-int ortmem__plan_gp_chains_alloc(struct gp_win *w, uint32_t nt)
+int ortmem__plan_gp_chains_alloc(struct gp_win *w, uint32_t nt, bool moves)
 {
-	uint32_t n = w->threads < 4 ? 4 : w->threads + (w->threads & 1);
+	uint32_t n = w->threads < 4 ? 4 : w->threads + (w->threads & 1), j;
 
 	n = n < GAP_CHAINS_MAX ? n : GAP_CHAINS_MAX;
 	w->ch = calloc(n, sizeof(*w->ch));
 	if (!w->ch)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	w->n_ch = n;
+	for (j = 0; j < n; j++)
+		if (ortmem__plan_gp_try_alloc(&w->ch[j].t[0], nt, moves) ||
+		    ortmem__plan_gp_try_alloc(&w->ch[j].t[1], nt, moves))
+			return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	return 0;
 }
 
@@ -235,54 +238,18 @@ static void gp_chain_run(void *arg, uint32_t j)
 }
 
 /*
- * One thread: each pass kept as it ends, on the caller's own scratch (the
- * memory a serial placement needs), the next chain's pass then timed
- * against the longest so far.
- */
-static int gp_chains_serial(struct gap_ctx *c, struct gp_win *w, struct gp_chain *ch,
-			    uint32_t n)
-{
-	struct gp_try *t = &w->mine;
-	uint32_t j;
-	int ret = 0;
-
-	for (j = 0; j < n && !ret; j++) {
-		if (!ch[j].first && !ortmem__plan_gp_room(w))
-			break;
-		gp_pass(c, w, ch[j].first, ch[j].rule, ch[j].alt, ch[j].guide, ch[j].hint, t);
-		ret = gp_keep(c, w, ch[j].rule, ch[j].alt, ch[j].guide, ch[j].hint, t);
-		if (!ret && ch[j].first)
-			gp_first_took(w, t->done_at - ch[j].since - t->close_ns);
-		if (ret || ch[j].twin_rule < 0 || !gp_try_win(t) || !ortmem__plan_gp_room(w))
-			continue;
-		gp_pass(c, w, false, ch[j].twin_rule, 0, ch[j].guide, ch[j].hint, t);
-		ret = gp_keep(c, w, ch[j].twin_rule, 0, ch[j].guide, ch[j].hint, t);
-	}
-	return ret;
-}
-
-/*
  * The chains side by side, then kept: every chain's pass in order, then
  * the twins (a serial run keeps a guide's passes, then their twins; ties
  * go to the first kept).  A first plan's pass moves the end by its own
- * time since ch->since (the others ran beside it).  Without a pool, one
- * chain after the other (gp_chains_serial()).
+ * time since ch->since (the others ran beside it).
  */
 int ortmem__plan_gp_chains(struct gap_ctx *c, struct gp_win *w, struct gp_chain *ch,
 			   uint32_t n)
 {
-	struct ortmem_plan *plan = c->plan;
-	uint32_t nt = plan->touch_idx[plan->n_bufs], j, i;
 	struct gp_batch b = { c, w, ch };
+	uint32_t j, i;
 	int ret = 0;
 
-	if (!w->pool)
-		return gp_chains_serial(c, w, ch, n);
-	for (j = 0; j < n; j++)
-		if ((!ch[j].t[0].off && ortmem__plan_gp_try_alloc(&ch[j].t[0], nt, w->mv)) ||
-		    (ch[j].twin_rule >= 0 && !ch[j].t[1].off &&
-		     ortmem__plan_gp_try_alloc(&ch[j].t[1], nt, w->mv)))
-			return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	ortmem__pool_run(w->pool, n, gp_chain_run, &b);
 	for (i = 0; i < 2; i++)
 		for (j = 0; j < n && !ret; j++) {

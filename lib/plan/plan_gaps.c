@@ -444,7 +444,7 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	      ortmem__plan_gap_alloc(&c) :
 	      ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret)
-		ret = ortmem__plan_gp_chains_alloc(&w, nt);
+		ret = ortmem__plan_gp_chains_alloc(&w, nt, !(plan->o.flags & ORTMEM_PLAN_F_NO_MOVE));
 	if (!ret)
 		ret = ortmem__plan_gap_footprint(&c, &foot);
 	t0 = ortmem__now_ns();

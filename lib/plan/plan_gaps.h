@@ -190,10 +190,10 @@ bool ortmem__plan_gp_room(const struct gp_win *w);
 /* Work since @t0, when the closings had taken @c0, was first plan. */
 void ortmem__plan_gp_first_done(struct gp_win *w, uint64_t t0, uint64_t c0);
 
-/* The batches' chains: w->n_ch for w->threads threads; 0 or -ENOMEM
- * (error set).  Freed, with any scratch the batches gave them, by
- * ortmem__plan_gp_chains_free(). */
-int ortmem__plan_gp_chains_alloc(struct gp_win *w, uint32_t nt);
+/* Scratch for the batches (@moves: room for moves): w->n_ch chains for
+ * w->threads threads; 0 or -ENOMEM (error set).  Freed with the chains
+ * by ortmem__plan_gp_chains_free(). */
+int ortmem__plan_gp_chains_alloc(struct gp_win *w, uint32_t nt, bool moves);
 void ortmem__plan_gp_chains_free(struct gp_win *w);
 /* Run @n chains, on the pool's threads where there are several, then
  * keep their plans in order (the pass of each, then the twins) as the
