@@ -85,7 +85,7 @@ static int gs_run(struct gap_ctx *c, struct gp_win *w, struct gp_slack *s)
  * with four or more the plans of a level's sweeps too (the sweeps run
  * first, then their passes: a sweep is a tenth of a pass's time).
  */
-int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to)
+int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w)
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs], rules = c->dense ? 1 : GAP_RULES;
@@ -97,7 +97,7 @@ int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to)
 	/* the plans followed (without room for them, a plan is followed
 	 * again: it costs time, not bytes; and they are the guides of a
 	 * batch, without them one guide, c->best, at a time) */
-	s.seen = malloc((size_t)nt * (uint32_t)(to - from + 1) * rules + 1);
+	s.seen = malloc((size_t)nt * GAP_SLACKS * rules + 1);
 	s.per_batch = s.seen ? (per_batch < rules ? per_batch : rules) : 1;
 	if (s.per_batch * GAP_CHAINS > w->n_ch)
 		s.per_batch = w->n_ch / GAP_CHAINS;
@@ -105,7 +105,7 @@ int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to)
 	 * is found.  The first (the least slack, Belady's rule, its first
 	 * way of seating) is part of the first plan, made whatever the
 	 * clock says: on random DAGs it is the one that pays most often. */
-	for (slack = from; slack <= to && !ret &&
+	for (slack = 1; slack <= GAP_SLACKS && !ret &&
 	     ((slack == 1 && !c->dense) || ortmem__plan_gp_room(w)); slack++) {
 		bool cheaper = false;
 
@@ -135,8 +135,6 @@ int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to)
 		if (!cheaper)
 			break;
 	}
-	for (k = 0; k < plan->n_nodes; k++)
-		c->bud[k] = c->budget;
 	free(s.seen);
 	return ret;
 }

@@ -380,7 +380,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	/* the slack sweeps' passes first: at the default budget they win
 	 * more often than the allocator on its own, which may not run */
 	if (!ret)
-		ret = ortmem__plan_gp_slack(c, w, 1, GAP_SLACKS);
+		ret = ortmem__plan_gp_slack(c, w);
 	/* the allocator on its own, under both seatings, and the twin of the
 	 * pass at the packer's offsets: side by side where there are threads */
 	if (!ret && ortmem__plan_gp_room(w)) {
@@ -408,11 +408,6 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		ret = ortmem__plan_gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
 				    w->win_guided ? w->win_guide : NULL,
 				    w->win_hinted ? w->hint : NULL);
-	/* in the time every other candidate left (small graphs), slack
-	 * levels finer than the first: where the guide's layout all but
-	 * fits, less slack evicts less (placement-history-2.rst) */
-	if (!ret && ortmem__plan_gp_room(w))
-		ret = ortmem__plan_gp_slack(c, w, 1 - GAP_FINE_SLACKS, 0);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;

@@ -59,12 +59,8 @@ void ortmem__plan_gap_place(struct gap_ctx *c);
 
 /* Past this many device intervals the packer's search is not run. */
 #define GAP_SEARCH_MAX 2048
-/* Slack levels: level l sweeps under the budget less its 2^(l - 8)th:
- * levels 1 to GAP_SLACKS (1/128, 1/64, ... less) are candidates of their
- * own, the GAP_FINE_SLACKS up to 0 (1/4,096 ... 1/256 less) are followed
- * in the time the others left. */
+/* Slack levels: sweeps under 1/128, 1/64, ... of the budget less. */
 #define GAP_SLACKS 4
-#define GAP_FINE_SLACKS 5
 
 /* Pack the resident intervals of c->best until @deadline (0: the first
  * heuristic only), as a decision at the budget where @decide; offsets to
@@ -201,8 +197,7 @@ void ortmem__plan_gp_chains_free(struct gp_win *w);
 int ortmem__plan_gp_chains(struct gap_ctx *c, struct gp_win *w, struct gp_chain *ch,
 			   uint32_t n);
 
-/* The slack sweeps of levels @from to @to and their passes
- * (plan_gap_slack.c); the budget per step is the budget again after. */
-int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to);
+/* The slack sweeps' passes (plan_gap_slack.c). */
+int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w);
 
 #endif /* ORTMEM_LIB_PLAN_GAPS_H */
