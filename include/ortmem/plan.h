@@ -76,7 +76,8 @@ struct ortmem_plan;
  *	With no limit on the device tier everything is placed there.
  * @tiers: mask of the tiers that may be used, bit (1 << tier) (0: all).
  * @flags: ORTMEM_PLAN_F_*.
- * @threads: threads the search may use, the caller's included (0: one per
+ * @threads: threads the search may use (the packer's, the placement's
+ *	candidate passes), the caller's included (0: one per
  *	online CPU, at most ORTMEM_PLAN_DEFAULT_THREADS_MAX; at most
  *	ORTMEM_PLAN_THREADS_MAX).  A search with @max_iterations uses one, so
  *	that its result is the same on every run.

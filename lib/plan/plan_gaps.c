@@ -35,7 +35,9 @@
  * cheapest is kept, and its off gaps that any free range holds across are
  * closed too.
  * Since an allocator pass fits whenever each step's own footprint does, a
- * budget at or above the largest one is never refused.
+ * budget at or above the largest one is never refused.  With the plan's
+ * threads, the passes after the first plan run in batches side by side
+ * (plan_gap_pass.c, plan_gap_slack.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,193 +45,11 @@
 
 #include "plan_gaps.h"
 
-/* The allocator's rules a slack sweep's plan is followed under, the most
- * often cheapest first (measured on random DAGs): how a buffer seats
- * (ortmem__plan_online()) matters more than whom it evicts. */
-static const int gp_pass_rule[] = {
-	ORTMEM__PLAN_ENDFIT, 0, 1 | ORTMEM__PLAN_ENDFIT, 1,	/* then their twins */
-};
-#define GAP_PASS_RULES ((int)(sizeof(gp_pass_rule) / sizeof(gp_pass_rule[0])))
-
-
-/* The cheapest plan found so far: its off gaps, offsets, moves within the
- * arena (NULL: none allowed) and height; its cost is its tier bytes plus
- * its bytes moved within the arena >> ORTMEM__PLAN_MOVE_SHIFT. */
-struct gp_win {
-	uint64_t cost;
-	/* windows the last pass cleared (ol_window()), 0 where its twin
-	 * would clear the same ones (none, or all where this rule did);
-	 * UINT32_MAX: it stopped, or none ran */
-	uint32_t last_win;
-	uint8_t *off;
-	uint64_t *toff;
-	uint32_t *mv;
-	struct pk_result res;
-	/* scratch for one allocator's pass */
-	uint8_t *try_off;
-	uint64_t *try_toff;
-	uint32_t *try_mv;
-	uint8_t *guide;
-	uint64_t *hint;
-	uint64_t deadline, retro_by;	/* for closing gaps, moving back; 0: none */
-	/* the search's end (the time budget left after the first plan), the
-	 * longest pass timed so far, the time kept for the winner's closing
-	 * at the end */
-	uint64_t end, pass_ns, close_ns;
-	/* the passes' closings under w->deadline so far (budgeted work, also
-	 * within the first plan's passes: at a small budget they stop) */
-	uint64_t closing_ns;
-	uint64_t until;		/* the current kind of pass's share ends */
-	/* the first plan's work: what the end moved by, and what it made
-	 * whatever the clock says within the budget */
-	uint64_t first_ns;
-	bool first;		/* a pass of the first plan: never stopped */
-	/* what gp_alt() varies, the cheapest pass without hinted offsets
-	 * or at the main guide's: its guide, rule (-1: none), second
-	 * choices, windows cleared, whether at the main guide's offsets */
-	uint8_t *win_guide;
-	int win_rule;
-	uint32_t win_alt, win_n;
-	bool win_guided, win_hinted;
-};
-
-/* Is a plan of @cost and @height better than the best so far?  Fewer
- * bytes, or as few in a lower arena: where the whole graph fits, the
- * pass seating by ends (the first) seats buffers up to the budget's top,
- * and the packing, as cheap, needs only its height; a runtime sizes its
- * arena by the plan's. */
-static bool gp_better(const struct gp_win *w, uint64_t cost, uint64_t height)
-{
-	return cost < w->cost || (cost == w->cost && height < w->res.height);
-}
-
-/* One allocator's pass (always fits), the windows of @alt taking their
- * second choice; kept when cheaper.  -ENOMEM or 0. */
-static int gp_online_alt(struct gap_ctx *c, struct gp_win *w, int rule, uint32_t alt,
-			 const uint8_t *guide, const uint64_t *hint)
-{
-	struct ortmem_plan *plan = c->plan;
-	uint32_t nt = plan->touch_idx[plan->n_bufs], n_win = 0;
-	uint64_t h, cost, t = ortmem__now_ns(), tc, stop = 0;
-	bool twin_same = false;
-
-	/* a dense graph's passes stop at their share's end (but the one a
-	 * first plan may need): one may take several budgets */
-	if (c->dense && !w->first) {
-		stop = w->end > w->close_ns ? w->end - w->close_ns : 1;
-		stop = stop < w->until ? stop : w->until;
-	}
-	h = ortmem__plan_online_mv(plan, c->asz, c->budget, rule, alt, guide, hint,
-				   w->try_off, w->try_toff, w->try_mv, &n_win, &twin_same,
-				   w->retro_by, stop);
-	w->last_win = h == ORTMEM__PLAN_STOPPED ? UINT32_MAX : twin_same ? 0 : n_win;
-	tc = ortmem__now_ns();
-	if (h == ORTMEM__PLAN_STOPPED) {
-		/* no plan: it needed more than its share (it stops early where
-		 * its progress says it would end past it), so no other pass
-		 * starts with less */
-		t = stop > t ? stop - t + 1 : tc - t;
-		if (t > w->pass_ns)
-			w->pass_ns = t;
-		return 0;
-	}
-	if (h == UINT64_MAX || ortmem__plan_close_gaps_mv(plan, c->asz, w->try_off, w->try_toff,
-							  w->try_mv, 0, w->deadline))
-		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
-	if (w->deadline)
-		w->closing_ns += ortmem__now_ns() - tc;
-	/* the longest pass so far: no later one starts without that room */
-	t = ortmem__now_ns() - t;
-	if (t > w->pass_ns)
-		w->pass_ns = t;
-	cost = ortmem__plan_gap_cost(plan, w->try_off) +
-	       (ortmem__plan_move_bytes(plan, w->try_off, w->try_mv) >> ORTMEM__PLAN_MOVE_SHIFT);
-	if (gp_better(w, cost, h)) {
-		w->cost = cost;
-		memcpy(w->off, w->try_off, nt);
-		memcpy(w->toff, w->try_toff, sizeof(*w->toff) * nt);
-		if (w->mv)
-			memcpy(w->mv, w->try_mv, sizeof(*w->mv) * nt);
-		w->res.height = h;
-		w->res.optimal = false;
-		/* hinted offsets: only the main guide's stay (w->hint) */
-		w->win_hinted = hint && hint == w->hint && guide == w->guide;
-		w->win_rule = hint && !w->win_hinted ? -1 : rule;
-		w->win_alt = alt;
-		w->win_n = n_win;
-		w->win_guided = guide;
-		if (guide && (!hint || w->win_hinted) && guide != w->win_guide)
-			memcpy(w->win_guide, guide, nt);
-	}
-	return 0;
-}
-
+/* One allocator's pass (plan_gap_pass.c), kept when cheaper. */
 static int gp_online(struct gap_ctx *c, struct gp_win *w, int rule,
 		     const uint8_t *guide, const uint64_t *hint)
 {
-	return gp_online_alt(c, w, rule, 0, guide, hint);
-}
-
-/*
- * The pass under the other eviction rule (1 for 0, 0 for 1), given @twin,
- * the windows its twin (the same guide, hint, seating and second choices)
- * cleared, its windows in *@win.  The rules differ only in whom a pass
- * sends off from a window it clears (ol_window()): a twin that cleared
- * none, or whose every window this rule would have picked too, made this
- * very plan, so it is not run again (on a 300-node DAG at 70 % half the
- * slack sweeps' passes were twins that cleared none, and of the rest all
- * but one picked the same windows under both rules; the time goes to the
- * next candidates).
- */
-static int gp_online_twin(struct gap_ctx *c, struct gp_win *w, uint32_t twin, int rule,
-			  const uint8_t *guide, const uint64_t *hint, uint32_t *win)
-{
-	int ret;
-
-	*win = twin;
-	if (!twin)
-		return 0;
-	ret = gp_online(c, w, rule, guide, hint);
-	*win = w->last_win;
-	return ret;
-}
-
-/*
- * Room for one more pass before the winner's closing: the time budget
- * buys what runs after the first plan, and no pass starts that would end
- * past it (a pass is timed like the longest one so far; none can stop
- * half way).
- */
-static bool gp_room(const struct gp_win *w)
-{
-	uint64_t t = ortmem__now_ns() + w->pass_ns;
-
-	return t + w->close_ns <= w->end && t <= w->until;
-}
-
-/* Work since @t0, when the closings had taken @c0, was part of the first
- * plan, made whatever the clock says: the end moves by its time, but for
- * the closings, which the budget pays for. */
-static void gp_first_done(struct gp_win *w, uint64_t t0, uint64_t c0)
-{
-	uint64_t t = ortmem__now_ns() - t0 - (w->closing_ns - c0);
-
-	w->end += t;
-	w->until += t;
-	w->first_ns += t;
-}
-
-static int gp_online_first(struct gap_ctx *c, struct gp_win *w, int rule,
-			   const uint8_t *guide, const uint64_t *hint)
-{
-	uint64_t t = ortmem__now_ns(), c0 = w->closing_ns;
-	int ret;
-
-	w->first = true;
-	ret = gp_online(c, w, rule, guide, hint);
-	w->first = false;
-	gp_first_done(w, t, c0);
-	return ret;
+	return ortmem__plan_gp_online_alt(c, w, rule, 0, guide, hint);
 }
 
 /*
@@ -242,99 +62,25 @@ static int gp_online_first(struct gap_ctx *c, struct gp_win *w, int rule,
  */
 static int gp_alt(struct gap_ctx *c, struct gp_win *w)
 {
+	uint32_t j = 0, n, batch = w->threads < w->n_ch ? w->threads : w->n_ch;
 	int ret = 0;
-	uint32_t j;
 
 	if (w->win_rule < 0)
 		return 0;
-	for (j = 0; !ret && j < w->win_n && j < 32 && gp_room(w); j++)
-		if (!(w->win_alt & 1u << j))
-			ret = gp_online_alt(c, w, w->win_rule, w->win_alt | 1u << j,
-					    w->win_guided ? w->win_guide : NULL,
-					    w->win_hinted ? w->hint : NULL);
-	return ret;
-}
-
-/*
- * Was the plan @off (of @nt touches) followed already?  Else it joins the
- * @n_seen kept in @seen.  Two victim rules often evict the same gaps, at
- * one slack level or at two, and a pass following the same plan makes the
- * same plan again: on a 520-node DAG at 90 %, a level's second sweep was
- * its first's plan, 1.4 ms of a 10 ms budget spent on passes already run.
- */
-static bool gp_seen(uint8_t *seen, uint32_t *n_seen, const uint8_t *off, uint32_t nt)
-{
-	uint32_t k;
-
-	if (!seen)
-		return false;
-	for (k = 0; k < *n_seen; k++)
-		if (!memcmp(seen + (size_t)k * nt, off, nt))
-			return true;
-	memcpy(seen + (size_t)(*n_seen)++ * nt, off, nt);
-	return false;
-}
-
-/* Allocator passes following sweeps asked for a little less than the
- * budget (room for fragmentation), under each of the sweep's rules (which
- * rule leaves the most packable plan is not the one that moves least
- * before offsets); stops when no sweep alone costs less than the best
- * plan. */
-static int gp_slack(struct gap_ctx *c, struct gp_win *w)
-{
-	struct ortmem_plan *plan = c->plan;
-	uint32_t nt = plan->touch_idx[plan->n_bufs], n_seen = 0;
-	/* the plans followed (without room for them, a plan is followed
-	 * again: it costs time, not bytes) */
-	uint8_t *seen = malloc((size_t)nt * GAP_SLACKS * (c->dense ? 1 : GAP_RULES) + 1);
-	int ret = 0, rule, slack, sweep;
-	uint32_t s, win[GAP_PASS_RULES];
-
-	/* On random DAGs they are where most of the room for fragmentation
-	 * is found.  The first (the least slack, Belady's rule, its first
-	 * way of seating) is part of the first plan, made whatever the
-	 * clock says: on random DAGs it is the one that pays most often. */
-	for (slack = 1; slack <= GAP_SLACKS && !ret &&
-	     ((slack == 1 && !c->dense) || gp_room(w)); slack++) {
-		bool cheaper = false;
-
-		for (s = 0; s < plan->n_nodes; s++)
-			c->bud[s] = c->budget - (c->budget >> (8 - slack));
-		for (sweep = 0; sweep < (c->dense ? 1 : GAP_RULES) && !ret &&
-		     ((slack == 1 && !sweep && !c->dense) || gp_room(w)); sweep++) {
-			bool first = slack == 1 && !sweep && !c->dense;
-			uint64_t t = ortmem__now_ns(), c0 = w->closing_ns;
-
-			ortmem__plan_gap_sweep(c, sweep);
-			memcpy(c->best, c->off, nt);
-			if (gp_seen(seen, &n_seen, c->best, nt) ||
-			    ortmem__plan_gap_cost(plan, c->best) >= w->cost) {
-				if (first)
-					gp_first_done(w, t, c0);
-				continue;	/* followed already, or less room only costs more */
-			}
-			cheaper = true;
-			for (rule = 0; rule < GAP_PASS_RULES && !ret &&
-			     ((first && !rule) || gp_room(w)); rule++) {
-				/* the rules' second half is the first's twins */
-				if (rule < GAP_PASS_RULES / 2) {
-					ret = gp_online(c, w, gp_pass_rule[rule], c->best, NULL);
-					win[rule] = w->last_win;
-				} else {
-					ret = gp_online_twin(c, w, win[rule - GAP_PASS_RULES / 2],
-							     gp_pass_rule[rule], c->best, NULL,
-							     &win[rule]);
-				}
-				if (first && !rule)
-					gp_first_done(w, t, c0);
-			}
-		}
-		if (!cheaper)
-			break;
+	/* with threads, a batch of second choices at once, each from the
+	 * cheapest so far (greedy from batch to batch) */
+	while (!ret && j < w->win_n && j < 32 && ortmem__plan_gp_room(w)) {
+		for (n = 0; n < batch && j < w->win_n && j < 32; j++)
+			if (!(w->win_alt & 1u << j))
+				ortmem__plan_gp_chain_set(&w->ch[n++],
+					w->win_guided ? w->win_guide : NULL,
+					w->win_hinted ? w->hint : NULL, w->win_rule, -1,
+					w->win_alt | 1u << j);
+		ret = ortmem__plan_gp_chains(c, w, w->ch, n);
 	}
-	free(seen);
 	return ret;
 }
+
 
 /* The sweep's plan at the packer's offsets (c->best, plan->touch_off; no
  * moves), kept when it fits and costs less. */
@@ -344,7 +90,7 @@ static void gp_keep_packed(struct gap_ctx *c, struct gp_win *w, const struct pk_
 	uint32_t nt = plan->touch_idx[plan->n_bufs];
 
 	if (pres->height > c->budget ||
-	    !gp_better(w, ortmem__plan_gap_cost(plan, c->best), pres->height))
+	    !ortmem__plan_gp_better(w, ortmem__plan_gap_cost(plan, c->best), pres->height))
 		return;
 	w->cost = ortmem__plan_gap_cost(plan, c->best);
 	memcpy(w->off, c->best, nt);
@@ -473,9 +219,9 @@ static int gp_first_dense(struct gap_ctx *c, struct gp_win *w, struct pk_result 
 	for (s = 0; s < plan->n_nodes; s++)
 		c->bud[s] = c->budget;
 	memcpy(c->best, w->guide, nt);
-	gp_first_done(w, t, w->closing_ns);
+	ortmem__plan_gp_first_done(w, t, w->closing_ns);
 	if (!ret && w->cost == UINT64_MAX)
-		ret = gp_online_first(c, w, 1, w->guide, w->hint);
+		ret = ortmem__plan_gp_online_first(c, w, 1, w->guide, w->hint);
 	return ret;
 }
 
@@ -549,9 +295,9 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	 * search for the lowest packing is mostly in vain, a decision is not
 	 * (see gp_slack_decide()), so the decisions get the time left first */
 	bool pinned = small && c->max_foot > c->budget - (c->budget >> 7);
-	/* windows cleared by the pass at the packer's offsets, by the last
-	 * one on its own (UINT32_MAX: not run, or stopped) */
-	uint32_t win_hinted = UINT32_MAX, win_own = UINT32_MAX;
+	/* windows cleared by the pass at the packer's offsets (UINT32_MAX:
+	 * not run, or stopped) */
+	uint32_t win_hinted = UINT32_MAX;
 	int ret;
 
 	/* until the first passes are timed, the budget's end */
@@ -567,7 +313,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		c->bud[s] = c->budget;
 	ortmem__plan_gap_place(c);
 	memcpy(w->guide, c->best, nt);
-	gp_first_done(w, t, w->closing_ns);
+	ortmem__plan_gp_first_done(w, t, w->closing_ns);
 	ret = gp_exact_candidates(c, w);
 	if (ret)
 		return ret;
@@ -575,7 +321,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	 * first: it always fits, so every budget gets a plan, and its time
 	 * sizes the packer's search. */
 	if (!c->dense) {
-		ret = gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
+		ret = ortmem__plan_gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
 		if (ret)
 			return ret;
 	}
@@ -586,7 +332,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	if (ret)
 		return ret;
 	if (!c->searched)
-		gp_first_done(w, t, w->closing_ns);	/* the first heuristic alone */
+		ortmem__plan_gp_first_done(w, t, w->closing_ns);	/* the first heuristic alone */
 	else	/* made whatever the clock says, within the budget */
 		w->first_ns += pres.first_ns;
 	memcpy(w->hint, plan->touch_off, sizeof(*w->hint) * nt);
@@ -609,15 +355,15 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		 * budget; where the first plan is far above the guide, that
 		 * one is part of the first plan instead (gp_first_far()) */
 		if (!ret && gp_first_far(c, w))
-			ret = gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
-		else if (!ret && gp_room(w))
+			ret = ortmem__plan_gp_online_first(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
+		else if (!ret && ortmem__plan_gp_room(w))
 			ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, w->guide, NULL);
-		if (!ret && gp_room(w)) {
+		if (!ret && ortmem__plan_gp_room(w)) {
 			ret = gp_online(c, w, 1, w->guide, w->hint);
 			win_hinted = w->last_win;
 		}
 	} else {
-		ret = gp_online_first(c, w, 1, w->guide, w->hint);
+		ret = ortmem__plan_gp_online_first(c, w, 1, w->guide, w->hint);
 		win_hinted = w->last_win;
 	}
 	/* The time left: where the largest step pins the bound to the
@@ -636,21 +382,19 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	/* the slack sweeps' passes first: at the default budget they win
 	 * more often than the allocator on its own, which may not run */
 	if (!ret)
-		ret = gp_slack(c, w);
-	if (!ret && gp_room(w)) {
-		ret = gp_online(c, w, 0, NULL, NULL);
-		win_own = w->last_win;
+		ret = ortmem__plan_gp_slack(c, w, 1, GAP_SLACKS);
+	/* the allocator on its own, under both seatings, and the twin of the
+	 * pass at the packer's offsets: side by side where there are threads */
+	if (!ret && ortmem__plan_gp_room(w)) {
+		uint32_t n = 0;
+
+		ortmem__plan_gp_chain_set(&w->ch[n++], NULL, NULL, 0, 1, 0);
+		ortmem__plan_gp_chain_set(&w->ch[n++], NULL, NULL, ORTMEM__PLAN_ENDFIT,
+					  1 | ORTMEM__PLAN_ENDFIT, 0);
+		if (win_hinted)
+			ortmem__plan_gp_chain_set(&w->ch[n++], w->guide, w->hint, 0, -1, 0);
+		ret = ortmem__plan_gp_chains(c, w, w->ch, n);
 	}
-	if (!ret && gp_room(w))
-		ret = gp_online_twin(c, w, win_hinted, 0, w->guide, w->hint, &win_hinted);
-	if (!ret && gp_room(w))
-		ret = gp_online_twin(c, w, win_own, 1, NULL, NULL, &win_own);
-	if (!ret && gp_room(w)) {
-		ret = gp_online(c, w, ORTMEM__PLAN_ENDFIT, NULL, NULL);
-		win_own = w->last_win;
-	}
-	if (!ret && gp_room(w))
-		ret = gp_online_twin(c, w, win_own, 1 | ORTMEM__PLAN_ENDFIT, NULL, NULL, &win_own);
 	/* second choices up to a pass before the closing's time: one more
 	 * pass, moving back in time, then */
 	w->until = w->end > w->close_ns + 2 * w->pass_ns ?
@@ -662,10 +406,15 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	 * moves stop at the closing's time (the rest of the pass then runs
 	 * as a plain one) */
 	w->retro_by = w->end > w->close_ns ? w->end - w->close_ns : 1;
-	if (!ret && w->win_rule >= 0 && gp_room(w))
-		ret = gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
+	if (!ret && w->win_rule >= 0 && ortmem__plan_gp_room(w))
+		ret = ortmem__plan_gp_online_alt(c, w, w->win_rule | ORTMEM__PLAN_RETRO, w->win_alt,
 				    w->win_guided ? w->win_guide : NULL,
 				    w->win_hinted ? w->hint : NULL);
+	/* in the time every other candidate left (small graphs), slack
+	 * levels finer than the first: where the guide's layout all but
+	 * fits, less slack evicts less (placement-history-2.rst) */
+	if (!ret && ortmem__plan_gp_room(w))
+		ret = ortmem__plan_gp_slack(c, w, 1 - GAP_FINE_SLACKS, 0);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;
@@ -682,20 +431,22 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 
 	w.off = malloc(nt + 1);
 	w.toff = malloc(sizeof(*w.toff) * (nt + 1));
-	w.try_off = malloc(nt + 1);
-	w.try_toff = malloc(sizeof(*w.try_toff) * (nt + 1));
 	w.guide = malloc(nt + 1);
 	w.hint = malloc(sizeof(*w.hint) * (nt + 1));
 	w.win_guide = malloc(nt + 1);
 	w.win_rule = -1;
-	if (!(plan->o.flags & ORTMEM_PLAN_F_NO_MOVE)) {
+	/* a search bounded by iterations runs on one thread: the same plan
+	 * on every run */
+	w.threads = plan->o.max_iterations ? 1 : plan->o.threads;
+	if (!(plan->o.flags & ORTMEM_PLAN_F_NO_MOVE))
 		w.mv = calloc(nt + 1, sizeof(*w.mv));
-		w.try_mv = malloc(sizeof(*w.try_mv) * (nt + 1));
-	}
-	ret = w.off && w.toff && w.try_off && w.try_toff && w.guide && w.hint && w.win_guide &&
-	      (plan->o.flags & ORTMEM_PLAN_F_NO_MOVE || (w.mv && w.try_mv)) ?
+	ret = w.off && w.toff && w.guide && w.hint && w.win_guide &&
+	      !ortmem__plan_gp_try_alloc(&w.mine, nt, !(plan->o.flags & ORTMEM_PLAN_F_NO_MOVE)) &&
+	      (plan->o.flags & ORTMEM_PLAN_F_NO_MOVE || w.mv) ?
 	      ortmem__plan_gap_alloc(&c) :
 	      ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	if (!ret)
+		ret = ortmem__plan_gp_chains_alloc(&w, nt);
 	if (!ret)
 		ret = ortmem__plan_gap_footprint(&c, &foot);
 	t0 = ortmem__now_ns();
@@ -736,13 +487,13 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	}
 	free(w.off);
 	free(w.toff);
-	free(w.try_off);
-	free(w.try_toff);
+	ortmem__pool_stop(w.pool);
+	ortmem__plan_gp_chains_free(&w);
+	ortmem__plan_gp_try_free(&w.mine);
 	free(w.guide);
 	free(w.hint);
 	free(w.win_guide);
 	free(w.mv);
-	free(w.try_mv);
 	free(c.best);
 	ortmem__plan_gap_free(&c);
 	return ret;

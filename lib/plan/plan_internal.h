@@ -18,8 +18,11 @@
  *   plan_gap_ctx.c   the gaps indexed, whether the graph is dense
  *   plan_gap_sweep.c the gap sweeps under their eviction rules
  *   plan_gap_exact.c the branch and bound over the gap sweep's choices
+ *   plan_gap_pass.c  the candidates' passes, in batches on the plan's threads
+ *   plan_gap_slack.c the slack sweeps and the passes following them
  *   plan_range.c     add over a range of steps, the largest over one
  *   plan_heap.c      a binary heap of ids under the caller's order
+ *   plan_pool.c      helper threads running a batch of jobs with the caller
  *   plan_place.c     tier placement and offsets under the budgets, moves per step
  *   plan_fit.c       a tier held to its budget: whole buffers sent a tier down
  *   plan_solve.c     ortmem_plan_solve(), the accessors, ortmem_plan_pack()
@@ -195,6 +198,16 @@ struct plan_heap {
 
 void ortmem__heap_push(struct plan_heap *h, uint32_t id);
 uint32_t ortmem__heap_pop(struct plan_heap *h);
+
+/* plan_pool.c: @threads - 1 helper threads, the caller the last (NULL:
+ * one thread, or none could be had: the caller runs every job alone). */
+struct plan_pool;
+struct plan_pool *ortmem__pool_start(uint32_t threads);
+/* Run @fn(@ctx, job) for job 0 .. @n_jobs - 1 on the pool's threads and
+ * the caller's, returning when all have ended. */
+void ortmem__pool_run(struct plan_pool *p, uint32_t n_jobs,
+		      void (*fn)(void *ctx, uint32_t job), void *ctx);
+void ortmem__pool_stop(struct plan_pool *p);
 
 /* Past this many steps spanned by its gaps a graph is dense under a device
  * budget (plan_gap_ctx.c, GAP_DENSE_SPAN); the unit tests lower it to plan

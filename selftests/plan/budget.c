@@ -11,7 +11,6 @@
  * run must end within 5 x (budget + first plan) + 500 ms (a preempted run
  * on a shared machine is not a broken budget).
  */
-#include <dirent.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include <ortmem/ortmem.h>
 
 #include "../harness.h"
+#include "plan_threads.h"
 
 enum shape { SKIP_RANDOM, TREE_RANDOM, WIDE_LAYERS };
 
@@ -109,20 +109,6 @@ static double solve_ms(int n, enum shape shape, uint64_t budget_us,
 		       struct ortmem_plan_stats *st)
 {
 	return solve_dev_ms(n, shape, budget_us, max_iter, threads, 0, st);
-}
-
-static int threads_of_process(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int k = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		k += e->d_name[0] != '.';
-	closedir(d);
-	return k;
 }
 
 static void check_budget(struct __test_metadata *_metadata, int n, enum shape shape)
