@@ -116,8 +116,7 @@ static void check_budget(struct __test_metadata *_metadata, int n, enum shape sh
 	static const uint64_t budgets_us[] = { 1, 10000, 100000 };
 	static const uint32_t threads[] = { 1, 4, 64 };
 	ORTMEM_OPTS(ortmem_plan_stats, st);
-	/* A sanitizer may run a thread of its own: compare with before. */
-	int before = threads_of_process();
+	int before = threads_at_rest();
 	double first = 1e30;
 
 	for (int r = 0; r < 3; r++) {
@@ -140,7 +139,7 @@ static void check_budget(struct __test_metadata *_metadata, int n, enum shape sh
 			EXPECT_LE(t, limit);
 			EXPECT_LE(1.0, st.arena_over_lb);
 			/* Every helper thread was joined before the return. */
-			EXPECT_EQ(before, threads_of_process());
+			EXPECT_EQ(before, threads_back_to(before));
 		}
 }
 
@@ -327,7 +326,7 @@ TEST_TIMEOUT(pack_of_overlapping_buffers_keeps_the_budget, 200)
 	ORTMEM_OPTS(ortmem_plan_opts, o, .time_budget_us = 20000, .threads = 4,
 		    .align = { 1, 0, 0 });
 	ORTMEM_OPTS(ortmem_plan_stats, st);
-	int before = threads_of_process();
+	int before = threads_at_rest();
 	double t0, first, t;
 
 	ASSERT_NE(NULL, b);
@@ -347,7 +346,7 @@ TEST_TIMEOUT(pack_of_overlapping_buffers_keeps_the_budget, 200)
 	       first, st.first_plan_ns / 1e6, st.arena_over_lb);
 	EXPECT_LT(0, st.first_plan_ns);
 	EXPECT_LE(t, 5 * (20 + first) + 500);
-	EXPECT_EQ(before, threads_of_process());
+	EXPECT_EQ(before, threads_back_to(before));
 	/* All live at once: any packing is LB, and every one is disjoint. */
 	EXPECT_EQ(st.lower_bound, st.arena[ORTMEM_TIER_DEVICE]);
 	free(b);

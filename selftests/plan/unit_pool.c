@@ -53,7 +53,7 @@ static void job_run(void *ctx, uint32_t job)
  */
 TEST(every_job_of_every_batch_runs_once)
 {
-	int before = threads_of_process();
+	int before = threads_at_rest();
 	struct plan_pool *pool = ortmem__pool_start(4);
 	static struct jobs j;
 	bool helped = false;
@@ -77,7 +77,7 @@ TEST(every_job_of_every_batch_runs_once)
 	EXPECT_TRUE(helped);
 	ortmem__pool_stop(pool);
 	/* every helper joined */
-	EXPECT_EQ(before, threads_of_process());
+	EXPECT_EQ(before, threads_back_to(before));
 }
 
 /* One thread is no pool: the caller runs every job, in order. */
@@ -109,7 +109,7 @@ TEST_TIMEOUT(plans_made_side_by_side_are_valid, 300)
 {
 	static const uint32_t threads[] = { 1, 2, 8 };
 	static const unsigned int pct[] = { 40, 70, 90 };
-	int before = threads_of_process();
+	int before = threads_at_rest();
 	uint64_t seed = 0x9001;
 	uint32_t g;
 
@@ -146,7 +146,7 @@ TEST_TIMEOUT(plans_made_side_by_side_are_valid, 300)
 					       " over %" PRIu64, g, n, pct[d], threads[t],
 					       st.arena[ORTMEM_TIER_DEVICE], dev);
 				ortmem_plan_free(p);
-				EXPECT_EQ(before, threads_of_process());
+				EXPECT_EQ(before, threads_back_to(before));
 			}
 	}
 }
