@@ -356,6 +356,44 @@ static int pk_check_input(const struct ortmem_plan_buffer *bufs, size_t n,
 	return 0;
 }
 
+/*
+ * The packing is over the device budget.  Say whether none can fit (the
+ * lower bound alone is over it, or the search proved its packing
+ * optimal), or the search ran out of time: MiniMalloc's instances D, E
+ * and F fit 1 MiB only given 14-1000 ms, against the default 10 ms.
+ */
+static int pk_over_budget(const struct ortmem_plan_opts *o, const struct pk_result *res,
+			  size_t n)
+{
+	uint64_t budget = o->budget[ORTMEM_TIER_DEVICE];
+
+	if (res->lb > budget || res->optimal)
+		return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
+			res->height, budget,
+			"the packing of %zu buffers is %llu bytes high over a budget of %llu, "
+			"and no packing fits: %s",
+			n, (unsigned long long)res->height, (unsigned long long)budget,
+			res->lb > budget ? "the bytes live at one time (the lower bound) exceed it" :
+			"the search proved that height optimal");
+	if (o->max_iterations)
+		return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
+			res->height, budget,
+			"the packing of %zu buffers is %llu bytes high over a budget of %llu, though "
+			"their lower bound of %llu fits: the search found no packing within the budget "
+			"in %llu iterations (max_iterations) or %llu us (time_budget_us); more of "
+			"either may find one",
+			n, (unsigned long long)res->height, (unsigned long long)budget,
+			(unsigned long long)res->lb, (unsigned long long)o->max_iterations,
+			(unsigned long long)o->time_budget_us);
+	return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
+		res->height, budget,
+		"the packing of %zu buffers is %llu bytes high over a budget of %llu, though their "
+		"lower bound of %llu fits: the search found no packing within the budget in %llu us "
+		"(time_budget_us); a longer time budget may find one",
+		n, (unsigned long long)res->height, (unsigned long long)budget,
+		(unsigned long long)res->lb, (unsigned long long)o->time_budget_us);
+}
+
 ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 				size_t n, const struct ortmem_plan_opts *opts,
 				uint64_t *offsets,
@@ -392,11 +430,7 @@ ORTMEM_API int ortmem_plan_pack(const struct ortmem_plan_buffer *bufs,
 		return ret < 0 && ortmem_last_error() ? ret :
 			ortmem__err_plain(ret, "ortmem_plan_pack failed");
 	if (o.budget[ORTMEM_TIER_DEVICE] && res.height > o.budget[ORTMEM_TIER_DEVICE])
-		return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
-			res.height, o.budget[ORTMEM_TIER_DEVICE],
-			"the packing of %zu buffers is %llu bytes high (lower bound %llu) over a budget of %llu",
-			n, (unsigned long long)res.height, (unsigned long long)res.lb,
-			(unsigned long long)o.budget[ORTMEM_TIER_DEVICE]);
+		return pk_over_budget(&o, &res, n);
 	if (stats) {
 		struct ortmem_plan_stats st = { .sz = sizeof(st) };
 

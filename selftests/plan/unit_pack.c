@@ -3,7 +3,9 @@
  * The packer against a brute-force optimum on tiny instances, the
  * validator against planted overlaps, and ortmem_plan_pack()'s contract.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pack/pack_internal.h"
 #include "plan/plan_internal.h"
@@ -160,6 +162,77 @@ TEST(pack_contract)
 	EXPECT_EQ(-EOVERFLOW, ortmem_plan_pack(b, 2, NULL, off, &st));
 	EXPECT_EQ(-EINVAL, ortmem_plan_pack(NULL, 2, NULL, off, &st));
 	EXPECT_EQ(0, ortmem_plan_pack(NULL, 0, NULL, NULL, NULL));
+}
+
+/*
+ * A packing over the budget says which it is: none can fit (the lower
+ * bound is over the budget), or the search ran out of time (one search
+ * step, max_iterations = 1, on 200 random buffers whose first packing is
+ * above their bound; the budget is the bound).
+ */
+TEST(pack_over_budget_says_why)
+{
+	struct ortmem_plan_buffer b[200];
+	ORTMEM_OPTS(ortmem_plan_opts, o, .max_iterations = 1, .align = { 1, 0, 0 });
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t off[200], seed = 7, lb;
+	const char *msg;
+	char want[96];
+
+	for (int i = 0; i < 200; i++) {
+		uint64_t lo = rnd(&seed) % 100;
+
+		b[i] = (struct ortmem_plan_buffer){ lo, lo + 1 + rnd(&seed) % 30,
+						    1024 * (1 + rnd(&seed) % 64) };
+	}
+	ASSERT_EQ(0, ortmem_plan_pack(b, 200, &o, off, &st));
+	ASSERT_LT(st.lower_bound, st.arena[ORTMEM_TIER_DEVICE]);
+	ASSERT_EQ(0, st.optimal);
+	lb = st.lower_bound;
+
+	o.budget[ORTMEM_TIER_DEVICE] = lb;
+	EXPECT_EQ(-ORTMEM_E_CAPACITY_UNAVAILABLE, ortmem_plan_pack(b, 200, &o, off, &st));
+	msg = ortmem_last_error_message();
+	snprintf(want, sizeof(want), "lower bound of %llu fits", (unsigned long long)lb);
+	EXPECT_NONNULL(strstr(msg, want));
+	EXPECT_NONNULL(strstr(msg, "in 1 iterations (max_iterations)"));
+	TH_LOG("%s", msg);
+
+	o.budget[ORTMEM_TIER_DEVICE] = lb - 1;
+	EXPECT_EQ(-ORTMEM_E_CAPACITY_UNAVAILABLE, ortmem_plan_pack(b, 200, &o, off, &st));
+	msg = ortmem_last_error_message();
+	EXPECT_NONNULL(strstr(msg, "no packing fits: the bytes live at one time"));
+	EXPECT_NULL(strstr(msg, "may find one"));
+}
+
+/*
+ * Under the time budget alone the refusal names the time budget: the
+ * 200 buffers above (their first packing is above their bound), the
+ * search given 1 us, the budget at the bound.
+ */
+TEST(pack_over_budget_in_time_names_the_time_budget)
+{
+	struct ortmem_plan_buffer b[200];
+	ORTMEM_OPTS(ortmem_plan_opts, o, .max_iterations = 1, .align = { 1, 0, 0 });
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t off[200], seed = 7;
+	int ret;
+
+	for (int i = 0; i < 200; i++) {
+		uint64_t lo = rnd(&seed) % 100;
+
+		b[i] = (struct ortmem_plan_buffer){ lo, lo + 1 + rnd(&seed) % 30,
+						    1024 * (1 + rnd(&seed) % 64) };
+	}
+	ASSERT_EQ(0, ortmem_plan_pack(b, 200, &o, off, &st));
+	o.max_iterations = 0;
+	o.time_budget_us = 1;
+	o.budget[ORTMEM_TIER_DEVICE] = st.lower_bound;
+	ASSERT_LT(st.lower_bound, st.arena[ORTMEM_TIER_DEVICE]);
+	ret = ortmem_plan_pack(b, 200, &o, off, &st);
+	EXPECT_EQ(-ORTMEM_E_CAPACITY_UNAVAILABLE, ret);
+	EXPECT_NONNULL(strstr(ortmem_last_error_message(),
+			      "in 1 us (time_budget_us); a longer time budget may find one"));
 }
 
 /*
