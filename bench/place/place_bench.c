@@ -59,7 +59,9 @@
  *
  * For experiments: PLACE_ONLY=name runs one workload (dense: the dense
  * graphs), PLACE_DAGS="n:seed,..."
- * adds random DAGs the bench does not show, PLACE_BUDGET_US=N solves with a
+ * adds random DAGs the bench does not show, PLACE_TF="12t,6i,..." adds
+ * transformer stacks of other depths (t: training step, i: inference;
+ * counted as structured), PLACE_BUDGET_US=N solves with a
  * time budget of N us instead of the default, and PLACE_QUICK=1 skips GLPK
  * (the bound column is then Belady's bytes).
  */
@@ -544,9 +546,19 @@ static void bench_dense(struct totals *tot)
 		}
 }
 
+/* What a list in the environment left unread: an entry it cannot use. */
+static void env_rest(const char *var, const char *rest)
+{
+	if (rest && *rest) {
+		fprintf(stderr, "place_bench: %s: cannot read \"%s\" (see the list's format at the top of place_bench.c)\n",
+			var, rest);
+		exit(2);
+	}
+}
+
 /* PLACE_DAGS="n:seed,...": further random DAGs (graphs the bench's two
  * do not show; the placement must not be tuned to those). */
-static void extra_dags(struct totals *tot)
+static void extra_dags(struct totals *tot, bool run)
 {
 	const char *e = getenv("PLACE_DAGS");
 	static char name[64];
@@ -557,14 +569,48 @@ static void extra_dags(struct totals *tot)
 	while (e && sscanf(e, "%u:%llu%n", &n, &seed, &used) == 2 && n) {
 		struct graph g = { 0 };
 
+		if (!run)
+			goto next;
 		random_dag(&g, n, seed);
 		snprintf(name, sizeof(name), "dag-%u/%llu", n, seed);
 		g.name = name;
 		bench_graph(&g, tot);
 		graph_free(&g);
+next:
 		e += used;
 		e += *e == ',';
 	}
+	env_rest("PLACE_DAGS", e);
+}
+
+/* PLACE_TF="layers[ti],...": further transformer stacks, t for a training
+ * step (activations saved for the backward pass), i for inference;
+ * structured workloads the bench's three do not show. */
+static void extra_transformers(struct totals *tot, bool run)
+{
+	const char *e = getenv("PLACE_TF");
+	static char name[64];
+	unsigned layers;
+	char kind;
+	int used;
+
+	while (e && sscanf(e, "%u%c%n", &layers, &kind, &used) == 2 && layers &&
+	       (kind == 't' || kind == 'i')) {
+		struct graph g = { 0 };
+
+		if (!run)
+			goto next;
+		transformer(&g, layers, kind == 't');
+		snprintf(name, sizeof(name), "tf%u-%s", layers, kind == 't' ? "train" : "infer");
+		g.name = name;
+		g.structured = true;
+		bench_graph(&g, tot);
+		graph_free(&g);
+next:
+		e += used;
+		e += *e == ',';
+	}
+	env_rest("PLACE_TF", e);
 }
 
 int main(void)
@@ -573,6 +619,8 @@ int main(void)
 	struct graph g = { 0 };
 	int w;
 
+	extra_dags(&tot, false);	/* the lists read whole before any run */
+	extra_transformers(&tot, false);
 	glp_term_out(GLP_OFF);
 	if (getenv("PLACE_BUDGET_US"))
 		time_budget_us = strtoull(getenv("PLACE_BUDGET_US"), NULL, 10);
@@ -592,7 +640,8 @@ int main(void)
 			bench_graph(&g, &tot);
 		graph_free(&g);
 	}
-	extra_dags(&tot);
+	extra_dags(&tot, true);
+	extra_transformers(&tot, true);
 	if (!getenv("PLACE_ONLY") || !strcmp(getenv("PLACE_ONLY"), "dense"))
 		bench_dense(&tot);
 	printf("structured: %.2fx bound (max); random DAGs: %.2fx bound (max); "
