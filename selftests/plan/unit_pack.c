@@ -164,6 +164,17 @@ TEST(pack_contract)
 	EXPECT_EQ(0, ortmem_plan_pack(NULL, 0, NULL, NULL, NULL));
 }
 
+/* @n buffers of 1-64 KiB living 1-30 steps, starting in [0, 100). */
+static void random_buffers(struct ortmem_plan_buffer *b, int n, uint64_t seed)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t lo = rnd(&seed) % 100;
+
+		b[i] = (struct ortmem_plan_buffer){ lo, lo + 1 + rnd(&seed) % 30,
+						    1024 * (1 + rnd(&seed) % 64) };
+	}
+}
+
 /*
  * A packing over the budget says which it is: none can fit (the lower
  * bound is over the budget), or the search ran out of time (one search
@@ -175,16 +186,11 @@ TEST(pack_over_budget_says_why)
 	struct ortmem_plan_buffer b[200];
 	ORTMEM_OPTS(ortmem_plan_opts, o, .max_iterations = 1, .align = { 1, 0, 0 });
 	ORTMEM_OPTS(ortmem_plan_stats, st);
-	uint64_t off[200], seed = 7, lb;
+	uint64_t off[200], lb;
 	const char *msg;
 	char want[96];
 
-	for (int i = 0; i < 200; i++) {
-		uint64_t lo = rnd(&seed) % 100;
-
-		b[i] = (struct ortmem_plan_buffer){ lo, lo + 1 + rnd(&seed) % 30,
-						    1024 * (1 + rnd(&seed) % 64) };
-	}
+	random_buffers(b, 200, 7);
 	ASSERT_EQ(0, ortmem_plan_pack(b, 200, &o, off, &st));
 	ASSERT_LT(st.lower_bound, st.arena[ORTMEM_TIER_DEVICE]);
 	ASSERT_EQ(0, st.optimal);
@@ -215,15 +221,10 @@ TEST(pack_over_budget_in_time_names_the_time_budget)
 	struct ortmem_plan_buffer b[200];
 	ORTMEM_OPTS(ortmem_plan_opts, o, .max_iterations = 1, .align = { 1, 0, 0 });
 	ORTMEM_OPTS(ortmem_plan_stats, st);
-	uint64_t off[200], seed = 7;
+	uint64_t off[200];
 	int ret;
 
-	for (int i = 0; i < 200; i++) {
-		uint64_t lo = rnd(&seed) % 100;
-
-		b[i] = (struct ortmem_plan_buffer){ lo, lo + 1 + rnd(&seed) % 30,
-						    1024 * (1 + rnd(&seed) % 64) };
-	}
+	random_buffers(b, 200, 7);
 	ASSERT_EQ(0, ortmem_plan_pack(b, 200, &o, off, &st));
 	o.max_iterations = 0;
 	o.time_budget_us = 1;
