@@ -567,16 +567,15 @@ static void extra_dags(struct totals *tot, bool run)
 	int used;
 
 	while (e && sscanf(e, "%u:%llu%n", &n, &seed, &used) == 2 && n) {
-		struct graph g = { 0 };
+		if (run) {
+			struct graph g = { 0 };
 
-		if (!run)
-			goto next;
-		random_dag(&g, n, seed);
-		snprintf(name, sizeof(name), "dag-%u/%llu", n, seed);
-		g.name = name;
-		bench_graph(&g, tot);
-		graph_free(&g);
-next:
+			random_dag(&g, n, seed);
+			snprintf(name, sizeof(name), "dag-%u/%llu", n, seed);
+			g.name = name;
+			bench_graph(&g, tot);
+			graph_free(&g);
+		}
 		e += used;
 		e += *e == ',';
 	}
@@ -596,17 +595,16 @@ static void extra_transformers(struct totals *tot, bool run)
 
 	while (e && sscanf(e, "%u%c%n", &layers, &kind, &used) == 2 && layers &&
 	       (kind == 't' || kind == 'i')) {
-		struct graph g = { 0 };
+		if (run) {
+			struct graph g = { 0 };
 
-		if (!run)
-			goto next;
-		transformer(&g, layers, kind == 't');
-		snprintf(name, sizeof(name), "tf%u-%s", layers, kind == 't' ? "train" : "infer");
-		g.name = name;
-		g.structured = true;
-		bench_graph(&g, tot);
-		graph_free(&g);
-next:
+			transformer(&g, layers, kind == 't');
+			snprintf(name, sizeof(name), "tf%u-%s", layers, kind == 't' ? "train" : "infer");
+			g.name = name;
+			g.structured = true;
+			bench_graph(&g, tot);
+			graph_free(&g);
+		}
 		e += used;
 		e += *e == ',';
 	}
