@@ -366,25 +366,26 @@ static int pk_over_budget(const struct ortmem_plan_opts *o, const struct pk_resu
 			  size_t n)
 {
 	uint64_t budget = o->budget[ORTMEM_TIER_DEVICE];
-	char why[224];
+	char why[160];
 
-	if (res->lb > budget || res->optimal)
-		snprintf(why, sizeof(why), "no packing fits: %s",
-			 res->lb > budget ? "the bytes live at one time (the lower bound) exceed it" :
-			 "the search proved that height optimal");
+	/* short: the whole reason must fit ORTMEM_ERROR_REASON_MAX with
+	 * 20-digit figures */
+	if (res->lb > budget)
+		snprintf(why, sizeof(why), "no packing fits: the bytes live at one time (%llu) exceed it",
+			 (unsigned long long)res->lb);
+	else if (res->optimal)
+		snprintf(why, sizeof(why), "no packing fits: that height is proven optimal");
 	else if (o->max_iterations)
-		snprintf(why, sizeof(why), "though their lower bound of %llu fits: the search found "
-			 "no packing within the budget in %llu iterations (max_iterations) or %llu us "
-			 "(time_budget_us); more of either may find one",
+		snprintf(why, sizeof(why), "lower bound of %llu fits; none found in %llu "
+			 "iterations (max_iterations) or %llu us; more may find one",
 			 (unsigned long long)res->lb, (unsigned long long)o->max_iterations,
 			 (unsigned long long)o->time_budget_us);
 	else
-		snprintf(why, sizeof(why), "though their lower bound of %llu fits: the search found "
-			 "no packing within the budget in %llu us (time_budget_us); a longer time "
-			 "budget may find one",
+		snprintf(why, sizeof(why), "lower bound of %llu fits; none found in %llu us "
+			 "(time_budget_us); a longer time budget may find one",
 			 (unsigned long long)res->lb, (unsigned long long)o->time_budget_us);
 	return ortmem__err_capacity(false, ORTMEM_TIER_DEVICE, ORTMEM_ROLE_ACTIVATION,
-		res->height, budget, "the packing of %zu buffers is %llu bytes high over a budget of %llu, %s",
+		res->height, budget, "%zu buffers pack %llu bytes high over a budget of %llu: %s",
 		n, (unsigned long long)res->height, (unsigned long long)budget, why);
 }
 
