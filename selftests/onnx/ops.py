@@ -295,5 +295,29 @@ open(path, 'wb').write(m.SerializeToString() + bytes([0x98, 0x06, 0x01]))
 p = subprocess.run([TOOL, '--json', path], capture_output=True, text=True)
 tap(p.returncode == 0 and json.loads(p.stdout)['naive_bytes'] == 32,
     'IR 10 with an unknown field plans (%s)' % p.stderr.strip())
+
+# Sizes past 64 bits are an error naming the value, never a deferred size
+# (no --dim can fix them); sizes whose bits overflow but whose bytes fit
+# are planned.
+m = model([h.make_node('Relu', ['x'], ['y'])], [vi('x', F, [1 << 40, 1 << 40])], [vi('y', F, None)])
+rc, js, err = run(m)
+tap(rc == 1 and "input 'x'" in err and 'does not fit in 64 bits' in err,
+    'an input whose size overflows 64 bits is refused, named (%d: %s)' % (rc, err.strip()))
+m = model([h.make_node('Mul', ['a', 'b'], ['y'], name='outer'), h.make_node('Relu', ['y'], ['z'])],
+          [vi('a', F, [1 << 31, 1]), vi('b', F, [1, 1 << 31])], [vi('z', F, None)])
+rc, js, err = run(m)
+tap(rc == 1 and "value 'y' (output of Mul node 'outer')" in err and '[2147483648, 2147483648]' in err,
+    'a node output whose size overflows 64 bits is refused, named with its shape (%d: %s)'
+    % (rc, err.strip()))
+rc, js, err = run(model([h.make_node('Relu', ['x'], ['y'])], [vi('x', F, ['N', 1 << 40])],
+                        [vi('y', F, None)]), '--dim', 'x:0=%d' % (1 << 40))
+tap(rc == 1 and 'any --dim' in err, 'a --dim that makes a size overflow is refused (%d: %s)'
+    % (rc, err.strip()))
+m = model([h.make_node('Mul', ['a', 'b'], ['y'])], [vi('a', T.UINT8, [1 << 31, 1]),
+          vi('b', T.UINT8, [1, 1 << 30])], [vi('y', T.UINT8, None)])
+rc, js, err = run(m, '--no-fold', '--no-views')
+sizes = js and {b['value']: b['size'] for b in js.get('buffers', [])}
+tap(rc == 0 and sizes.get('y') == 1 << 61, '2^61 bytes of uint8 (2^64 bits) are planned (%d: %s %s)'
+    % (rc, sizes, err.strip()))
 print('1..%d' % n)
 sys.exit(1 if failed else 0)

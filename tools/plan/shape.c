@@ -9,6 +9,7 @@
  * read by a body, is anything but a constant, and it is not random.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -333,6 +334,32 @@ static int apply_pins(struct md_model *m, const struct md_pin *pins, size_t n)
 	return 0;
 }
 
+/* Refuse value @x, whose size does not fit in 64 bits: no --dim can fix
+ * that, so it is an error, not a deferred size. */
+static int too_large(struct md_model *m, const struct md_value *x)
+{
+	char shape[160] = "";
+	size_t len = 0;
+	int32_t k;
+
+	for (k = 0; k < x->rank && len < sizeof(shape) - 24; k++)
+		len += (size_t)snprintf(shape + len, sizeof(shape) - len, "%s%" PRId64,
+					k ? ", " : "", x->dims[k]);
+	if (k < x->rank)
+		snprintf(shape + len, sizeof(shape) - len, ", ...");
+	if (x->kind == MD_NODE)
+		return md_err(m, -EOVERFLOW, "value '%s' (output of %s node '%s') has shape [%s] "
+			      "of %d-bit elements: its size does not fit in 64 bits; check the "
+			      "model's shapes and any --dim", x->name,
+			      m->nodes[x->producer].p->op_type, m->nodes[x->producer].p->name &&
+			      *m->nodes[x->producer].p->name ? m->nodes[x->producer].p->name : x->name,
+			      shape, md_elem_bits(x->elem));
+	return md_err(m, -EOVERFLOW, "%s '%s' has shape [%s] of %d-bit elements: its size "
+		      "does not fit in 64 bits; check the model's shapes and any --dim",
+		      x->kind == MD_INIT ? "initializer" : "input", x->name, shape,
+		      md_elem_bits(x->elem));
+}
+
 int md_infer(struct md_model *m, const struct md_pin *pins, size_t n_pins)
 {
 	uint32_t v;
@@ -350,6 +377,8 @@ int md_infer(struct md_model *m, const struct md_pin *pins, size_t n_pins)
 	for (v = 0; v < m->n_values; v++) {
 		struct md_value *x = &m->values[v];
 
+		if (md_value_bytes(x, &b) == -EOVERFLOW)
+			return too_large(m, x);
 		if (x->kind == MD_NODE && !x->n_readers &&
 		    md_value_bytes(x, &b) == -ENODATA && !m->nodes[x->producer].unknown_op)
 			x->sized_zero = true;

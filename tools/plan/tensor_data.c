@@ -82,9 +82,11 @@ int md_value_bytes(const struct md_value *v, uint64_t *bytes)
 		return ret;
 	if (!b)
 		return -ENODATA;
-	if (__builtin_mul_overflow(n, (uint64_t)b, &bits))
+	/* Whole bytes of eight elements at a time, then the rest rounded up:
+	 * n * b bits may overflow where the bytes do not. */
+	if (__builtin_mul_overflow(n / 8, (uint64_t)b, &bits) ||
+	    __builtin_add_overflow(bits, ((n % 8) * (uint64_t)b + 7) / 8, bytes))
 		return -EOVERFLOW;
-	*bytes = bits / 8 + (bits % 8 != 0);
 	return 0;
 }
 
