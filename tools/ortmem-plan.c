@@ -34,7 +34,9 @@ static void usage(FILE *f)
 		"  --time-budget-ms N  the planner's search time (default %d)\n"
 		"  --json              print JSON instead of a table\n"
 		"  --svg FILE          write the memory timeline as SVG\n"
-		"  --shapes            print every value's inferred type and shape, then plan\n",
+		"  --shapes            print every value's inferred type and shape, then plan\n"
+		"  --upper-bounds      size outputs that depend on data (NonZero, Unique, Compress,\n"
+		"                      NonMaxSuppression, TopK with k from data) at their most\n",
 		prog, ORTMEM_PLAN_DEFAULT_BUDGET_US / 1000);
 }
 
@@ -94,6 +96,7 @@ struct cli {
 	struct pm_opts o;
 	bool json;
 	bool shapes;
+	bool upper_bounds;
 	const char *svg;
 	const char *model;
 };
@@ -112,6 +115,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "json", no_argument, NULL, 'j' },
 		{ "svg", required_argument, NULL, 's' },
 		{ "shapes", no_argument, NULL, 'S' },
+		{ "upper-bounds", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -158,6 +162,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case 'j': c->json = true; break;
 		case 'S': c->shapes = true; break;
+		case 'U': c->upper_bounds = true; break;
 		case 's': c->svg = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return 2;
@@ -234,6 +239,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ret = md_build(&m, proto);
+	m.upper_bounds = c.upper_bounds;
 	if (!ret)
 		ret = md_infer(&m, c.pins, c.n_pins);
 	if (ret) {

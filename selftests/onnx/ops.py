@@ -319,5 +319,51 @@ rc, js, err = run(m, '--no-fold', '--no-views')
 sizes = js and {b['value']: b['size'] for b in js.get('buffers', [])}
 tap(rc == 0 and sizes.get('y') == 1 << 61, '2^61 bytes of uint8 (2^64 bits) are planned (%d: %s %s)'
     % (rc, sizes, err.strip()))
+
+# Sizes that depend on data: deferred by default, with the option named;
+# under --upper-bounds the most the data can make, listed as such.
+def bounded(m, *args):
+    rc, js, err = run(m, '--no-fold', '--no-views', '--upper-bounds', *args)
+    return rc, js and {b['value']: b['size'] for b in js.get('buffers', [])}, js, err
+
+
+m = model([h.make_node('Relu', ['x'], ['r']), h.make_node('NonZero', ['r'], ['nz']),
+           h.make_node('Transpose', ['nz'], ['t']), h.make_node('GatherND', ['x', 't'], ['g']),
+           h.make_node('Relu', ['g'], ['y'])], [vi('x', F, [64, 64])], [vi('y', F, None)])
+rc, js, err = run(m)
+text = subprocess.run([TOOL, os.path.join(TMP, 'm.onnx')], capture_output=True, text=True).stdout
+tap(rc == 3 and 'nz' in js['deferred'] and '--upper-bounds' in text and '--dim' not in text,
+    'NonZero defers, advising --upper-bounds and not --dim (no input is symbolic)')
+rc, sizes, js, err = bounded(m)
+tap(rc == 0 and sizes.get('nz') == 2 * 4096 * 8 and sizes.get('g') == 4096 * 4 and
+    js['upper_bounded'] == ['nz'], 'NonZero under --upper-bounds: [rank, elements] and what follows (%s)'
+    % sizes)
+m = model([h.make_node('Relu', ['x'], ['r']), h.make_node('TopK', ['r', 'k'], ['v', 'i'], axis=1),
+           h.make_node('Relu', ['v'], ['y'])], [vi('x', F, [8, 64]), vi('k', I64, [1])], [vi('y', F, None)])
+rc, sizes, js, err = bounded(m)
+tap(rc == 0 and sizes.get('v') == 8 * 64 * 4 and sizes.get('i') == 8 * 64 * 8,
+    'TopK with k from an input: at most the axis (%s)' % sizes)
+for mx, want in (([init('mx', np.array([10], np.int64))], 2 * 3 * 10), ([], 2 * 3 * 100)):
+    m = model([h.make_node('Relu', ['s'], ['sr']),
+               h.make_node('NonMaxSuppression', ['b', 'sr', 'mx'], ['sel'])],
+              [vi('b', F, [2, 100, 4]), vi('s', F, [2, 3, 100])] + ([] if mx else [vi('mx', I64, [1])]),
+              [vi('sel', I64, None)], mx)
+    rc, sizes, js, err = bounded(m)
+    tap(rc == 0 and sizes.get('sel') == want * 3 * 8, 'NonMaxSuppression keeps at most %d boxes (%s)'
+        % (want, sizes))
+m = model([h.make_node('Relu', ['x'], ['r']), h.make_node('Unique', ['r'], ['u', 'ui', 'inv', 'cnt']),
+           h.make_node('Compress', ['r', 'c'], ['ca'], axis=1), h.make_node('Compress', ['r', 'c7'], ['cf'])],
+          [vi('x', F, [4, 5]), vi('c', B, [3]), vi('c7', B, [7])],
+          [vi('u', F, None), vi('ui', I64, None), vi('inv', I64, None), vi('cnt', I64, None),
+           vi('ca', F, None), vi('cf', F, None)])
+rc, sizes, js, err = bounded(m)
+tap(rc == 0 and sizes.get('u') == 80 and sizes.get('ui') == sizes.get('inv') == sizes.get('cnt') == 160
+    and sizes.get('ca') == 4 * 3 * 4 and sizes.get('cf') == 7 * 4,
+    'Unique and Compress (on an axis, flattened): at most what their inputs hold (%s)' % sizes)
+m = model([h.make_node('NonZero', ['x'], ['nz']), h.make_node('Shape', ['nz'], ['sh']),
+           h.make_node('ConstantOfShape', ['sh'], ['z'])], [vi('x', F, [8, 8])], [vi('z', F, None)])
+rc, sizes, js, err = bounded(m)
+tap(rc == 3 and 'z' in js['deferred'], 'a shape computed from a bound stays unknown under --upper-bounds '
+    '(%d, deferred %s)' % (rc, js and js['deferred']))
 print('1..%d' % n)
 sys.exit(1 if failed else 0)

@@ -38,6 +38,8 @@ struct md_value {
 	bool is_const;		/* computed only from constants */
 	bool is_output;		/* an output of its graph */
 	bool sized_zero;	/* unknown shape, never read: counts 0 bytes */
+	bool data_dep;		/* output of an op whose size depends on data */
+	bool bounded;		/* sized from an upper bound (md_model.upper_bounds) */
 	/* Contents, for small values (shape arithmetic, scales, pads). */
 	uint32_t n_data;
 	bool has_data;
@@ -81,6 +83,9 @@ struct md_model {
 	struct md_node *nodes;
 	uint32_t n_graphs, cap_graphs;
 	struct md_graph *graphs;
+	/* Size data-dependent outputs at the most their inputs allow
+	 * (ortmem-plan --upper-bounds), instead of leaving them unknown. */
+	bool upper_bounds;
 	char err[MD_ERR_LEN];
 };
 

@@ -69,6 +69,51 @@ static void print_unknowns(FILE *f, const struct md_model *m, const struct pm_re
 	}
 }
 
+/* Has a graph input a dim (or rank) the model leaves open? */
+static bool symbolic_inputs(const struct md_model *m)
+{
+	const struct md_graph *g = &m->graphs[0];
+	uint32_t i;
+	int32_t k;
+
+	for (i = 0; i < g->n_inputs; i++) {
+		const struct md_value *x = &m->values[g->inputs[i]];
+
+		if (x->rank < 0)
+			return true;
+		for (k = 0; k < x->rank; k++)
+			if (x->dims[k] < 0)
+				return true;
+	}
+	return false;
+}
+
+/* Outputs of ops whose size depends on data (NonZero, TopK with k from
+ * data, ...): sized at their most under --upper-bounds, else unknown. */
+static void print_data_dep(FILE *f, const struct md_model *m)
+{
+	uint32_t v;
+	uint64_t b;
+	bool unsized = false;
+
+	for (v = 0; v < m->n_values; v++) {
+		const struct md_value *x = &m->values[v];
+		const struct md_node *n;
+
+		if (!x->data_dep || x->producer < 0)
+			continue;
+		n = &m->nodes[x->producer];
+		if (md_value_bytes(x, &b) == 0 && x->bounded)
+			fprintf(f, "upper bound: '%s' (from %s node '%s') sized at its most, %" PRIu64
+				" bytes; its size depends on the data\n", x->name, n->p->op_type,
+				node_label(m, (uint32_t)x->producer), b);
+		else if (!x->sized_zero && md_value_bytes(x, &b))
+			unsized = true;
+	}
+	if (unsized && !m->upper_bounds)
+		fprintf(f, "some sizes depend on the data: plan them at their most with --upper-bounds\n");
+}
+
 void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 {
 	uint64_t moved[ORTMEM_TIER_COUNT] = { 0 }, all = 0;
@@ -82,7 +127,9 @@ void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 		print_unknowns(f, m, r);
 		fprintf(f, "naive (known sizes) %" PRIu64 " bytes, weights %" PRIu64 " bytes\n",
 			r->naive_bytes, r->weights_bytes);
-		fprintf(f, "pin symbolic input dims with --dim NAME:AXIS=N\n");
+		if (symbolic_inputs(m))
+			fprintf(f, "pin symbolic input dims with --dim NAME:AXIS=N\n");
+		print_data_dep(f, m);
 		return;
 	}
 	/* Bytes moved per tier: what goes to and comes from that tier. */
@@ -113,6 +160,7 @@ void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 	if (r->st.move_bytes)
 		fprintf(f, "within   %14" PRIu64 "  (moved within the device arena, between no tiers)\n",
 			r->st.move_bytes);
+	print_data_dep(f, m);
 	if (r->st.arena[0] + r->st.arena[1] + r->st.arena[2] != r->st.lower_bound)
 		fprintf(f, "the arenas are %.2f%% over the lower bound (%" PRIu64 " bytes)%s\n",
 			(r->st.arena_over_lb - 1.0) * 100.0,
@@ -171,7 +219,7 @@ out:
 
 void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)
 {
-	bool planned = r->status == 0;
+	bool planned = r->status == 0, first;
 	uint32_t k, s;
 	int t;
 
@@ -187,6 +235,13 @@ void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)
 		fprintf(f, "%s", k ? ", " : "");
 		json_str(f, m->values[r->deferred[k]].name);
 	}
+	fprintf(f, "],\n  \"upper_bounded\": [");
+	for (k = 0, first = true; k < m->n_values; k++)
+		if (m->values[k].data_dep && m->values[k].bounded) {
+			fprintf(f, "%s", first ? "" : ", ");
+			json_str(f, m->values[k].name);
+			first = false;
+		}
 	fprintf(f, "],\n  \"unknown_ops\": [");
 	for (k = 0; k < r->n_unknown_ops; k++) {
 		const struct md_node *n = &m->nodes[r->unknown_ops[k]];

@@ -269,6 +269,33 @@ static bool known_domain(const char *d)
 	return !d || !*d || !strcmp(d, "ai.onnx");
 }
 
+/*
+ * What reads a value sized from an upper bound is sized from it too, and
+ * is marked so; its contents (a Shape or Size of it) are dropped, so that
+ * shape arithmetic on a bound, which need not grow with it, leaves sizes
+ * unknown instead of guessing them.
+ */
+static void bounds_follow(struct sctx *c)
+{
+	bool bounded = false;
+	uint32_t i;
+
+	for (i = 0; i < c->n->n_in + c->n->n_implicit; i++) {
+		int32_t v = i < c->n->n_in ? c->n->in[i] : (int32_t)c->n->implicit[i - c->n->n_in];
+
+		if (v >= 0 && c->m->values[v].bounded)
+			bounded = true;
+	}
+	for (i = 0; i < c->n->n_out; i++) {
+		struct md_value *o = sout(c, i);
+
+		if (o && (bounded || o->bounded)) {
+			o->bounded = true;
+			md_drop_data(o);
+		}
+	}
+}
+
 int md_infer_graph(struct md_model *m, uint32_t graph, const struct md_pin *pins,
 		   size_t n_pins)
 {
@@ -295,6 +322,7 @@ int md_infer_graph(struct md_model *m, uint32_t graph, const struct md_pin *pins
 				konst = false;
 		}
 		c.n->is_const = konst;
+		bounds_follow(&c);
 		for (i = 0; i < c.n->n_out; i++) {
 			struct md_value *o = sout(&c, i);
 

@@ -74,6 +74,19 @@ static int op_reduce(struct sctx *c)
 	return 0;
 }
 
+/* The outputs' sizes depend on the data; under upper_bounds the shapes
+ * the op then sets are the most the data can make, and marked so. */
+static void mark_data_dep(struct sctx *c)
+{
+	uint32_t k;
+
+	for (k = 0; k < c->n->n_out; k++)
+		if (sout(c, k)) {
+			sout(c, k)->data_dep = true;
+			sout(c, k)->bounded = c->m->upper_bounds;
+		}
+}
+
 static int op_topk(struct sctx *c)
 {
 	struct md_value *x = sin_(c, 0), *kk = sin_(c, 1);
@@ -88,6 +101,13 @@ static int op_topk(struct sctx *c)
 	memcpy(dims, x->dims, sizeof(dims));
 	dims[axis] = c->n->opset < 10 ? attr_i(c, "k", -1) :
 		     kk && kk->has_data && kk->n_data == 1 ? kk->idata[0] : -1;
+	if (dims[axis] < 0) {
+		/* k comes from data: at most the axis. */
+		mark_data_dep(c);
+		if (!c->m->upper_bounds)
+			return 0;
+		dims[axis] = x->dims[axis];
+	}
 	set_shape(sout(c, 0), x->elem, x->rank, dims);
 	set_shape(sout(c, 1), T_INT64, x->rank, dims);
 	return 0;
@@ -129,16 +149,120 @@ static int op_random(struct sctx *c)
 	return 0;
 }
 
-/* Output size depends on the data: type known, shape unknown. */
+/* Elements of @x, or -1 when its shape is unknown or they overflow. */
+static int64_t numel(const struct md_value *x)
+{
+	uint64_t n;
+
+	return x && !md_elements(x, &n) && n <= INT64_MAX ? (int64_t)n : -1;
+}
+
+static int64_t min_known(int64_t a, int64_t b)
+{
+	return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+/* Compress: @x's elements (or its slices along axis) that @cond selects,
+ * at most as many as both hold. */
+static int bound_compress(struct sctx *c, struct md_value *x, struct md_value *cond)
+{
+	int64_t dims[MD_MAX_RANK], n_cond = cond && cond->rank == 1 ? cond->dims[0] : -1;
+	int axis;
+
+	if (!attr_has(c, "axis")) {
+		dims[0] = min_known(numel(x), n_cond);
+		set_shape(sout(c, 0), x->elem, dims[0] < 0 ? -1 : 1, dims);
+		return 0;
+	}
+	if (x->rank < 0)
+		return 0;
+	axis = norm_axis(attr_i(c, "axis", 0), x->rank);
+	if (axis < 0)
+		return bad(c, "axis out of range");
+	memcpy(dims, x->dims, sizeof(dims));
+	dims[axis] = min_known(x->dims[axis], n_cond);
+	set_shape(sout(c, 0), x->elem, x->rank, dims);
+	return 0;
+}
+
+/* Unique: at most every element (or slice along axis) distinct. */
+static int bound_unique(struct sctx *c, struct md_value *x)
+{
+	int64_t dims[MD_MAX_RANK], n;
+	int axis = -1;
+
+	if (x->rank < 0)
+		return 0;
+	if (attr_has(c, "axis")) {
+		axis = norm_axis(attr_i(c, "axis", 0), x->rank);
+		if (axis < 0)
+			return bad(c, "axis out of range");
+	}
+	n = axis < 0 ? numel(x) : x->dims[axis];
+	if (n < 0)
+		return 0;
+	memcpy(dims, x->dims, sizeof(dims));
+	if (axis < 0)
+		set_shape(sout(c, 0), x->elem, 1, &n);
+	else
+		set_shape(sout(c, 0), x->elem, x->rank, dims);
+	set_shape(sout(c, 1), T_INT64, 1, &n);
+	dims[0] = axis < 0 ? numel(x) : x->dims[axis];
+	set_shape(sout(c, 2), T_INT64, 1, dims);	/* inverse: exact */
+	set_shape(sout(c, 3), T_INT64, 1, &n);
+	return 0;
+}
+
+/* NonMaxSuppression: [selected, 3], at most batches x classes x the boxes
+ * kept per class (max_output_boxes_per_class, or every box). */
+static int bound_nms(struct sctx *c)
+{
+	struct md_value *boxes = sin_(c, 0), *scores = sin_(c, 1), *mx = sin_(c, 2);
+	int64_t per_class, dims[2];
+
+	if (!boxes || !scores || boxes->rank != 3 || scores->rank != 3 ||
+	    boxes->dims[1] < 0 || scores->dims[0] < 0 || scores->dims[1] < 0)
+		return 0;
+	per_class = !mx ? 0 : mx->has_data && mx->n_data == 1 ?
+		    min_known(mx->idata[0] < 0 ? 0 : mx->idata[0], boxes->dims[1]) :
+		    boxes->dims[1];
+	if (__builtin_mul_overflow(scores->dims[0], scores->dims[1], &dims[0]) ||
+	    __builtin_mul_overflow(dims[0], per_class, &dims[0]))
+		return bad(c, "its output's bound overflows");
+	dims[1] = 3;
+	set_shape(sout(c, 0), T_INT64, 2, dims);
+	return 0;
+}
+
+/* NonZero, Unique, Compress, NonMaxSuppression: the output's size depends
+ * on the data.  Its type is known; its shape is unknown (the plan defers),
+ * or under upper_bounds the most the data can make. */
 static int data_dependent(struct sctx *c)
 {
+	const char *op = c->n->p->op_type;
+	struct md_value *x = sin_(c, 0);
+	bool keeps_type = !strcmp(op, "Compress") || !strcmp(op, "Unique");
 	uint32_t k;
+	int64_t dims[2];
 
 	for (k = 0; k < c->n->n_out; k++)
 		if (sout(c, k))
-			sout(c, k)->elem = !strcmp(c->n->p->op_type, "Compress") ||
-					   !strcmp(c->n->p->op_type, "Unique") ?
-					   (k == 0 && sin_(c, 0) ? sin_(c, 0)->elem : T_INT64) : T_INT64;
+			sout(c, k)->elem = keeps_type && k == 0 && x ? x->elem : T_INT64;
+	mark_data_dep(c);
+	if (!c->m->upper_bounds)
+		return 0;
+	if (!strcmp(op, "NonMaxSuppression"))
+		return bound_nms(c);
+	if (!x)
+		return 0;
+	if (!strcmp(op, "Compress"))
+		return bound_compress(c, x, sin_(c, 1));
+	if (!strcmp(op, "Unique"))
+		return bound_unique(c, x);
+	dims[0] = x->rank;	/* NonZero: [rank, nonzero elements] */
+	dims[1] = numel(x);
+	if (x->rank >= 0 && dims[1] >= 0)
+		set_shape(sout(c, 0), T_INT64, 2, dims);
 	return 0;
 }
 
