@@ -243,7 +243,7 @@ int keep(struct sctx *c, struct md_value *o, uint32_t n, const int64_t *iv,
 	return 0;
 }
 
-static shape_fn find_op(const char *op)
+static shape_fn find_onnx_op(const char *op)
 {
 	const struct shape_op *const tabs[] = { shape_ops_elem, shape_ops_nn,
 						shape_ops_tensor, shape_ops_misc,
@@ -264,9 +264,24 @@ static bool is_random(const char *op)
 	       !strcmp(op, "Bernoulli");
 }
 
-static bool known_domain(const char *d)
+static bool is_ms_domain(const char *d)
 {
-	return !d || !*d || !strcmp(d, "ai.onnx");
+	return d && !strcmp(d, "com.microsoft");
+}
+
+/* The rule of @op in domain @d, or NULL when inference does not know it. */
+static shape_fn find_op(const char *d, const char *op)
+{
+	const struct shape_op *o;
+
+	if (!d || !*d || !strcmp(d, "ai.onnx"))
+		return find_onnx_op(op);
+	if (!is_ms_domain(d))
+		return NULL;
+	for (o = shape_ops_ms; o->name; o++)
+		if (!strcmp(o->name, op))
+			return o->fn ? o->fn : find_onnx_op(op);
+	return NULL;
 }
 
 /*
@@ -305,7 +320,7 @@ int md_infer_graph(struct md_model *m, uint32_t graph, const struct md_pin *pins
 
 	for (k = 0; k < g->n_nodes; k++) {
 		struct sctx c = { m, &m->nodes[g->order[k]], g->order[k], pins, n_pins };
-		shape_fn fn = known_domain(c.n->p->domain) ? find_op(c.n->p->op_type) : NULL;
+		shape_fn fn = find_op(c.n->p->domain, c.n->p->op_type);
 		bool konst = !is_random(c.n->p->op_type);
 
 		if (!fn) {

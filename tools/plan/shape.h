@@ -26,12 +26,22 @@ struct shape_op {
 	shape_fn fn;
 };
 
-/* Each ops file's table, ended by { NULL, NULL }. */
+/* Each ops file's table, ended by { NULL, NULL }.  In shape_ops_ms (the
+ * com.microsoft domain of onnxruntime's contrib ops) a NULL fn means the
+ * ONNX domain's rule of the same name. */
 extern const struct shape_op shape_ops_elem[];
 extern const struct shape_op shape_ops_nn[];
 extern const struct shape_op shape_ops_tensor[];
 extern const struct shape_op shape_ops_misc[];
 extern const struct shape_op shape_ops_control[];
+extern const struct shape_op shape_ops_ms[];
+
+/* Rules the contrib ops share (shape_nn.c, shape_elem.c). */
+int conv_like(struct sctx *c, uint32_t xi, uint32_t wi, bool transposed, int32_t elem);
+int matmul_like(struct sctx *c, uint32_t ai, uint32_t bi, int32_t elem);
+int matmul_of(struct sctx *c, const struct md_value *a, const struct md_value *b,
+	      int32_t elem);
+int op_layernorm(struct sctx *c);
 
 /* Input/output @k, or NULL when absent. */
 struct md_value *sin_(struct sctx *c, uint32_t k);

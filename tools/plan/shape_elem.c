@@ -257,7 +257,7 @@ static int op_batchnorm(struct sctx *c)
 	return 0;
 }
 
-static int op_layernorm(struct sctx *c)
+int op_layernorm(struct sctx *c)
 {
 	struct md_value *x = sin_(c, 0);
 	int64_t dims[MD_MAX_RANK];
@@ -342,6 +342,9 @@ const struct shape_op shape_ops_elem[] = {
 	{ "Dropout", op_dropout },
 	{ "BatchNormalization", op_batchnorm },
 	{ "LayerNormalization", op_layernorm },
+	/* onnxruntime's, registered in the ONNX domain; inv_std_var second. */
+	{ "SimplifiedLayerNormalization", op_layernorm },
+	{ "RMSNormalization", same }, { "RotaryEmbedding", same },
 	/* Broadcasting. */
 	{ "Add", broadcast }, { "Sub", broadcast }, { "Mul", broadcast },
 	{ "Div", broadcast }, { "Mod", broadcast }, { "Pow", broadcast },

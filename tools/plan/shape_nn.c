@@ -77,7 +77,7 @@ static int window(struct sctx *c, const struct md_value *x, const int64_t *kerne
 }
 
 /* Conv, ConvInteger, QLinearConv, ConvTranspose. */
-static int conv_like(struct sctx *c, uint32_t xi, uint32_t wi, bool transposed,
+int conv_like(struct sctx *c, uint32_t xi, uint32_t wi, bool transposed,
 		     int32_t elem)
 {
 	struct md_value *x = sin_(c, xi), *w = sin_(c, wi), *o = sout(c, 0);
@@ -179,10 +179,16 @@ static int op_gemm(struct sctx *c)
 	return 0;
 }
 
-/* numpy matmul: 1-D operands promoted, batch dims broadcast. */
-static int matmul_like(struct sctx *c, uint32_t ai, uint32_t bi, int32_t elem)
+int matmul_like(struct sctx *c, uint32_t ai, uint32_t bi, int32_t elem)
 {
-	struct md_value *a = sin_(c, ai), *b = sin_(c, bi), *o = sout(c, 0);
+	return matmul_of(c, sin_(c, ai), sin_(c, bi), elem);
+}
+
+/* numpy matmul: 1-D operands promoted, batch dims broadcast. */
+int matmul_of(struct sctx *c, const struct md_value *a, const struct md_value *b,
+	      int32_t elem)
+{
+	struct md_value *o = sout(c, 0);
 	struct md_value ba, bb, *pair[2] = { &ba, &bb };
 	int64_t dims[MD_MAX_RANK];
 	int32_t rank, r = 0;
