@@ -387,7 +387,7 @@ B_, S_, H_ = 2, 16, 64
 x3 = vi('x', F, [B_, S_, H_])
 m = contrib([ms('SkipLayerNormalization', ['x', 'x', 'g', 'b'], ['y', 'mean', 'isd', 'sum']),
              ms('FastGelu', ['y'], ['f']), ms('BiasGelu', ['f', 'b'], ['bg']),
-             ms('SkipSimplifiedLayerNormalization', ['bg', 'x', 'g'], ['sy', 'sisd', 'ssum']),
+             ms('SkipSimplifiedLayerNormalization', ['bg', 'x', 'g'], ['sy', '', 'sisd', 'ssum']),
              h.make_node('SimplifiedLayerNormalization', ['sy', 'g'], ['n', 'nisd']),
              ms('FusedMatMul', ['n', 'w'], ['fm'], transB=1),
              ms('MatMulNBits', ['fm', 'qw', 'qs'], ['nb'], K=32, N=48, bits=4, block_size=32)],

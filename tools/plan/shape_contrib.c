@@ -33,23 +33,14 @@ static void last_axis(struct md_value *o, int32_t elem, const struct md_value *x
 	set_shape(o, elem, x->rank, dims);
 }
 
-/* SkipLayerNormalization, SkipSimplifiedLayerNormalization: output, then
- * mean and inv_std_var ([..., 1], float), then input + skip + bias. */
+/* SkipLayerNormalization, SkipSimplifiedLayerNormalization (whose mean
+ * slot is kept, unused): output, mean and inv_std_var ([..., 1], float),
+ * input + skip + bias. */
 static int op_skip_ln(struct sctx *c)
 {
 	struct md_value *x = sin_(c, 0);
-	bool simplified = !strcmp(c->n->p->op_type, "SkipSimplifiedLayerNormalization");
 
 	same(c);
-	if (!x)
-		return 0;
-	if (simplified) {
-		/* No mean: its outputs are output, inv_std_var, sum. */
-		last_axis(sout(c, 1), T_FLOAT, x, 1);
-		copy_type_shape(sout(c, 2), x);
-		copy_type_shape(sout(c, 3), x);
-		return 0;
-	}
 	last_axis(sout(c, 1), T_FLOAT, x, 1);
 	last_axis(sout(c, 2), T_FLOAT, x, 1);
 	copy_type_shape(sout(c, 3), x);
