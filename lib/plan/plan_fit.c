@@ -497,6 +497,29 @@ static void pl_fit_take_best(struct pl_fit *f, uint64_t *prof, struct pk_result 
 }
 
 /*
+ * Every buffer on the device, packed whole as without a budget, where that
+ * fits the device budget: no byte moves, and the packer's search lowers
+ * the arena as it does without a budget (the gap placement runs only its
+ * first heuristic past GAP_SEARCH_MAX intervals: a 4,600-step transformer
+ * whose 5 MiB fit a 20 MiB budget got a 1.10x arena in 7.8 ms, against
+ * the bound in 0.6 ms without the budget).  1 when it fits (tiers and
+ * offsets set), 0 when the live bytes or the packing exceed the budget,
+ * or a negative error.
+ */
+int ortmem__plan_fit_whole(struct ortmem_plan *plan, uint64_t *prof, uint64_t deadline,
+			   struct pk_result *res)
+{
+	uint64_t budget = plan->o.budget[ORTMEM_TIER_DEVICE];
+	uint32_t at;
+	int ret;
+
+	if (pl_fit_profile(plan, ORTMEM_TIER_DEVICE, prof, &at) > budget)
+		return 0;
+	ret = pl_pack_tier(plan, ORTMEM_TIER_DEVICE, deadline, res);
+	return ret ? ret : res->height <= budget;
+}
+
+/*
  * Demote from @tier to @next (-1: none) until its packed arena fits: walk,
  * pack; a packing above the budget is cut to it (pl_fit_cut()), and a few
  * rounds try lowered caps for one that sends fewer bytes down.

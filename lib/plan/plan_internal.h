@@ -264,6 +264,10 @@ uint64_t ortmem__plan_gap_decide(struct ortmem_plan *plan, int slack, uint64_t *
  * fits its budget; @prof has n_nodes + 1 cells of scratch. */
 int ortmem__plan_fit_tier(struct ortmem_plan *plan, int tier, int next,
 			  uint64_t *prof, uint64_t deadline, struct pk_result *res);
+/* Every buffer on the device, packed whole, where that fits its budget:
+ * 1 when it does (offsets set), 0 when not, or a negative error. */
+int ortmem__plan_fit_whole(struct ortmem_plan *plan, uint64_t *prof, uint64_t deadline,
+			   struct pk_result *res);
 /* plan_place.c: tiers and offsets of plan->bufs under the budgets. */
 int ortmem__plan_place(struct ortmem_plan *plan);
 

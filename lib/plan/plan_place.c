@@ -107,6 +107,35 @@ static void pl_gap_moves(struct ortmem_plan *plan)
 	}
 }
 
+/*
+ * The device tier under a budget with a slower tier below.  Where every
+ * buffer fits whole (packed with up to half the time budget), nothing
+ * moves and the gap placement is not needed: its result is recorded the
+ * way the gap placement records an all-resident plan (every gap kept,
+ * each touch at its buffer's offset).  Else the gap placement, with the
+ * time left.
+ */
+static int pl_place_device(struct ortmem_plan *plan, int home, uint64_t *prof,
+			   uint64_t deadline, struct pk_result *res)
+{
+	uint64_t now = ortmem__now_ns();
+	uint32_t nt = plan->touch_idx[plan->n_bufs], b, k;
+	int ret = ortmem__plan_fit_whole(plan, prof, deadline > now ? now + (deadline - now) / 2 : now,
+					 res);
+
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return ortmem__plan_gaps(plan, home, deadline, res);
+	plan->gap_off = calloc(nt + 1, 1);
+	if (!plan->gap_off)
+		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	for (b = 0; b < plan->n_bufs; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			plan->touch_off[k] = plan->bufs[b].off;
+	return 0;
+}
+
 int ortmem__plan_place(struct ortmem_plan *plan)
 {
 	uint64_t deadline = plan->deadline_ns ? plan->deadline_ns :
@@ -137,7 +166,7 @@ int ortmem__plan_place(struct ortmem_plan *plan)
 		if (!(plan->o.tiers & (1u << t)))
 			continue;
 		if (t == ORTMEM_TIER_DEVICE && plan->o.budget[t] && pl_next_tier(plan, t) >= 0)
-			ret = ortmem__plan_gaps(plan, pl_next_tier(plan, t), deadline, &res[t]);
+			ret = pl_place_device(plan, pl_next_tier(plan, t), prof, deadline, &res[t]);
 		else
 			ret = ortmem__plan_fit_tier(plan, t, pl_next_tier(plan, t), prof,
 						    t ? ortmem__now_ns() : deadline, &res[t]);

@@ -445,5 +445,43 @@ m.graph.output.pop()
 rc, sizes, err = contrib_sizes(m)
 tap(rc == 0 and sizes == {'p': 8, 'c': 4 * 8 * 8 * 4},
     'QLinearGlobalAveragePool, FusedConv (%d %s %s)' % (rc, sizes, err.strip()))
+
+# A device budget that the whole plan fits: nothing moves, and the arena
+# is the one planned without a budget.  120 transformer blocks (2,760
+# steps, past the gap placement's search limit, where its first heuristic
+# alone packed 1.10x the bound).
+def block(p, x, d=16, s=8):
+    sh = init(p + 'sh', np.array([1, s, 8, d // 8], np.int64))
+    sh2 = init(p + 'sh2', np.array([1, s, d], np.int64))
+    ws = [init(p + w, np.zeros((d, d), np.float32)) for w in ('wq', 'wk', 'wv', 'wo', 'w1', 'w2')]
+    nodes = [h.make_node('LayerNormalization', [x, p + 'g'], [p + 'ln'], axis=-1)]
+    for w in 'qkv':
+        nodes += [h.make_node('MatMul', [p + 'ln', p + 'w' + w], [p + w]),
+                  h.make_node('Reshape', [p + w, p + 'sh'], [p + w + 'r']),
+                  h.make_node('Transpose', [p + w + 'r'], [p + w + 't'], perm=[0, 2, 1, 3])]
+    nodes += [h.make_node('Transpose', [p + 'kt'], [p + 'ktt'], perm=[0, 1, 3, 2]),
+              h.make_node('MatMul', [p + 'qt', p + 'ktt'], [p + 's']),
+              h.make_node('Softmax', [p + 's'], [p + 'pr']), h.make_node('MatMul', [p + 'pr', p + 'vt'], [p + 'a']),
+              h.make_node('Transpose', [p + 'a'], [p + 'at'], perm=[0, 2, 1, 3]),
+              h.make_node('Reshape', [p + 'at', p + 'sh2'], [p + 'ar']),
+              h.make_node('MatMul', [p + 'ar', p + 'wo'], [p + 'o']), h.make_node('Add', [p + 'o', x], [p + 'r1']),
+              h.make_node('LayerNormalization', [p + 'r1', p + 'g'], [p + 'ln2'], axis=-1),
+              h.make_node('MatMul', [p + 'ln2', p + 'w1'], [p + 'f1']), h.make_node('Relu', [p + 'f1'], [p + 'f2']),
+              h.make_node('MatMul', [p + 'f2', p + 'w2'], [p + 'f3']), h.make_node('Add', [p + 'f3', p + 'r1'], [p + 'out'])]
+    return nodes, ws + [sh, sh2, init(p + 'g', np.ones(d, np.float32))], p + 'out'
+
+
+nodes, inits, x = [], [], 'x'
+for layer in range(120):
+    nd, it, x = block('l%d_' % layer, x)
+    nodes += nd
+    inits += it
+m = model(nodes, [vi('x', F, [1, 8, 16])], [vi(x, F, None)], inits, opset=17)
+rc0, js0, err0 = run(m)
+rc1, js1, err1 = run(m, '--device', '1G')
+tap(rc0 == rc1 == 0 and js1['arena_bytes'] == js0['arena_bytes'] == js0['lower_bound_bytes'] and
+    js1['device_move_bytes'] == 0 and not any(sum(mv['prefetch']) + sum(mv['spill']) for mv in js1['moves']),
+    'a device budget the whole plan fits keeps the unbudgeted arena and moves nothing (%d steps: %s and %s)'
+    % (js0 and js0['steps'], js0 and js0['arena_bytes'], js1 and js1['arena_bytes']))
 print('1..%d' % n)
 sys.exit(1 if failed else 0)

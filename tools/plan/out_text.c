@@ -264,6 +264,8 @@ void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)
 	fprintf(f, "},\n  \"arena_over_lb\": %.6f,\n  \"optimal\": %s,\n", r->st.arena_over_lb,
 		r->st.optimal ? "true" : "false");
 	fprintf(f, "  \"device_move_bytes\": %" PRIu64 ",\n", r->st.move_bytes);
+	fprintf(f, "  \"solve_us\": %" PRIu64 ",\n  \"first_plan_us\": %" PRIu64 ",\n",
+		r->st.solve_ns / 1000, r->st.first_plan_ns / 1000);
 	json_buffers(f, m, r);
 	fprintf(f, "  \"moves\": [");
 	for (s = 0; s < r->n_steps; s++) {
