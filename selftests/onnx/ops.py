@@ -445,6 +445,12 @@ m.graph.output.pop()
 rc, sizes, err = contrib_sizes(m)
 tap(rc == 0 and sizes == {'p': 8, 'c': 4 * 8 * 8 * 4},
     'QLinearGlobalAveragePool, FusedConv (%d %s %s)' % (rc, sizes, err.strip()))
+m = contrib([ms('Attention', ['x4', 'wqkv'], ['att'], num_heads=4)], [vi('x4', F, [1, 2, 3, 4])],
+            [vi('att', F, None)], [init('wqkv', np.zeros((4, 12), np.float32))])
+rc, js, err = run(m, '--no-fold')
+tap(rc == 3 and js['deferred'] == ['att'] and js['unknown_ops'] == [],
+    'a contrib op in a layout its rule does not expect defers, naming its output (%d %s %s)'
+    % (rc, js and js['deferred'], err.strip()))
 
 # A device budget that the whole plan fits: nothing moves, and the arena
 # is the one planned without a budget.  120 transformer blocks (2,760

@@ -15,6 +15,17 @@
 #define T_INT32 6
 #define T_FLOAT 1
 
+/* Inputs that do not match the layout a rule expects: the outputs stay
+ * unknown (the plan defers, naming them) instead of failing the model, as
+ * ONNX-domain rules do.  These rules are onnxruntime's as documented; a
+ * variant they miss is likelier than a broken model. */
+static int as_unknown(struct sctx *c, const char *why)
+{
+	(void)c;
+	(void)why;
+	return 0;
+}
+
 static int same(struct sctx *c)
 {
 	copy_type_shape(sout(c, 0), sin_(c, 0));
@@ -85,7 +96,7 @@ static int op_matmul_nbits(struct sctx *c)
 	int64_t n = attr_i(c, "N", -1);
 
 	if (n < 0)
-		return bad(c, "needs attribute N");
+		return as_unknown(c, "needs attribute N");
 	last_axis(sout(c, 0), 0, sin_(c, 0), n);
 	if (sout(c, 0) && sin_(c, 0))
 		sout(c, 0)->elem = sin_(c, 0)->elem;
@@ -118,7 +129,7 @@ static int op_attention(struct sctx *c)
 	if (!x || !w || x->rank < 0 || w->rank < 0)
 		return 0;
 	if (x->rank != 3 || w->rank != 2 || heads <= 0)
-		return bad(c, "needs input [batch, sequence, hidden], weights [hidden, qkv] and num_heads");
+		return as_unknown(c, "needs input [batch, sequence, hidden], weights [hidden, qkv] and num_heads");
 	if (qkv && nq == 3) {
 		q = qkv[0];
 		v = qkv[2];
@@ -154,7 +165,7 @@ static int op_mha(struct sctx *c)
 	int32_t j;
 
 	if (!q || q->rank < 0 || heads <= 0)
-		return heads <= 0 ? bad(c, "needs num_heads") : 0;
+		return heads <= 0 ? as_unknown(c, "needs num_heads") : 0;
 	if (v && v->rank == 3)
 		hidden = v->dims[2];
 	else if (v && v->rank == 4)
@@ -199,12 +210,12 @@ static int op_gqa(struct sctx *c)
 	uint32_t j;
 
 	if (heads <= 0 || kv <= 0)
-		return bad(c, "needs num_heads and kv_num_heads");
+		return as_unknown(c, "needs num_heads and kv_num_heads");
 	if (!q || q->rank != 3 || q->dims[2] < 0)
-		return q && q->rank >= 0 && q->rank != 3 ? bad(c, "needs query [batch, sequence, hidden]") : 0;
+		return q && q->rank >= 0 && q->rank != 3 ? as_unknown(c, "needs query [batch, sequence, hidden]") : 0;
 	parts = k ? heads : heads + 2 * kv;
 	if (q->dims[2] % parts)
-		return bad(c, "the query's hidden size is not a multiple of the heads");
+		return as_unknown(c, "the query's hidden size is not a multiple of the heads");
 	head = q->dims[2] / parts;
 	last_axis(sout(c, 0), q->elem, q, heads * head);
 	if (!past || past->rank != 4 || !total || !total->has_data || total->n_data != 1)
@@ -229,7 +240,7 @@ static int op_embed_ln(struct sctx *c)
 	if (!ids || !word || ids->rank < 0 || word->rank < 0)
 		return 0;
 	if (ids->rank != 2 || word->rank != 2)
-		return bad(c, "needs input_ids [batch, sequence] and word_embedding [vocabulary, hidden]");
+		return as_unknown(c, "needs input_ids [batch, sequence] and word_embedding [vocabulary, hidden]");
 	dims[0] = ids->dims[0];
 	dims[1] = ids->dims[1];
 	dims[2] = word->dims[1];
@@ -265,7 +276,7 @@ static int op_qlinear_gap(struct sctx *c)
 	if (!x || x->rank < 0)
 		return 0;
 	if (x->rank < 3)
-		return bad(c, "needs rank 3 or more");
+		return as_unknown(c, "needs rank 3 or more");
 	for (k = 0; k < x->rank; k++)
 		dims[k] = k == 0 || k == (last ? x->rank - 1 : 1) ? x->dims[k] : 1;
 	set_shape(sout(c, 0), x->elem, x->rank, dims);
@@ -282,16 +293,16 @@ static int op_qlinear_concat(struct sctx *c)
 	int axis;
 
 	if (!first || first->rank < 0 || c->n->n_in < 5 || (c->n->n_in - 2) % 3)
-		return first && first->rank >= 0 ? bad(c, "needs Y scale, Y zero point, then triples") : 0;
+		return first && first->rank >= 0 ? as_unknown(c, "needs Y scale, Y zero point, then triples") : 0;
 	axis = norm_axis(attr_i(c, "axis", 0), first->rank);
 	if (axis < 0)
-		return bad(c, "axis out of range");
+		return as_unknown(c, "axis out of range");
 	memcpy(dims, first->dims, sizeof(dims));
 	for (k = 5; k < c->n->n_in; k += 3) {
 		struct md_value *x = sin_(c, k);
 
 		if (!x || x->rank != first->rank)
-			return x && x->rank >= 0 ? bad(c, "inputs of different ranks") : 0;
+			return x && x->rank >= 0 ? as_unknown(c, "inputs of different ranks") : 0;
 		dims[axis] = dims[axis] < 0 || x->dims[axis] < 0 ? -1 : dims[axis] + x->dims[axis];
 	}
 	set_shape(sout(c, 0), first->elem, first->rank, dims);
