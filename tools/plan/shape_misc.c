@@ -104,9 +104,8 @@ static int op_topk(struct sctx *c)
 	if (dims[axis] < 0) {
 		/* k comes from data: at most the axis. */
 		mark_data_dep(c);
-		if (!c->m->upper_bounds)
-			return 0;
-		dims[axis] = x->dims[axis];
+		if (c->m->upper_bounds)
+			dims[axis] = x->dims[axis];
 	}
 	set_shape(sout(c, 0), x->elem, x->rank, dims);
 	set_shape(sout(c, 1), T_INT64, x->rank, dims);
