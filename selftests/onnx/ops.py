@@ -452,6 +452,38 @@ tap(rc == 3 and js['deferred'] == ['att'] and js['unknown_ops'] == [],
     'a contrib op in a layout its rule does not expect defers, naming its output (%d %s %s)'
     % (rc, js and js['deferred'], err.strip()))
 
+# Scan: a running sum (state [3], sequence along axis 0 and, second form,
+# along axis 1 stacked on axis 1), as ONNX infers it.
+body = h.make_graph([h.make_node('Add', ['s_in', 'x_in'], ['s_out']), h.make_node('Relu', ['s_out'], ['y_out'])],
+                    'scan_body', [vi('s_in', F, [3]), vi('x_in', F, [3])], [vi('s_out', F, [3]), vi('y_out', F, [3])])
+m = model([h.make_node('Relu', ['x'], ['xr']),
+           h.make_node('Scan', ['s0', 'xr'], ['s', 'ys'], body=body, num_scan_inputs=1),
+           h.make_node('Relu', ['ys'], ['z'])], [vi('s0', F, [3]), vi('x', F, [7, 3])], [vi('s', F, None), vi('z', F, None)])
+same_as_onnx('Scan along axis 0', m, expect={'ys': 7 * 3 * 4, 'z': 7 * 3 * 4})
+m = model([h.make_node('Relu', ['x'], ['xr']),
+           h.make_node('Scan', ['s0', 'xr'], ['s', 'ys'], body=body, num_scan_inputs=1,
+                       scan_input_axes=[1], scan_output_axes=[-1]),
+           h.make_node('Relu', ['ys'], ['z'])], [vi('s0', F, [3]), vi('x', F, [3, 5])], [vi('s', F, None), vi('z', F, None)])
+rc, js, err = run(m, '--no-fold', '--no-views')
+sizes = js and {b['value']: b['size'] for b in js.get('buffers', [])}
+tap(rc == 0 and sizes.get('ys') == 3 * 5 * 4 and sizes.get('s') == 12,
+    'Scan along axis 1, stacked on the last axis (%d %s %s)' % (rc, sizes, err.strip()))
+
+# Loop with a condition: rows known only as at most M (--upper-bounds);
+# M = INT64_MAX (a while loop) stays unknown, never an overflow.
+lbody = h.make_graph([h.make_node('Identity', ['c_in'], ['c_out']), h.make_node('Relu', ['x'], ['row'])], 'lb',
+                     [vi('i', I64, []), vi('c_in', B, [])], [vi('c_out', B, []), vi('row', F, [4])])
+for trips, want in ((10, 10 * 16), ((1 << 63) - 1, None)):
+    m = model([h.make_node('Loop', ['M', 'c'], ['rows'], body=lbody), h.make_node('Relu', ['rows'], ['z'])],
+              [vi('x', F, [4]), vi('c', B, [])], [vi('z', F, None)], [init('M', np.array(trips, np.int64))])
+    rc0, js0, _ = run(m, '--no-fold')
+    rc, sizes, js, err = bounded(m)
+    ok = rc0 == 3 and 'rows' in js0['deferred']
+    ok &= rc == 0 and sizes.get('rows') == want and js['upper_bounded'] == ['rows'] if want else \
+        rc == 3 and 'rows' in js['deferred']
+    tap(ok, 'Loop with a condition and M = %d: %s under --upper-bounds (%d %s %s)'
+        % (trips, 'M rows at most' if want else 'unknown', rc, sizes, err.strip()))
+
 # A device budget that the whole plan fits: nothing moves, and the arena
 # is the one planned without a budget.  120 transformer blocks (2,760
 # steps, past the gap placement's search limit, where its first heuristic

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Control flow: If and Loop.  Their bodies are inferred in place (a body
+ * Control flow: If, Loop and Scan.  Their bodies are inferred in place (a body
  * reads outer values, whose shapes are known by then); an output takes the
  * shape both branches agree on, dim by dim.
  */
@@ -76,6 +76,9 @@ static int op_if(struct sctx *c)
 	return 0;
 }
 
+static bool scan_rows_fit(struct sctx *c, const struct md_graph *g, uint32_t carried,
+			  int64_t rows);
+
 static int op_loop(struct sctx *c)
 {
 	struct md_graph *g;
@@ -103,9 +106,16 @@ static int op_loop(struct sctx *c)
 
 		merge(sout(c, k), &c->m->values[g->outputs[1 + k]], in);
 	}
-	/* A trip count known and no condition: scan outputs have M rows. */
-	if (m_in && m_in->has_data && m_in->n_data == 1 && !sin_(c, 1))
-		trip = m_in->idata[0];
+	/* A trip count known and no condition: scan outputs have M rows.  With
+	 * a condition the loop may stop sooner: M rows at most (upper_bounds),
+	 * where M rows of every scan output stay below 2^62 bytes (a "while"
+	 * loop's M is often INT64_MAX). */
+	if (m_in && m_in->has_data && m_in->n_data == 1 && m_in->idata[0] >= 0) {
+		if (!sin_(c, 1))
+			trip = m_in->idata[0];
+		else if (c->m->upper_bounds && scan_rows_fit(c, g, carried, m_in->idata[0]))
+			trip = m_in->idata[0];
+	}
 	for (k = carried; k < c->n->n_out; k++) {
 		const struct md_value *b = &c->m->values[g->outputs[1 + k]];
 		struct md_value *o = sout(c, k);
@@ -113,6 +123,10 @@ static int op_loop(struct sctx *c)
 		if (!o)
 			continue;
 		o->elem = b->elem;
+		if (sin_(c, 1)) {	/* the rows depend on the data */
+			o->data_dep = true;
+			o->bounded = trip >= 0;
+		}
 		if (b->rank < 0 || b->rank + 1 > MD_MAX_RANK)
 			continue;
 		o->rank = b->rank + 1;
@@ -122,7 +136,94 @@ static int op_loop(struct sctx *c)
 	return 0;
 }
 
+/* Do @rows rows of every scan output of Loop body @g (its outputs past the
+ * condition and the @carried values) stay below 2^62 bytes? */
+static bool scan_rows_fit(struct sctx *c, const struct md_graph *g, uint32_t carried,
+			  int64_t rows)
+{
+	uint32_t k;
+	uint64_t b, total;
+
+	for (k = 1 + carried; k < g->n_outputs; k++)
+		if (md_value_bytes(&c->m->values[g->outputs[k]], &b) ||
+		    __builtin_mul_overflow(b, (uint64_t)rows, &total) || total >= 1ull << 62)
+			return false;
+	return true;
+}
+
+/*
+ * Scan (opset 9 on): N state values, then num_scan_inputs sequences
+ * sliced along their scan_input_axes; the body sees a state and one slice
+ * of each, and returns the next state and one slice of each scan output,
+ * stacked along its scan_output_axes.  Opset 8's batched form is left
+ * unknown.
+ */
+static int op_scan(struct sctx *c)
+{
+	int64_t m = attr_i(c, "num_scan_inputs", -1), len = -1;
+	size_t n_in_axes, n_out_axes;
+	const int64_t *in_axes = attr_ints(c, "scan_input_axes", &n_in_axes);
+	const int64_t *out_axes = attr_ints(c, "scan_output_axes", &n_out_axes);
+	struct md_graph *g;
+	uint32_t n, k;
+	int ret;
+
+	if (c->n->n_bodies != 1 || m < 1 || (uint64_t)m > c->n->n_in)
+		return bad(c, "Scan needs one body and num_scan_inputs between 1 and its inputs");
+	if (c->n->opset < 9)
+		return 0;
+	g = &c->m->graphs[c->n->bodies[0]];
+	n = c->n->n_in - (uint32_t)m;
+	if (g->n_inputs != c->n->n_in || g->n_outputs != c->n->n_out || c->n->n_out < n)
+		return bad(c, "the body's inputs and outputs do not match the node's");
+	for (k = 0; k < n; k++)
+		copy_type_shape(&c->m->values[g->inputs[k]], sin_(c, k));
+	for (k = n; k < c->n->n_in; k++) {
+		const struct md_value *x = sin_(c, k);
+		struct md_value *slice = &c->m->values[g->inputs[k]];
+		int axis = x && x->rank > 0 ? norm_axis(in_axes && n_in_axes == (size_t)m ?
+						      in_axes[k - n] : 0, x->rank) : -1;
+
+		slice->rank = -1;
+		if (!x || axis < 0)
+			continue;
+		slice->elem = x->elem;
+		slice->rank = x->rank - 1;
+		memcpy(slice->dims, x->dims, sizeof(int64_t) * (size_t)axis);
+		memcpy(slice->dims + axis, x->dims + axis + 1,
+		       sizeof(int64_t) * (size_t)(x->rank - 1 - axis));
+		if (len < 0)
+			len = x->dims[axis];
+	}
+	ret = md_infer_graph(c->m, c->n->bodies[0], c->pins, c->n_pins);
+	if (ret)
+		return ret;
+	for (k = 0; k < n; k++)
+		merge(sout(c, k), &c->m->values[g->outputs[k]], sin_(c, k));
+	for (k = n; k < c->n->n_out; k++) {
+		const struct md_value *b = &c->m->values[g->outputs[k]];
+		struct md_value *o = sout(c, k);
+		int axis;
+
+		if (!o || b->rank < 0 || b->rank + 1 > MD_MAX_RANK) {
+			if (o)
+				o->elem = b->elem;
+			continue;
+		}
+		axis = norm_axis(out_axes && n_out_axes == c->n->n_out - n ? out_axes[k - n] : 0,
+				 b->rank + 1);
+		if (axis < 0)
+			return bad(c, "a scan_output_axes entry is out of range");
+		o->elem = b->elem;
+		o->rank = b->rank + 1;
+		memcpy(o->dims, b->dims, sizeof(int64_t) * (size_t)axis);
+		o->dims[axis] = len;
+		memcpy(o->dims + axis + 1, b->dims + axis, sizeof(int64_t) * (size_t)(b->rank - axis));
+	}
+	return 0;
+}
+
 const struct shape_op shape_ops_control[] = {
-	{ "If", op_if }, { "Loop", op_loop },
+	{ "If", op_if }, { "Loop", op_loop }, { "Scan", op_scan },
 	{ NULL, NULL }
 };
