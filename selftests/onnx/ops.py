@@ -484,6 +484,41 @@ for trips, want in ((10, 10 * 16), ((1 << 63) - 1, None)):
     tap(ok, 'Loop with a condition and M = %d: %s under --upper-bounds (%d %s %s)'
         % (trips, 'M rows at most' if want else 'unknown', rc, sizes, err.strip()))
 
+# Opsets 18 to 23 (this onnx release cannot infer them): the shapes of the
+# operator documents, written out.
+def recent(nodes, inputs, outputs, inits=()):
+    g = h.make_graph(nodes, 'g', inputs, outputs, list(inits))
+    return h.make_model(g, opset_imports=[h.make_opsetid('', 23)])
+
+
+m = recent([h.make_node('Relu', ['x'], ['xr']), h.make_node('Col2Im', ['xr', 'img', 'blk'], ['im']),
+            h.make_node('CenterCropPad', ['im', 'crop'], ['cc'], axes=[2, 3]),
+            h.make_node('DeformConv', ['cc', 'w', 'off'], ['dc']),
+            h.make_node('AffineGrid', ['theta', 'size'], ['grid']),
+            h.make_node('RMSNormalization', ['dc', 'g'], ['rms'], axis=-1)],
+           [vi('x', F, [1, 2 * 2 * 3, 25]), vi('off', F, [1, 18, 4, 4]), vi('theta', F, [1, 2, 3])],
+           [vi('rms', F, None), vi('grid', F, None)],
+           [init('img', np.array([6, 6], np.int64)), init('blk', np.array([2, 3], np.int64)),
+            init('crop', np.array([6, 4], np.int64)), init('w', np.zeros((5, 2, 3, 3), np.float32)),
+            init('size', np.array([1, 2, 7, 9], np.int64)), init('g', np.ones(2, np.float32))])
+rc, sizes, err = contrib_sizes(m)
+want = {'xr': 300 * 4, 'im': 2 * 36 * 4, 'cc': 2 * 24 * 4, 'dc': 5 * 4 * 2 * 4, 'grid': 7 * 9 * 2 * 4,
+        'rms': 5 * 4 * 2 * 4}
+tap(rc == 0 and sizes == want, 'Col2Im, CenterCropPad, DeformConv, AffineGrid, RMSNormalization (%d %s %s)'
+    % (rc, sizes, err.strip()))
+m = recent([h.make_node('Relu', ['q'], ['qr']),
+            h.make_node('Attention', ['qr', 'k', 'v', '', 'pk', 'pv'], ['y', 'prk', 'prv', 'qk'],
+                        q_num_heads=4, kv_num_heads=2),
+            h.make_node('Relu', ['q4'], ['q4r']), h.make_node('Attention', ['q4r', 'k4', 'v4'], ['y4'])],
+           [vi('q', F, [2, 5, 4 * 8]), vi('k', F, [2, 3, 2 * 8]), vi('v', F, [2, 3, 2 * 6]),
+            vi('pk', F, [2, 2, 10, 8]), vi('pv', F, [2, 2, 10, 6]),
+            vi('q4', F, [2, 4, 5, 8]), vi('k4', F, [2, 4, 3, 8]), vi('v4', F, [2, 4, 3, 6])],
+           [vi(o, F, None) for o in ('y', 'prk', 'prv', 'qk', 'y4')])
+rc, sizes, err = contrib_sizes(m)
+want = {'qr': 2 * 5 * 32 * 4, 'y': 2 * 5 * 4 * 6 * 4, 'prk': 2 * 2 * 13 * 8 * 4, 'prv': 2 * 2 * 13 * 6 * 4,
+        'qk': 2 * 4 * 5 * 13 * 4, 'q4r': 2 * 4 * 5 * 8 * 4, 'y4': 2 * 4 * 5 * 6 * 4}
+tap(rc == 0 and sizes == want, 'Attention (opset 23): 3-D with a past, 4-D (%d %s %s)' % (rc, sizes, err.strip()))
+
 # A device budget that the whole plan fits: nothing moves, and the arena
 # is the one planned without a budget.  120 transformer blocks (2,760
 # steps, past the gap placement's search limit, where its first heuristic

@@ -247,7 +247,7 @@ static shape_fn find_onnx_op(const char *op)
 {
 	const struct shape_op *const tabs[] = { shape_ops_elem, shape_ops_nn,
 						shape_ops_tensor, shape_ops_misc,
-						shape_ops_control };
+						shape_ops_control, shape_ops_recent };
 	size_t t;
 	const struct shape_op *o;
 

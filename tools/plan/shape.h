@@ -34,6 +34,7 @@ extern const struct shape_op shape_ops_nn[];
 extern const struct shape_op shape_ops_tensor[];
 extern const struct shape_op shape_ops_misc[];
 extern const struct shape_op shape_ops_control[];
+extern const struct shape_op shape_ops_recent[];
 extern const struct shape_op shape_ops_ms[];
 
 /* Rules the contrib ops share (shape_nn.c, shape_elem.c). */
