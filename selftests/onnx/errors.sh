@@ -77,6 +77,8 @@ expect 1 "not a regular file" -- "$tmp"
 expect 1 "no graph input 'nope'" -- --dim nope:0=1 "$model"
 expect 1 "rank 4" -- --dim data_0:7=1 "$model"
 expect 2 "NAME:AXIS=N" -- --dim data_0=1 "$model"
+expect 1 "step [0-9]+ \(node '[^']+', [A-Za-z]+\) alone needs [0-9]+ device bytes" -- --device 1K --host 1G "$model"
+expect 1 "disk arena needs [0-9]+ bytes at step [0-9]+ \(node '[^']+', [A-Za-z]+\)" -- --device 7M --host 1K --disk 1K "$src/selftests/onnx/data/light_densenet121.onnx"
 expect 2 "not a size" -- --device 12X "$model"
 expect 2 "power of two" -- --align 3 "$model"
 expect 2 "usage" -- 

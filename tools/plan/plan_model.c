@@ -275,6 +275,7 @@ static int plan_graph(const struct md_model *m, const struct pm_opts *o,
 	}
 	/* Graph outputs no node of this graph produces still hold a value. */
 	ret = ortmem_plan_solve(b.plan);
+	r->top_refused = top && ret && ret != -ORTMEM_E_PLAN_DEFERRED;
 	if (ret == -ORTMEM_E_PLAN_DEFERRED) {
 		int r2 = collect_deferred(&b);
 
@@ -327,6 +328,28 @@ static void totals(const struct md_model *m, const struct pm_opts *o,
 	}
 }
 
+/* The library's refusal names a step by its index ("step 12 alone needs
+ * ..."): say which node of the model that is, after the index. */
+static void name_step(const struct md_model *m, struct pm_result *r)
+{
+	const char *at = strstr(r->err, "step ");
+	const struct md_node *n;
+	char rest[MD_ERR_LEN];
+	unsigned long s;
+	char *end;
+
+	if (!at || at[5] < '0' || at[5] > '9')
+		return;
+	s = strtoul(at + 5, &end, 10);
+	if (s >= r->n_steps)
+		return;
+	n = &m->nodes[r->step_node[s]];
+	snprintf(rest, sizeof(rest), "%s", end);
+	snprintf(end, sizeof(r->err) - (size_t)(end - r->err), " (node '%s', %s)%s",
+		 n->p->name && *n->p->name ? n->p->name :
+		 n->n_out && n->out[0] >= 0 ? m->values[n->out[0]].name : "", n->p->op_type, rest);
+}
+
 int pm_build(const struct md_model *m, const struct pm_opts *o,
 	     struct pm_result *r)
 {
@@ -356,6 +379,8 @@ int pm_build(const struct md_model *m, const struct pm_opts *o,
 		const char *msg = ortmem_last_error_message();
 
 		snprintf(r->err, sizeof(r->err), "%s", msg && *msg ? msg : ortmem_strerror(ret));
+		if (r->top_refused)
+			name_step(m, r);
 	}
 	return ret;
 }

@@ -36,6 +36,7 @@ struct pm_result {
 	uint32_t n_unknown_ops;
 	uint32_t *unknown_ops;	/* node ids */
 	struct ortmem_plan_stats st;
+	bool top_refused;	/* the main graph's solve failed (steps are its) */
 	char err[MD_ERR_LEN];
 };
 
