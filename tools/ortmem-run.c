@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -491,6 +492,7 @@ static int do_run(struct opts *o)
 	uint64_t io0 = 0, io1 = 0;
 	uint32_t p;
 	int ret, rc = 1, peer_io;
+	bool budget_default;
 
 	ret = ortmem_wfile_open(o->path, &wo, &s.wf);
 	if (ret)
@@ -498,7 +500,8 @@ static int do_run(struct opts *o)
 	ret = model_read_header(s.wf, &o->cfg);
 	if (ret)
 		goto out;
-	if (!o->budget)
+	budget_default = !o->budget;
+	if (budget_default)
 		o->budget = model_file_bytes(&o->cfg) / 8;
 	if (o->skip >= o->cfg.layers) {
 		fprintf(stderr, "ortmem-run: --skip %u needs a model of more than %u layers; %s has %u\n",
@@ -519,6 +522,11 @@ static int do_run(struct opts *o)
 		goto out;
 	}
 	r.arena = a.arena;
+	/* The default streams whatever the model: 1/8 of the weights, or, on
+	 * a model of few layers, the least that holds the layer computing, the
+	 * next one arriving and the activation arena. */
+	if (budget_default && o->budget < 2 * model_layer_bytes(&o->cfg) + a.arena)
+		o->budget = 2 * model_layer_bytes(&o->cfg) + a.arena;
 	if (!o->device_budget)
 		o->device_budget = o->budget;
 	if (device_setup(&s, &r, a.arena) || check_budget(o, a.arena, s.on_device))

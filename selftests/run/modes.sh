@@ -25,6 +25,10 @@ for mode in mmap pread; do
 done
 # One layer here is 4*(2*96*320 + 320 + 96) = 247424 bytes.
 layer=247424
+# The default budget streams any model: 1/8 of these weights is less than
+# one layer, so it is raised to two layers and the activation arena.
+"$tool" --batch 5 "$m" > "$tmp/o" || fail "ortmem at the default budget (1/8 of the weights, under one layer)"
+[ "$(out "$tmp/o")" = "$want" ] || fail "ortmem output at the default budget differs"
 for budget in $((layer + 65536)) $((2 * layer + 65536)) $((3 * layer)) 4M; do
 	"$tool" --batch 5 --budget $budget "$m" > "$tmp/o" || fail "ortmem at budget $budget"
 	[ "$(out "$tmp/o")" = "$want" ] || fail "ortmem output at budget $budget differs"
