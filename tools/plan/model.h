@@ -100,6 +100,8 @@ void md_proto_free(Onnx__ModelProto *m);
 int md_build(struct md_model *m, Onnx__ModelProto *proto);
 void md_free(struct md_model *m);
 int md_find(const struct md_model *m, uint32_t graph, const char *name);
+/* How messages name node @nid: its name, else its first output's, else "". */
+const char *md_node_label(const struct md_model *m, uint32_t nid);
 
 /* tensor_data.c */
 int md_elem_bits(int32_t elem);

@@ -110,6 +110,14 @@ static int lookup(struct builder *b, uint32_t graph, const char *name)
 	return -1;
 }
 
+const char *md_node_label(const struct md_model *m, uint32_t nid)
+{
+	const struct md_node *n = &m->nodes[nid];
+
+	return n->p->name && *n->p->name ? n->p->name :
+	       n->n_out && n->out[0] >= 0 ? m->values[n->out[0]].name : "";
+}
+
 int md_find(const struct md_model *m, uint32_t graph, const char *name)
 {
 	uint32_t v;

@@ -28,21 +28,13 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static const char *node_label(const struct md_model *m, uint32_t nid)
-{
-	const struct md_node *n = &m->nodes[nid];
-
-	return n->p->name && *n->p->name ? n->p->name :
-	       n->n_out && n->out[0] >= 0 ? m->values[n->out[0]].name : "";
-}
-
 /* Name of plan value @p: its ONNX name, or "<body peak of NODE>". */
 static const char *pval_name(const struct md_model *m, const struct pm_result *r,
 			     uint32_t p, char *buf, size_t len)
 {
 	if (r->pval_value[p] >= 0)
 		return m->values[r->pval_value[p]].name;
-	snprintf(buf, len, "body peak of %s", node_label(m, (uint32_t)r->pval_node[p]));
+	snprintf(buf, len, "body peak of %s", md_node_label(m, (uint32_t)r->pval_node[p]));
 	return buf;
 }
 
@@ -55,7 +47,7 @@ static void print_unknowns(FILE *f, const struct md_model *m, const struct pm_re
 
 		fprintf(f, "  unknown op %s%s%s at node '%s'; its outputs:", n->p->op_type,
 			n->p->domain && *n->p->domain ? " of domain " : "",
-			n->p->domain ? n->p->domain : "", node_label(m, r->unknown_ops[k]));
+			n->p->domain ? n->p->domain : "", md_node_label(m, r->unknown_ops[k]));
 		for (j = 0; j < n->n_out; j++)
 			if (n->out[j] >= 0)
 				fprintf(f, " '%s'", m->values[n->out[j]].name);
@@ -65,7 +57,7 @@ static void print_unknowns(FILE *f, const struct md_model *m, const struct pm_re
 		const struct md_value *v = &m->values[r->deferred[k]];
 
 		fprintf(f, "  unknown size: '%s' (from %s node '%s')\n", v->name,
-			m->nodes[v->producer].p->op_type, node_label(m, (uint32_t)v->producer));
+			m->nodes[v->producer].p->op_type, md_node_label(m, (uint32_t)v->producer));
 	}
 }
 
@@ -106,7 +98,7 @@ static void print_data_dep(FILE *f, const struct md_model *m)
 		if (md_value_bytes(x, &b) == 0 && x->bounded)
 			fprintf(f, "upper bound: '%s' (from %s node '%s') sized at its most, %" PRIu64
 				" bytes; its size depends on the data\n", x->name, n->p->op_type,
-				node_label(m, (uint32_t)x->producer), b);
+				md_node_label(m, (uint32_t)x->producer), b);
 		else if (!x->sized_zero && md_value_bytes(x, &b))
 			unsized = true;
 	}
@@ -249,7 +241,7 @@ void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)
 		fprintf(f, "%s{\"op\": ", k ? ", " : "");
 		json_str(f, n->p->op_type);
 		fprintf(f, ", \"node\": ");
-		json_str(f, node_label(m, r->unknown_ops[k]));
+		json_str(f, md_node_label(m, r->unknown_ops[k]));
 		fputc('}', f);
 	}
 	fprintf(f, "]");
@@ -275,7 +267,7 @@ void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)
 		if (ortmem_plan_step_moves(r->plan, s, &mv))
 			memset(&mv, 0, sizeof(mv));
 		fprintf(f, "%s\n    {\"step\": %u, \"node\": ", s ? "," : "", s);
-		json_str(f, node_label(m, r->step_node[s]));
+		json_str(f, md_node_label(m, r->step_node[s]));
 		fprintf(f, ", \"op\": ");
 		json_str(f, m->nodes[r->step_node[s]].p->op_type);
 		fprintf(f, ", \"prefetch\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 "]"

@@ -346,8 +346,7 @@ static void name_step(const struct md_model *m, struct pm_result *r)
 	n = &m->nodes[r->step_node[s]];
 	snprintf(rest, sizeof(rest), "%s", end);
 	snprintf(end, sizeof(r->err) - (size_t)(end - r->err), " (node '%s', %s)%s",
-		 n->p->name && *n->p->name ? n->p->name :
-		 n->n_out && n->out[0] >= 0 ? m->values[n->out[0]].name : "", n->p->op_type, rest);
+		 md_node_label(m, r->step_node[s]), n->p->op_type, rest);
 }
 
 int pm_build(const struct md_model *m, const struct pm_opts *o,

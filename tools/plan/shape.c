@@ -27,8 +27,9 @@ struct md_value *sout(struct sctx *c, uint32_t k)
 
 const char *node_name(const struct sctx *c)
 {
-	return c->n->p->name && *c->n->p->name ? c->n->p->name :
-	       (c->n->n_out && c->n->out[0] >= 0 ? c->m->values[c->n->out[0]].name : "?");
+	const char *label = md_node_label(c->m, c->id);
+
+	return *label ? label : "?";
 }
 
 int bad(struct sctx *c, const char *what)
@@ -393,10 +394,8 @@ static int too_large(struct md_model *m, const struct md_value *x)
 	if (x->kind == MD_NODE)
 		return md_err(m, -EOVERFLOW, "value '%s' (output of %s node '%s') has shape [%s] "
 			      "of %d-bit elements: its size does not fit in 64 bits; check the "
-			      "model's shapes and any --dim", x->name,
-			      m->nodes[x->producer].p->op_type, m->nodes[x->producer].p->name &&
-			      *m->nodes[x->producer].p->name ? m->nodes[x->producer].p->name : x->name,
-			      shape, md_elem_bits(x->elem));
+			      "model's shapes and any --dim", x->name, m->nodes[x->producer].p->op_type,
+			      md_node_label(m, (uint32_t)x->producer), shape, md_elem_bits(x->elem));
 	return md_err(m, -EOVERFLOW, "%s '%s' has shape [%s] of %d-bit elements: its size "
 		      "does not fit in 64 bits; check the model's shapes and any --dim",
 		      x->kind == MD_INIT ? "initializer" : "input", x->name, shape,
