@@ -95,12 +95,12 @@ static void print_data_dep(FILE *f, const struct md_model *m)
 		if (!x->data_dep || x->producer < 0)
 			continue;
 		n = &m->nodes[x->producer];
-		if (md_value_bytes(x, &b) == 0 && x->bounded)
+		if (md_value_bytes(x, &b))
+			unsized |= !x->sized_zero;
+		else if (x->bounded)
 			fprintf(f, "upper bound: '%s' (from %s node '%s') sized at its most, %" PRIu64
 				" bytes; its size depends on the data\n", x->name, n->p->op_type,
 				md_node_label(m, (uint32_t)x->producer), b);
-		else if (!x->sized_zero && md_value_bytes(x, &b))
-			unsized = true;
 	}
 	if (unsized && !m->upper_bounds)
 		fprintf(f, "some sizes depend on the data: plan them at their most with --upper-bounds\n");

@@ -418,11 +418,12 @@ int md_infer(struct md_model *m, const struct md_pin *pins, size_t n_pins)
 	/* A declared output nobody reads and no rule sizes counts 0 bytes. */
 	for (v = 0; v < m->n_values; v++) {
 		struct md_value *x = &m->values[v];
+		int sized = md_value_bytes(x, &b);
 
-		if (md_value_bytes(x, &b) == -EOVERFLOW)
+		if (sized == -EOVERFLOW)
 			return too_large(m, x);
 		if (x->kind == MD_NODE && !x->n_readers &&
-		    md_value_bytes(x, &b) == -ENODATA && !m->nodes[x->producer].unknown_op)
+		    sized == -ENODATA && !m->nodes[x->producer].unknown_op)
 			x->sized_zero = true;
 	}
 	return 0;
