@@ -48,6 +48,10 @@ struct ortmem_plan;
 #define ORTMEM_PLAN_F_NO_MOVE (1u << 2)	/* never move a buffer within the
 					 * device arena (for runtimes that
 					 * cannot run ORTMEM_PLAN_XFER_MOVE) */
+#define ORTMEM_PLAN_F_MOVE_APART (1u << 3)	/* a step's moves touch none of
+					 * one another's ranges, nor their
+					 * own (for runtimes that run them
+					 * together or in any order) */
 
 /* Defaults of struct ortmem_plan_opts. */
 #define ORTMEM_PLAN_DEFAULT_BUDGET_US 10000
@@ -158,6 +162,7 @@ struct ortmem_plan_moves {
 #define ORTMEM_PLAN_XFER_OUT 1	/* written out from the device after the step */
 #define ORTMEM_PLAN_XFER_MOVE 2	/* moved within the device arena before the
 				 * step: before a step, run its moves first,
+				 * one after another in the order listed,
 				 * then its read-backs */
 
 /*
@@ -183,9 +188,11 @@ struct ortmem_plan_moves {
  *	its last move precedes (from then on it lies at @device_offset).
  *	For MOVE, the step: it
  *	runs after step - 1, before the step's read-backs.
- * @src_offset: for MOVE, where the buffer is copied from (the two ranges
- *	never overlap, and no other transfer of the step touches either);
- *	otherwise @device_offset.
+ * @src_offset: for MOVE, where the buffer is copied from; the move runs as
+ *	a memmove (the two ranges may overlap), after the step's moves
+ *	listed before it, whose sources it may take (they are listed in
+ *	increasing order of @device_offset); none does either under
+ *	ORTMEM_PLAN_F_MOVE_APART.  Otherwise @device_offset.
  */
 struct ortmem_plan_transfer {
 	uint32_t value;

@@ -49,7 +49,7 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 			const struct ortmem_plan_opts *in)
 {
 	const uint32_t known = ORTMEM_PLAN_F_VALIDATE | ORTMEM_PLAN_F_NO_INPLACE |
-			       ORTMEM_PLAN_F_NO_MOVE;
+			       ORTMEM_PLAN_F_NO_MOVE | ORTMEM_PLAN_F_MOVE_APART;
 	const uint32_t all_tiers = (1u << ORTMEM_TIER_COUNT) - 1;
 	int ret = ORTMEM_OPTS_VALID(in, ortmem_plan_opts) ?:
 		  ORTMEM_OPTS_WHOLE(in, ortmem_plan_opts,

@@ -229,6 +229,17 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
  * (H100/H200: ~1.5-2.4 TB/s copy, ~25-55 GB/s PCIe 4/5); 1/16 is the low
  * end, so a move is chosen only where it clearly pays. */
 #define ORTMEM__PLAN_MOVE_SHIFT 4
+
+/* A move onto part of its own source (a slide, plan_move.c) shifts the
+ * buffer by at least 1/ORTMEM__PLAN_MOVE_PIECES of its size, so that a
+ * runtime copies it in that many disjoint pieces at most
+ * (ortmem_plan_transfers(3)).  On random DAGs, 16 kept nearly all the
+ * bytes slides save (placement.rst). */
+#define ORTMEM__PLAN_MOVE_PIECES 16
+static inline bool ortmem__plan_move_pieces_ok(uint64_t shift, uint64_t size)
+{
+	return shift >= size || shift >= (size + ORTMEM__PLAN_MOVE_PIECES - 1) / ORTMEM__PLAN_MOVE_PIECES;
+}
 /* plan_move.c: bytes moved within the arena by @mstep (kept gaps only). */
 uint64_t ortmem__plan_move_bytes(const struct ortmem_plan *plan, const uint8_t *off,
 				 const uint32_t *mstep);

@@ -13,18 +13,46 @@
  * eviction the pass would make instead.
  *
  * A moved buffer holds its old range over [.., s) and its new one over
- * [s, ..).  The new range must also be clear, at step s - 1, of every
- * range still in use after it: other residents, moves' sources and the
- * ranges of buffers that leave the device after step s - 1 (a write-out
- * may still be reading them); only a buffer whose life ends with step
- * s - 1 gives its range up to a move.  So the moves of one step never
- * depend on each other's order (none lands where another leaves), nor on
- * the write-outs after step s - 1, and each range a move leaves is free
- * for the step's own buffers.  A buffer moves
- * at most once per gap, never in a gap the step ends (the step touches
- * it) nor in the trailing gap of a graph output (no touch holds the new
- * offset).  A pass that sends a moved buffer off in the same gap later
- * drops the move: the buffer then left before it.
+ * [s, ..).  A step's moves run one after another, in increasing order of
+ * their destinations, each as a memmove (its destination may overlap its
+ * own source).  The new range must be clear, at step s - 1, of every
+ * range still in use after it: other residents, the ranges of buffers
+ * that leave the device after step s - 1 (a write-out may still be
+ * reading them) and the sources of the step's moves, but for its own and
+ * for those *released*: the source of a move down (to a lower offset) of
+ * a buffer last touched before step s - 1.  A move lands on a released
+ * source only above that move's destination (the mover's new range lies
+ * there, and the lander's is clear of it and reaches the source above),
+ * so the move that leaves a range always runs before the one that takes
+ * it.  Why only those: a pass may later send a moved buffer off in the
+ * same gap, which drops its move (the buffer then left after its last
+ * touch, from its old range); a buffer last touched before s - 1 is
+ * written out after an earlier step, and a move waits for that write-out
+ * as for any other on its destination, while one written out after step
+ * s - 1 would be read while the lander copies in.
+ *
+ * Two ways of making room: a window's residents moved elsewhere, each to
+ * the tightest range clear of all the above (mv_plan()); or a run of
+ * residents slid down, each onto the gap below it and the range the one
+ * below left, which merges the free gaps between them above the run
+ * (mv_slide()): a compaction, the way a full arena opens, where no single
+ * resident finds a range of its own.  On random DAGs of 40-700 nodes at
+ * 30-90 % budgets, slides moved 1 % fewer tier bytes in the geometric
+ * mean and up to 18 % fewer at a budget (placement.rst).
+ *
+ * Under ORTMEM_PLAN_F_MOVE_APART (a runtime that runs a step's moves
+ * together), no source is released and no run slides: the moves of a
+ * step touch none of one another's ranges nor their own.
+ *
+ * A move onto part of its own source shifts the buffer by at least
+ * 1/ORTMEM__PLAN_MOVE_PIECES of its size: the driver copies only disjoint
+ * ranges, so a runtime copies it in pieces no longer than the shift, and
+ * a shift of a few hundred bytes would take thousands of copies.
+ *
+ * A buffer moves at most once per gap, never in a gap the step ends (the
+ * step touches it) nor in the trailing gap of a graph output (no touch
+ * holds the new offset).  A pass that sends a moved buffer off in the
+ * same gap later drops the move: the buffer then left before it.
  *
  * Also what a plan costs: its tier bytes (off gaps) and its bytes moved
  * within the arena.
@@ -256,7 +284,16 @@ static uint64_t mv_plan(struct ol *o, uint32_t d, uint32_t nb, uint64_t a, uint6
 	return evicted + (moved >> ORTMEM__PLAN_MOVE_SHIFT);
 }
 
-/* Move the @n residents of o->mb to o->mto before step o->s. */
+/* Does resident @b moving to @to before step o->s release its source to
+ * the step's later moves (see the top of this file)? */
+static bool mv_releases(const struct ol *o, uint32_t b, uint64_t to)
+{
+	return !(o->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART) &&
+	       to < o->addr[b] && o->plan->touch_step[o->cur[b]] + 1 < o->s;
+}
+
+/* Move the @n residents of o->mb to o->mto before step o->s (in
+ * increasing order of destination where one lands on another's source). */
 static void mv_apply(struct ol *o, uint32_t n)
 {
 	uint32_t i, j, s = o->s;
@@ -264,7 +301,8 @@ static void mv_apply(struct ol *o, uint32_t n)
 	for (i = 0; i < n; i++) {
 		uint32_t b = o->mb[i];
 
-		ortmem__plan_move_gone(o, o->addr[b], o->asz[b]);
+		if (!mv_releases(o, b, o->mto[i]))
+			ortmem__plan_move_gone(o, o->addr[b], o->asz[b]);
 		if (o->retro) {
 			/* its old range, held until s, is history to moves back
 			 * in time; from now on its interval starts at s - 1, and
@@ -289,9 +327,101 @@ static void mv_apply(struct ol *o, uint32_t n)
 	}
 }
 
+/* Does a range in use after step s - 1 that left the device meet [a, e)? */
+static bool mv_gone_meets(const struct ol *o, uint64_t a, uint64_t e)
+{
+	uint32_t g;
+
+	for (g = 0; g < o->n_gone; g++)
+		if (o->gone[g][0] < e && a < o->gone[g][1])
+			return true;
+	return false;
+}
+
+/* The cheapest slide found so far: its bytes, first and last (excluded)
+ * resident in o->hole, the floor it slides onto. */
+struct mv_run {
+	uint64_t bytes, base;
+	uint32_t i, j;
+};
+
+/* The first run from resident @i (above the free gap from @base) that
+ * opens @size, kept in @r where it moves fewer bytes (a longer run from
+ * @i would move more); see mv_slide(). */
+static void mv_slide_from(const struct ol *o, uint32_t d, uint64_t size, uint32_t i,
+			  uint64_t base, struct mv_run *r)
+{
+	uint64_t bytes = 0, end = base, top;
+	uint32_t j, b = 0, below = UINT32_MAX;
+
+	for (j = i; ; j++) {
+		if (j < d && !o->asz[b = (uint32_t)o->hole[j][2]])
+			continue;	/* holds no bytes: stays where it is */
+		top = j < d ? o->hole[j][0] : o->budget;
+		if (j > i) {	/* the free gap below resident j joins the room */
+			if (top < end || mv_gone_meets(o, end, top))
+				return;
+			if (top - base >= bytes + size) {
+				if (bytes < r->bytes)
+					*r = (struct mv_run){ bytes, base, i, j };
+				return;
+			}
+		}
+		if (j == d || o->pin[b] || !mv_can(o, b) ||
+		    (below != UINT32_MAX && !mv_releases(o, below, base + bytes - o->asz[below])) ||
+		    !ortmem__plan_move_pieces_ok(o->hole[j][0] - (base + bytes), o->asz[b]))
+			return;
+		bytes += o->asz[b];
+		below = b;
+		end = o->hole[j][1];
+	}
+}
+
+/*
+ * The slide that opens @size with the fewest bytes moved: of the @d
+ * residents of o->hole (sorted by address), a run slides down onto the
+ * free gap below it, each resident right above the one before, so the
+ * free gaps between them merge above the run, up to the next resident (or
+ * the ceiling).  A run holds only residents that may move, spans no gap
+ * that a range which left the device meets (a write-out may read it), and
+ * has a resident whose source the one above lands on only where that
+ * source is released.  The movers into o->mb and o->mto, bottom up (their
+ * destinations increase, each landing on the range the one below left:
+ * the order they run in), their count in *@n; the start of the room
+ * opened in *@at; the bytes moved >> ORTMEM__PLAN_MOVE_SHIFT, or
+ * UINT64_MAX where no run opens it.  O(residents x run length).
+ */
+static uint64_t mv_slide(struct ol *o, uint32_t d, uint64_t size, uint32_t *n, uint64_t *at)
+{
+	struct mv_run r = { .bytes = UINT64_MAX };
+	uint64_t base = 0;
+	uint32_t i, b;
+
+	for (i = 0; i < d; i++) {
+		if (!o->asz[o->hole[i][2]])
+			continue;
+		/* a run starts on a free gap (else it starts higher, for less) */
+		if (base < o->hole[i][0] && !mv_gone_meets(o, base, o->hole[i][0]))
+			mv_slide_from(o, d, size, i, base, &r);
+		base = o->hole[i][1];
+	}
+	if (r.bytes == UINT64_MAX)
+		return UINT64_MAX;
+	for (*n = 0, base = r.base, i = r.i; i < r.j; i++) {
+		b = (uint32_t)o->hole[i][2];
+		if (!o->asz[b])
+			continue;
+		o->mb[*n] = b;
+		o->mto[(*n)++] = base;
+		base += o->asz[b];
+	}
+	*at = base;
+	return r.bytes >> ORTMEM__PLAN_MOVE_SHIFT;
+}
+
 uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 {
-	uint64_t used = 0, evict, cost, best = UINT64_MAX, at = UINT64_MAX;
+	uint64_t used = 0, evict, cost, best = UINT64_MAX, at = UINT64_MAX, slide_at;
 	uint32_t i, n, m, nb;
 
 	if (!o->s)
@@ -316,6 +446,14 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 		}
 		if (at != UINT64_MAX && best == o->mwin[i][1] >> ORTMEM__PLAN_MOVE_SHIFT)
 			break;
+	}
+	/* or a slide, where it costs less still (its movers are in o->mb
+	 * and o->mto once it is found: it runs last) */
+	cost = o->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART ? UINT64_MAX :
+	       mv_slide(o, d, size, &m, &slide_at);
+	if (cost != UINT64_MAX && cost < evict && (at == UINT64_MAX || cost < best)) {
+		mv_apply(o, m);
+		return slide_at;
 	}
 	if (at == UINT64_MAX)
 		return UINT64_MAX;

@@ -11,7 +11,7 @@
  * holds its old range until s and its new one from s: a read-back into
  * the old range starts at s, after the move (a step's moves run before its
  * read-backs).  Moves are listed first, each once, at the step they
- * precede.
+ * precede, in the order they run: by increasing destination.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -79,26 +79,67 @@ static uint32_t sx_busy_until(const struct ortmem_plan *plan, uint32_t self,
 	return busy;
 }
 
-/* The moves before @step, each once, into @xfers from @n; the new count. */
+/* The move of @b before @step into @t, or false where it makes none. */
+static bool sx_move_of(const struct ortmem_plan *plan, uint32_t b, uint32_t step,
+		       struct ortmem_plan_transfer *t)
+{
+	uint32_t j = sx_gap_at(plan, b, step);
+
+	if (j == UINT32_MAX || plan->move_step[j] != step || plan->gap_off[j])
+		return false;
+	*t = (struct ortmem_plan_transfer){
+		.value = plan->bufs[b].owner, .bytes = plan->bufs[b].size,
+		.dir = ORTMEM_PLAN_XFER_MOVE, .from_tier = ORTMEM_TIER_DEVICE,
+		.to_tier = ORTMEM_TIER_DEVICE, .earliest = step,
+		.src_offset = plan->touch_off[j], .device_offset = plan->touch_off[j + 1] };
+	return true;
+}
+
+static int sx_cmp_dest(const void *x, const void *y)
+{
+	const struct ortmem_plan_transfer *a = x, *b = y;
+
+	return (a->device_offset > b->device_offset) - (a->device_offset < b->device_offset);
+}
+
+/*
+ * The moves before @step (into @xfers, from @n; the new count returned),
+ * in the order they run: increasing destination (plan_move.c).  Where
+ * they all fit in @cap they are sorted where they lie; else the ones that
+ * fit are the lowest, picked one at a time (the caller asks again with
+ * more room).
+ */
 static int sx_moves_at(const struct ortmem_plan *plan, uint32_t step,
 		       struct ortmem_plan_transfer *xfers, size_t cap, int n)
 {
-	uint32_t b, j;
+	struct ortmem_plan_transfer t, low;
+	uint64_t after = 0;
+	uint32_t b, m = 0, i;
+	bool first = true, found;
 
-	for (b = 0; plan->move_step && b < plan->n_bufs; b++) {
-		struct ortmem_plan_transfer t = {
-			.value = plan->bufs[b].owner, .bytes = plan->bufs[b].size,
-			.dir = ORTMEM_PLAN_XFER_MOVE, .from_tier = ORTMEM_TIER_DEVICE,
-			.to_tier = ORTMEM_TIER_DEVICE, .earliest = step };
-
-		j = sx_gap_at(plan, b, step);
-		if (j == UINT32_MAX || plan->move_step[j] != step || plan->gap_off[j])
-			continue;
-		t.src_offset = plan->touch_off[j];
-		t.device_offset = plan->touch_off[j + 1];
-		sx_put(xfers, cap, n++, &t);
+	if (!plan->move_step)
+		return n;
+	for (b = 0; b < plan->n_bufs; b++)
+		if (sx_move_of(plan, b, step, &t))
+			sx_put(xfers, cap, n + m++, &t);
+	if ((size_t)n + m <= cap) {
+		if (m > 1)
+			qsort(xfers + n, m, sizeof(*xfers), sx_cmp_dest);
+		return n + m;
 	}
-	return n;
+	for (i = 0; (size_t)n + i < cap; i++, first = false) {
+		for (found = false, b = 0; b < plan->n_bufs; b++)
+			if (sx_move_of(plan, b, step, &t) && (first || t.device_offset > after) &&
+			    (!found || t.device_offset < low.device_offset)) {
+				low = t;
+				found = true;
+			}
+		if (!found)
+			break;
+		xfers[n + i] = low;
+		after = low.device_offset;
+	}
+	return n + m;
 }
 
 ORTMEM_API int ortmem_plan_transfers(const struct ortmem_plan *plan,

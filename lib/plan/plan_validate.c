@@ -334,6 +334,7 @@ struct vl_end {
 	uint32_t step;		/* the step it is still used after, + 1 */
 	uint32_t buf;
 	uint64_t off, size;
+	uint64_t to;		/* a move's destination; UINT64_MAX: a write-out */
 };
 
 static int vl_end_cmp(const void *x, const void *y)
@@ -345,8 +346,12 @@ static int vl_end_cmp(const void *x, const void *y)
 
 /*
  * A move before step s lands where nothing is still in use after step
- * s - 1: no move's source (its own included), no range that leaves the
- * device after step s - 1 (a write-out may read it).  Only an interval
+ * s - 1 (no range that leaves the device then: a write-out may read it),
+ * but its own source (a move runs as a memmove) and the sources of the
+ * step's moves that run before it: those to a lower destination (a
+ * step's moves run in increasing order of destination); under
+ * ORTMEM_PLAN_F_MOVE_APART, neither.  A move onto part of its own source
+ * shifts by 1/ORTMEM__PLAN_MOVE_PIECES of its size at least.  Only an interval
  * that ends with its buffer's life gives its range up at once.  The
  * intervals still used after their last step, sorted by that step, are
  * looked up per move: O((intervals + moves) log intervals).
@@ -354,6 +359,7 @@ static int vl_end_cmp(const void *x, const void *y)
 static int vl_move_dests(const struct ortmem_plan *plan)
 {
 	const uint32_t *ms = plan->move_step;
+	bool apart = plan->o.flags & ORTMEM_PLAN_F_MOVE_APART;
 	uint32_t b, k, n = 0, lo, hi, i, nt = plan->touch_idx[plan->n_bufs];
 	struct vl_end *e = malloc(sizeof(*e) * (nt + 1));
 	int ret = 0;
@@ -364,14 +370,24 @@ static int vl_move_dests(const struct ortmem_plan *plan)
 		for (k = plan->touch_idx[b]; k + 1 < plan->touch_idx[b + 1]; k++)
 			if (ms[k] || plan->gap_off[k])
 				e[n++] = (struct vl_end){ ms[k] ? ms[k] : plan->touch_step[k] + 1,
-					b, plan->touch_off[k], plan->bufs[b].size };
+					b, plan->touch_off[k], plan->bufs[b].size,
+					ms[k] ? plan->touch_off[k + 1] : UINT64_MAX };
 	qsort(e, n, sizeof(*e), vl_end_cmp);
 	for (b = 0; b < plan->n_bufs && !ret; b++)
 		for (k = plan->touch_idx[b]; k + 1 < plan->touch_idx[b + 1] && !ret; k++) {
-			uint64_t to = plan->touch_off[k + 1], size = plan->bufs[b].size;
+			uint64_t to = plan->touch_off[k + 1], size = plan->bufs[b].size, from;
 
 			if (!ms[k] || !size)
 				continue;
+			from = plan->touch_off[k];
+			if (!ortmem__plan_move_pieces_ok(to > from ? to - from : from - to, size)) {
+				ret = ortmem__err_plain(-EFAULT,
+					"validator: buffer %u (%llu bytes) moves before step %u by %llu bytes onto its own source: less than 1/%u of its size, too many pieces to copy",
+					b, (unsigned long long)size, ms[k],
+					(unsigned long long)(to > from ? to - from : from - to),
+					ORTMEM__PLAN_MOVE_PIECES);
+				break;
+			}
 			for (lo = 0, hi = n; lo < hi;) {
 				uint32_t mid = lo + (hi - lo) / 2;
 
@@ -381,11 +397,15 @@ static int vl_move_dests(const struct ortmem_plan *plan)
 					hi = mid;
 			}
 			for (i = lo; i < n && e[i].step == ms[k] && !ret; i++)
-				if (e[i].size && e[i].off < to + size && to < e[i].off + e[i].size)
+				if (e[i].size && e[i].off < to + size && to < e[i].off + e[i].size &&
+				    (apart || e[i].to == UINT64_MAX || (e[i].buf != b && e[i].to > to)))
 					ret = ortmem__err_plain(-EFAULT,
-						"validator: buffer %u moves before step %u to [%llu, +%llu), which buffer %u still uses after step %u (a move's source or a write-out)",
+						"validator: buffer %u moves before step %u to [%llu, +%llu), which buffer %u still uses after step %u (%s)",
 						b, ms[k], (unsigned long long)to,
-						(unsigned long long)size, e[i].buf, ms[k] - 1);
+						(unsigned long long)size, e[i].buf, ms[k] - 1,
+						e[i].to == UINT64_MAX ? "it is written out" :
+						apart ? "a move's source, and the plan keeps moves apart" :
+						"the source of a move to a higher offset, which runs after");
 		}
 	free(e);
 	return ret;
@@ -425,10 +445,12 @@ static int vl_overlap(const struct ortmem_plan *plan, int tier)
 				"validator: a device interval at offset %llu (+%llu) is misaligned or ends past the device arena (%llu)",
 				(unsigned long long)off[b], (unsigned long long)it[b].size,
 				(unsigned long long)plan->st.arena[tier]);
-	if (!ret)
-		ret = ortmem__plan_check_disjoint(it, off, n, NULL, NULL);
+	/* the moves' rules first: a move onto a range in use names what it
+	 * breaks more precisely than the overlap it also makes */
 	if (!ret && tier == ORTMEM_TIER_DEVICE && plan->move_step)
 		ret = vl_move_dests(plan);
+	if (!ret)
+		ret = ortmem__plan_check_disjoint(it, off, n, NULL, NULL);
 out:
 	free(it);
 	free(off);

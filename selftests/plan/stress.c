@@ -27,6 +27,7 @@
 
 #include "../harness.h"
 #include "plan_test.h"
+#include "plan_moves.h"
 
 #define VMAX 400
 #define NMAX 300
@@ -280,7 +281,8 @@ static void check_solved(struct run *r, struct ortmem_plan *p, const struct gen 
 	struct ortmem_plan_transfer x[2 * VMAX];
 	uint64_t pre[ORTMEM_TIER_COUNT] = { 0 }, spill = 0, pref = 0, mv = 0, off, stall;
 	uint64_t tot_pre = 0, tot_spill = 0, tot_mv = 0;
-	uint32_t s, v;
+	uint32_t s, v, ordered = 0, self = 0;
+	const char *why;
 	int n, i, t;
 
 	if (ortmem_plan_validate(p))
@@ -361,9 +363,6 @@ static void check_solved(struct run *r, struct ortmem_plan *p, const struct gen 
 				spill += vsz;
 				break;
 			case ORTMEM_PLAN_XFER_MOVE:
-				if (x[i].src_offset < x[i].device_offset + align_up(vsz, o->align[0]) &&
-				    x[i].device_offset < x[i].src_offset + align_up(vsz, o->align[0]))
-					FAIL(r, "step %u MOVE ranges overlap", s);
 				if (o->flags & ORTMEM_PLAN_F_NO_MOVE)
 					FAIL(r, "step %u MOVE under NO_MOVE", s);
 				mv += vsz;
@@ -372,6 +371,10 @@ static void check_solved(struct run *r, struct ortmem_plan *p, const struct gen 
 				FAIL(r, "step %u transfer dir %u", s, x[i].dir);
 			}
 		}
+		why = moves_in_order(x, n, o->align[0] ? o->align[0] : ORTMEM_PLAN_DEFAULT_ALIGN_DEVICE,
+				     o->flags & ORTMEM_PLAN_F_MOVE_APART, &ordered, &self);
+		if (why)
+			FAIL(r, "step %u: %s", s, why);
 		for (t = 1; t < ORTMEM_TIER_COUNT; t++)
 			if (pre[t] != m.prefetch[t])
 				FAIL(r, "step %u: read-backs from %s %llu, step_moves %llu", s,
@@ -411,7 +414,7 @@ static void draw(uint64_t seed, uint32_t nmax, struct gen *gp, struct ortmem_pla
 	o.tiers = (uint32_t)(rnd(&s) % 5) * 2 % 8 | 1;	/* 1, 3, 5, 7 */
 	if (rnd(&s) % 4 == 0)
 		o.tiers = 0;
-	o.flags = (uint32_t)(rnd(&s) % 8);
+	o.flags = (uint32_t)(rnd(&s) % 16);
 	o.threads = 1 + (uint32_t)(rnd(&s) % 8);
 	o.max_iterations = rnd(&s) % 2 ? 0 : 1 + rnd(&s) % 20;
 	o.time_budget_us = rnd(&s) % 3 ? 1 + rnd(&s) % 3000 : 1;

@@ -23,6 +23,7 @@
 #include "plan_test.h"
 #include "plan_belady.h"
 #include "plan_layout.h"
+#include "plan_moves.h"
 
 #define GRAPHS 40
 #define BUDGETS 7
@@ -45,14 +46,20 @@ static uint32_t buf_of_touch(const struct ortmem_plan *p, uint32_t k)
 	return b;
 }
 
+/* Moves over all plans checked: those landing on the source of a move
+ * that runs before them, those overlapping their own source. */
+static uint32_t n_ordered, n_self;
+
 /* Moves the plan lists: each once, at its step, ahead of the tier
- * transfers, matching move_step; their bytes. */
+ * transfers, matching move_step, in an order a runtime can run them in
+ * (plan_moves.h); their bytes. */
 static uint64_t check_listed(struct __test_metadata *_metadata, struct ortmem_plan *p)
 {
 	struct ortmem_plan_transfer x[256];
 	ORTMEM_OPTS(ortmem_plan_moves, mv);
 	uint32_t s, nt = p->touch_idx[p->n_bufs], k, listed = 0, planned = 0;
 	uint64_t bytes = 0, a = ALIGN - 1;
+	const char *why;
 	int c, i;
 
 	for (k = 0; p->move_step && k < nt; k++)
@@ -64,7 +71,7 @@ static uint64_t check_listed(struct __test_metadata *_metadata, struct ortmem_pl
 		ASSERT_LE(0, c);
 		ASSERT_GE(256, c);
 		for (i = 0; i < c; i++) {
-			uint64_t sz = (x[i].bytes + a) & ~a, off;
+			uint64_t off;
 
 			if (x[i].dir != ORTMEM_PLAN_XFER_MOVE)
 				continue;
@@ -73,9 +80,7 @@ static uint64_t check_listed(struct __test_metadata *_metadata, struct ortmem_pl
 			ASSERT_EQ(ORTMEM_TIER_DEVICE, x[i].to_tier);
 			ASSERT_EQ(s, x[i].earliest);
 			ASSERT_EQ(0, (x[i].src_offset | x[i].device_offset) & a);
-			/* source and destination apart */
-			ASSERT_TRUE(x[i].src_offset + sz <= x[i].device_offset ||
-				    x[i].device_offset + sz <= x[i].src_offset);
+			ASSERT_NE(x[i].src_offset, x[i].device_offset);
 			ASSERT_LE(x[i].device_offset + x[i].bytes, p->o.budget[ORTMEM_TIER_DEVICE]);
 			/* the buffer sits at the destination from the step on */
 			if (!ortmem_plan_staging_offset(p, x[i].value, s, &off))
@@ -83,6 +88,11 @@ static uint64_t check_listed(struct __test_metadata *_metadata, struct ortmem_pl
 			step_bytes += x[i].bytes;
 			listed++;
 		}
+		why = moves_in_order(x, c, ALIGN, p->o.flags & ORTMEM_PLAN_F_MOVE_APART,
+				     &n_ordered, &n_self);
+		if (why)
+			TH_LOG("step %u: %s", s, why);
+		ASSERT_NULL(why);
 		ASSERT_EQ(0, ortmem_plan_step_moves(p, s, &mv));
 		EXPECT_EQ(step_bytes, mv.device_move);
 		bytes += step_bytes;
@@ -164,7 +174,44 @@ TEST_TIMEOUT(moves_pass_the_validator_and_are_listed_once, 300)
 	       plans, moving, (unsigned long long)moved, (unsigned long long)tier,
 	       (double)tier / (double)bel_sum, (unsigned long long)bel_sum, over,
 	       (unsigned long long)tier_nm, (double)tier_nm / (double)bel_sum, over_nm);
+	TH_LOG("moves onto the source of one that runs before: %u; over their own source: %u",
+	       n_ordered, n_self);
 	EXPECT_GT(moving, 0);
+	/* the slides (plan_move.c) happen: a run of residents each moving
+	 * onto the range the one below left, and over part of its own */
+	EXPECT_GT(n_ordered, 0);
+	EXPECT_GT(n_self, 0);
+}
+
+/* Under ORTMEM_PLAN_F_MOVE_APART a step's moves touch none of one
+ * another's ranges nor their own: check_listed() checks it. */
+TEST_TIMEOUT(move_apart_flag_keeps_moves_apart, 300)
+{
+	uint32_t g, i, moving = 0;
+
+	n_ordered = n_self = 0;
+	for (g = 0; g < GRAPHS / 2; g++) {
+		uint32_t n = 20 + 10 * (g % 10);
+		uint64_t foot, lb;
+
+		graph_limits(n, 2000 + g, &foot, &lb);
+		for (i = 0; i < BUDGETS; i++) {
+			ORTMEM_OPTS(ortmem_plan_stats, st);
+			struct ortmem_plan *p = graph_at_flags(n, 2000 + g, budget_at(foot, lb, i),
+							       ORTMEM_PLAN_F_MOVE_APART);
+
+			ASSERT_NONNULL(p);
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			ASSERT_EQ(0, ortmem_plan_validate(p));
+			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
+			EXPECT_EQ(st.move_bytes, check_listed(_metadata, p));
+			moving += st.move_bytes != 0;
+			ortmem_plan_free(p);
+		}
+	}
+	EXPECT_GT(moving, 0);
+	EXPECT_EQ(0, n_ordered);
+	EXPECT_EQ(0, n_self);
 }
 
 TEST_TIMEOUT(no_move_flag_moves_nothing, 300)
@@ -206,8 +253,9 @@ static void set_after(struct ortmem_plan *p, uint32_t j, uint64_t off)
 	}
 }
 
-/* A solved plan with a move (the first one found), its touch in *@j. */
-static struct ortmem_plan *plan_with_move(uint32_t *j)
+/* A solved plan with a move (the first one found) made with @flags, its
+ * touch in *@j. */
+static struct ortmem_plan *plan_with_move(uint32_t *j, uint32_t flags)
 {
 	uint32_t g, i, k;
 
@@ -217,7 +265,8 @@ static struct ortmem_plan *plan_with_move(uint32_t *j)
 
 		graph_limits(n, 3000 + g, &foot, &lb);
 		for (i = 0; i < BUDGETS; i++) {
-			struct ortmem_plan *p = graph_at(n, 3000 + g, budget_at(foot, lb, i));
+			struct ortmem_plan *p = graph_at_flags(n, 3000 + g, budget_at(foot, lb, i),
+							       flags);
 
 			if (!p || ortmem_plan_solve(p) || !p->move_step) {
 				ortmem_plan_free(p);
@@ -234,10 +283,74 @@ static struct ortmem_plan *plan_with_move(uint32_t *j)
 	return NULL;
 }
 
+/* Where a planted move of touch @j lands: on the source of another move
+ * of the step (@k: that move's touch), one to a higher offset unless
+ * @any, or on part of its own source (@k == @j); UINT64_MAX where @k is
+ * not such a move. */
+static uint64_t plant_to(const struct ortmem_plan *p, uint32_t j, uint32_t k, bool any)
+{
+	if (k == j)
+		return p->touch_off[j] >= ALIGN ? p->touch_off[j] - ALIGN : p->touch_off[j] + ALIGN;
+	if (!p->move_step[k] || p->move_step[k] != p->move_step[j] ||
+	    (!any && p->touch_off[k + 1] <= p->touch_off[k]) ||
+	    p->bufs[buf_of_touch(p, j)].size > p->bufs[buf_of_touch(p, k)].size)
+		return UINT64_MAX;
+	return p->touch_off[k];
+}
+
+/*
+ * Plant, in the moves of solved plans made with @flags, destinations
+ * plant_to() gives (@self: onto its own source, else onto another move's)
+ * until the validator refuses one for the reason @why names (another
+ * rule, such as an overlap with a third buffer, may refuse a plant
+ * first); each plant undone.  Whether one was refused so.
+ */
+static bool plant_until(uint32_t flags, bool self, const char *why)
+{
+	uint32_t g, i, j, k, nt;
+
+	for (g = 0; g < GRAPHS; g++) {
+		uint32_t n = 20 + 10 * (g % 10);
+		uint64_t foot, lb;
+
+		graph_limits(n, 3000 + g, &foot, &lb);
+		for (i = 0; i < BUDGETS; i++) {
+			struct ortmem_plan *p = graph_at_flags(n, 3000 + g, budget_at(foot, lb, i), flags);
+			uint64_t *toff, to;
+			bool found = false;
+
+			if (!p || ortmem_plan_solve(p) || !p->move_step) {
+				ortmem_plan_free(p);
+				continue;
+			}
+			nt = p->touch_idx[p->n_bufs];
+			toff = malloc(sizeof(*toff) * nt);
+			if (!toff)
+				abort();
+			memcpy(toff, p->touch_off, sizeof(*toff) * nt);
+			for (j = 0; j < nt && !found; j++)
+				for (k = self ? j : 0; p->move_step[j] && k < (self ? j + 1 : nt) && !found; k++) {
+					if ((!self && k == j) ||
+					    (to = plant_to(p, j, k, flags & ORTMEM_PLAN_F_MOVE_APART)) == UINT64_MAX)
+						continue;
+					set_after(p, j, to);
+					found = ortmem_plan_validate(p) == -EFAULT &&
+						strstr(ortmem_last_error_message(), why);
+					memcpy(p->touch_off, toff, sizeof(*toff) * nt);
+				}
+			free(toff);
+			ortmem_plan_free(p);
+			if (found)
+				return true;
+		}
+	}
+	return false;
+}
+
 TEST_TIMEOUT(planted_bad_moves_are_refused, 300)
 {
 	uint32_t j, k, b, s, nt, c, refused = 0;
-	struct ortmem_plan *p = plan_with_move(&j);
+	struct ortmem_plan *p = plan_with_move(&j, 0);
 	uint64_t *toff;
 	uint32_t *ms;
 
@@ -253,7 +366,7 @@ TEST_TIMEOUT(planted_bad_moves_are_refused, 300)
 	ASSERT_EQ(0, ortmem_plan_validate(p));
 #define PLANT(what) do {						\
 		what;							\
-		EXPECT_EQ(-EFAULT, ortmem_plan_validate(p));		\
+		EXPECT_EQ(-EFAULT, ortmem_plan_validate(p)); \
 		refused++;						\
 		memcpy(p->touch_off, toff, sizeof(*toff) * nt);		\
 		memcpy(p->move_step, ms, sizeof(*ms) * nt);		\
@@ -264,10 +377,8 @@ TEST_TIMEOUT(planted_bad_moves_are_refused, 300)
 	PLANT(p->move_step[j] = p->touch_step[j + 1] + 1);
 	/* a changed offset with no move step */
 	PLANT(p->move_step[j] = 0);
-	/* to where it is; onto part of its own source; misaligned; out of
-	 * the arena */
+	/* to where it is; misaligned; out of the arena */
 	PLANT(set_after(p, j, toff[j]));
-	PLANT(set_after(p, j, toff[j] + ALIGN));
 	PLANT(set_after(p, j, toff[j + 1] + 1));
 	PLANT(set_after(p, j, p->o.budget[ORTMEM_TIER_DEVICE]));
 	/* onto a buffer the step uses */
@@ -293,11 +404,21 @@ TEST_TIMEOUT(planted_bad_moves_are_refused, 300)
 			PLANT(set_after(p, j, toff[k]));
 			break;
 		}
-	TH_LOG("%u planted bad moves refused", refused);
 	free(toff);
 	free(ms);
 	ortmem_plan_free(p);
+	TH_LOG("%u planted bad moves refused", refused);
 #undef PLANT
+}
+
+/* The order a step's moves run in (increasing destination) is checked: a
+ * move may not land on the source of one that runs after it; under
+ * ORTMEM_PLAN_F_MOVE_APART none lands on any source, its own included. */
+TEST_TIMEOUT(moves_out_of_order_are_refused, 300)
+{
+	EXPECT_TRUE(plant_until(0, false, "the source of a move to a higher offset, which runs after"));
+	EXPECT_TRUE(plant_until(ORTMEM_PLAN_F_MOVE_APART, false, "the plan keeps moves apart"));
+	EXPECT_TRUE(plant_until(ORTMEM_PLAN_F_MOVE_APART, true, "the plan keeps moves apart"));
 }
 
 /* A random graph as random_graph() builds, a quarter of its values of

@@ -245,9 +245,34 @@ static void free_ref(uint8_t **ref, uint32_t n)
 	free(ref);
 }
 
+/* The moves of @a's plan that land over part of their own source (a
+ * slide: a GPU copies them in pieces) into *@self, those that land on the
+ * source of a move of the step run before them into *@ordered. */
+static void count_slides(const struct acts *a, uint32_t *self, uint32_t *ordered)
+{
+	struct ortmem_plan_transfer t[64];
+	uint32_t s;
+	int n, i, j;
+
+	for (s = 0; s < a->n_nodes; s++) {
+		n = ortmem_plan_transfers(a->plan, s, t, 64, NULL);
+		for (i = 0; i < n && i < 64 && t[i].dir == ORTMEM_PLAN_XFER_MOVE; i++) {
+			*self += t[i].device_offset < t[i].src_offset + t[i].bytes &&
+				 t[i].src_offset < t[i].device_offset + t[i].bytes;
+			for (j = 0; j < i; j++)
+				if (t[i].device_offset < t[j].src_offset + t[j].bytes &&
+				    t[j].src_offset < t[i].device_offset + t[i].bytes) {
+					(*ordered)++;
+					break;
+				}
+		}
+	}
+}
+
 TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 {
 	uint32_t g, b, plans = 0, moving = 0, dropped = 0, outs_ahead = 0, outs_moved = 0;
+	uint32_t self = 0, ordered = 0;
 
 	for (g = 0; g < GRAPHS; g++) {
 		struct acts u = { 0 };
@@ -285,6 +310,7 @@ TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 			ASSERT_EQ(x.outs_issued_ahead, x.n_outs_ahead);
 			outs_ahead += x.n_outs_ahead;
 			outs_moved += x.n_outs_moved;
+			count_slides(&a, &self, &ordered);
 			n = x.n_moves;
 			xfer_close(&x);
 			moving += n > 0;
@@ -307,9 +333,13 @@ TEST_TIMEOUT(moves_run_as_planned_and_each_counts, 600)
 	}
 	TH_LOG("%u plans, %u with moves, %u moves skipped and caught; %u write-outs started ahead of their step, %u of a value moved since made",
 	       plans, moving, dropped, outs_ahead, outs_moved);
-	/* The point of the test: some plans move values, and some values
-	 * move between their production and their write-out. */
+	TH_LOG("%u moves over part of their own source, %u onto the source of one run before", self, ordered);
+	/* The point of the test: some plans move values, some values move
+	 * between their production and their write-out, and some moves
+	 * need the order they run in (slides). */
 	ASSERT_GT(moving, 0);
+	ASSERT_GT(self, 0);
+	ASSERT_GT(ordered, 0);
 	ASSERT_GT(outs_ahead, 0);
 	ASSERT_GT(outs_moved, 0);
 }
@@ -324,10 +354,10 @@ static uint64_t d2d_bytes(struct devtier *d)
 /* On the GPU: fewer graphs (each step copies through the driver). */
 TEST_TIMEOUT(moves_run_on_a_gpu_arena, 600)
 {
-	uint32_t g, b, moving = 0, caught = 0;
+	uint32_t g, b, moving = 0, caught = 0, self = 0, ordered = 0;
 	const char *why = NULL;
 
-	for (g = 0; g < GRAPHS / 3; g++) {
+	for (g = 0; g < GRAPHS; g++) {
 		struct acts u = { 0 };
 		uint64_t foot;
 		uint8_t **ref;
@@ -362,6 +392,7 @@ TEST_TIMEOUT(moves_run_on_a_gpu_arena, 600)
 			ASSERT_EQ(a.stats.move_bytes, d2d_bytes(&d) - d2d);
 			ASSERT_EQ(figs[1], a.stats.prefetch_bytes);
 			ASSERT_EQ(figs[2], a.stats.spill_bytes);
+			count_slides(&a, &self, &ordered);
 			moving++;
 			/* The first move skipped shows in an output. */
 			at = run(&a, &d, ref, 1, &x, &err, figs);
@@ -374,8 +405,10 @@ TEST_TIMEOUT(moves_run_on_a_gpu_arena, 600)
 		free_ref(ref, u.n_values);
 		acts_free(&u);
 	}
-	TH_LOG("%u plans with moves run on the GPU, %u skipped moves caught", moving, caught);
+	TH_LOG("%u plans with moves run on the GPU, %u skipped moves caught; %u moves over part of their own source (copied in pieces), %u onto the source of one run before",
+	       moving, caught, self, ordered);
 	ASSERT_GT(moving, 0);
+	ASSERT_GT(self, 0);
 }
 
 /*

@@ -147,6 +147,31 @@ static int gpu_poison(void *ctx, uint64_t off, uint64_t len)
 }
 
 /*
+ * A copy within the arena whose ranges may overlap (a slide moves a value
+ * by less than its size; the plan keeps the shift at 1/16 of it at
+ * least, ortmem_plan_transfers(3)): the driver copies only disjoint
+ * ranges, so in pieces no longer than the shift, the end that moves
+ * first copied first, on one stream (in order).
+ */
+static int gpu_copy_within(struct devtier *d, uint64_t dst, uint64_t src, uint64_t len)
+{
+	uint64_t shift = dst > src ? dst - src : src - dst, done, piece, at;
+	int ret = 0;
+
+	if (!shift)
+		return 0;
+	if (shift >= len)
+		return ortmem_device_copy_within(d->dev, d->arena + dst, d->arena + src, len, NULL);
+	for (done = 0; !ret && done < len; done += piece) {
+		piece = len - done < shift ? len - done : shift;
+		at = dst < src ? done : len - done - piece;
+		ret = ortmem_device_copy_within(d->dev, d->arena + dst + at, d->arena + src + at,
+						piece, NULL);
+	}
+	return ret;
+}
+
+/*
  * A move within the arena: device to device, at the GPU's own speed, and
  * the same on the host mirror, which holds the value at @src as the device
  * does (its last step pulled or computed it there), so no byte crosses
@@ -162,8 +187,7 @@ static int gpu_move(void *ctx, uint64_t dst, uint64_t src, uint64_t len)
 		return range_refused("moving from", src, len, "activation arena", d->abytes);
 	if (!range_within(dst, len, d->abytes))
 		return range_refused("moving to", dst, len, "activation arena", d->abytes);
-	ret = ortmem_device_copy_within(d->dev, d->arena + dst, d->arena + src,
-					len, NULL);
+	ret = gpu_copy_within(d, dst, src, len);
 	if (!ret)
 		memmove(d->astage + dst, d->astage + src, len);
 	return ret;

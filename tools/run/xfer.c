@@ -33,9 +33,10 @@ static int host_poison(void *ctx, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* The ranges may overlap (a slide, ortmem_plan_transfers(3)). */
 static int host_move(void *ctx, uint64_t dst, uint64_t src, uint64_t len)
 {
-	memcpy((uint8_t *)ctx + dst, (uint8_t *)ctx + src, len);
+	memmove((uint8_t *)ctx + dst, (uint8_t *)ctx + src, len);
 	return 0;
 }
 

@@ -4,12 +4,13 @@
  * re-seats a resident value before step s, from where its last touch left
  * it to where its next touch finds it, when that avoids an eviction.
  *
- * The plan keeps the destination free at steps s - 1 and s, so the moves
- * of a step are independent of one another and of the write-outs issued
- * after step s - 1; they run on the compute thread once step s - 1 is
- * done (as a GPU runtime runs them on its compute stream, at the device's
- * speed), before the step's read-backs are issued, since those may land
- * in a range a move leaves.
+ * A step's moves run one after another in the order the plan lists them
+ * (increasing destination): a move may land on the range a move before it
+ * left, and on part of its own (the copy then runs as a memmove); none
+ * lands on a range a write-out issued after step s - 1 reads.  They run
+ * on the compute thread once step s - 1 is done (as a GPU runtime runs
+ * them on its compute stream, at the device's speed), before the step's
+ * read-backs are issued, since those may land in a range a move leaves.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,8 +49,8 @@ int xfer_take_move(struct xfer *x, uint32_t s,
 		return xfer_bad(s, "a move whose earliest step is not its own");
 	if (!in_arena(a, src, len) || !in_arena(a, dst, len))
 		return xfer_bad(s, "a move outside the arena");
-	if (src < dst + len && dst < src + len)
-		return xfer_bad(s, "a move whose source and destination overlap");
+	if (src == dst)
+		return xfer_bad(s, "a move onto its own offset");
 	/* From where the value's last touch left it, to where its next one
 	 * finds it. */
 	p = last_touch(a, s, t->value);
@@ -82,6 +83,13 @@ int xfer_check_moves(const struct xfer *x)
 	for (m = x->it; m < x->it + x->n_items; m++) {
 		if (m->dir != ORTMEM_PLAN_XFER_MOVE)
 			continue;
+		/* The moves of a step run in the order listed: none may land
+		 * on the source of one listed after it, still in use. */
+		for (r = m + 1; r < x->it + x->n_items && r->step == m->step; r++)
+			if (r->dir == ORTMEM_PLAN_XFER_MOVE &&
+			    (r->off <= m->off ||
+			     (m->off < r->src + r->len && r->src < m->off + m->len)))
+				return xfer_bad(m->step, "moves not in the order they can run in (a move onto the source of one after it)");
 		p = last_touch(x->a, m->step, m->value);
 		/* Another value's read-back issued before the move, for a
 		 * step from the moved value's last touch on, would land in
@@ -105,6 +113,21 @@ static void move_failed(struct xfer *x, const struct xfer_item *it, int ret)
 		 run_error_text(ret));
 }
 
+/* Poison [a, a + len) but for where it meets [b, b + len): both ends of
+ * a move, which a slide overlaps. */
+static int poison_but(struct xfer *x, uint64_t a, uint64_t b, uint64_t len)
+{
+	uint64_t lo = a, hi = a + len;
+
+	if (b < hi && lo < b + len) {
+		if (b > lo)
+			hi = b;
+		else
+			lo = b + len;
+	}
+	return lo < hi ? x->ops.poison(x->ops.ctx, lo, hi - lo) : 0;
+}
+
 /* One move: after the write-outs still reading its destination (another
  * value's, before step s - 1) or, when its source is to be poisoned, its
  * source. */
@@ -117,14 +140,20 @@ static int run_move(struct xfer *x, const struct xfer_item *it)
 	if (ret)
 		return ret;
 	/* --poison-evicted: a move skipped leaves NaNs where the value
-	 * should be, whatever the range held before. */
+	 * should be, whatever the range held before (but where it lay). */
 	if (x->do_poison)
-		ret = x->ops.poison(x->ops.ctx, it->off, it->len);
+		ret = poison_but(x, it->off, it->src, it->len);
 	if (!ret && ++x->moves_seen != x->drop_move) {
 		ret = x->ops.move(x->ops.ctx, it->off, it->src, it->len);
 		if (!ret)
 			x->moved_dev += it->len;
 	}
+	/* The source is free from here on: whatever reads it reads NaNs,
+	 * but for the part the value now lies on.  A later move of the step
+	 * may land there; no earlier one did (it would have landed on a
+	 * source still in use). */
+	if (!ret && x->do_poison)
+		ret = poison_but(x, it->src, it->off, it->len);
 	if (ret)
 		move_failed(x, it, ret);
 	return ret;
@@ -138,11 +167,5 @@ int xfer_run_moves(struct xfer *x, uint32_t step)
 	for (i = x->at[step]; !ret && i < x->at[step + 1]; i++)
 		if (x->it[i].dir == ORTMEM_PLAN_XFER_MOVE)
 			ret = run_move(x, &x->it[i]);
-	/* The sources are free from this step on: whatever reads one now
-	 * reads NaNs.  After every move of the step, though none's source
-	 * is another's destination (that is free at step s - 1). */
-	for (i = x->at[step]; !ret && x->do_poison && i < x->at[step + 1]; i++)
-		if (x->it[i].dir == ORTMEM_PLAN_XFER_MOVE)
-			ret = x->ops.poison(x->ops.ctx, x->it[i].src, x->it[i].len);
 	return ret;
 }
