@@ -38,6 +38,8 @@ struct cl_iv {
 	uint32_t next;		/* the buffer's next interval, or UINT32_MAX */
 	bool dead;
 	bool moves;		/* the gap after k1 is kept, with a move */
+	bool fixed;		/* it starts with a move that released its source:
+				 * its address stays (ortmem__plan_move_releases()) */
 };
 
 /* Steps past which an interval counts as long (listed apart). */
@@ -196,7 +198,10 @@ static struct cl_iv *cl_build(const struct ortmem_plan *plan, const uint64_t *as
 				      off[j] || j + 1 < plan->touch_idx[b + 1] ?
 				      plan->touch_step[j] + 1ull : plan->bufs[b].hi,
 				.addr = toff[k], .size = asz[b], .k0 = k, .k1 = j, .buf = b,
-				.next = UINT32_MAX, .moves = moves };
+				.next = UINT32_MAX, .moves = moves,
+				.fixed = k > plan->touch_idx[b] && mstep && mstep[k - 1] && !off[k - 1] &&
+					 ortmem__plan_move_releases(plan, plan->touch_step[k - 1],
+						mstep[k - 1], toff[k - 1], toff[k]) };
 			n++;
 		}
 	qsort(iv, n, sizeof(*iv), cl_cmp);
@@ -319,8 +324,9 @@ static uint64_t cl_move(struct cl *c, uint32_t a, uint32_t b, uint32_t *n_moved)
 	uint64_t size = iv[a].size, lo = iv[a].lo, hi = iv[b].hi;
 	uint64_t a_hi = iv[a].hi, a_addr = iv[a].addr, s, addr, to;
 	uint32_t d, i, j, n, nc, t, n_lng = c->n_lng;
+	bool stuck;
 
-	if (c->deadline && ortmem__now_ns() > c->deadline)
+	if (iv[a].fixed || (c->deadline && ortmem__now_ns() > c->deadline))
 		return UINT64_MAX;
 	for (s = iv[a].hi; s < iv[b].lo; s++)
 		if (c->prof[s] + size > c->budget)
@@ -341,10 +347,12 @@ static uint64_t cl_move(struct cl *c, uint32_t a, uint32_t b, uint32_t *n_moved)
 		iv[a].addr = addr;
 		if (hi - lo > CL_SHORT && a_hi - lo <= CL_SHORT)
 			c->lng[c->n_lng++] = a;
-		for (i = 0, n = 0; i < d; i++)
+		for (i = 0, n = 0, stuck = false; i < d && !stuck; i++)
 			if (cl_hits(&iv[c->around[i]], addr, size)) {
 				uint32_t q = c->around[i], m;
 
+				/* a released move's destination stays */
+				stuck = iv[q].fixed;
 				/* largest first: the small ones fit in what is left */
 				for (m = n; m && iv[c->moved[m - 1]].size < iv[q].size; m--) {
 					c->moved[m] = c->moved[m - 1];
@@ -355,14 +363,14 @@ static uint64_t cl_move(struct cl *c, uint32_t a, uint32_t b, uint32_t *n_moved)
 				iv[q].dead = true;
 				n++;
 			}
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < n && !stuck; i++) {
 			to = cl_rehome(c, c->moved[i]);
 			if (to == UINT64_MAX)
 				break;
 			iv[c->moved[i]].addr = to;
 			iv[c->moved[i]].dead = false;
 		}
-		if (i == n) {
+		if (i == n && !stuck) {
 			cl_unmove(c, a, b, a_hi, a_addr, n_lng, 0);
 			*n_moved = n;
 			return addr;
@@ -387,6 +395,8 @@ static bool cl_merge(struct cl *c, uint32_t a, uint8_t *off, uint64_t *toff)
 		return false;
 	if (cl_free(c, a, b, iv[a].hi, iv[b].hi, iv[a].addr, iv[a].size))
 		addr = iv[a].addr;
+	else if (iv[a].fixed)
+		return false;	/* its address is a released move's destination */
 	else if (cl_free(c, a, b, iv[a].lo, iv[b].lo, iv[b].addr, iv[b].size))
 		addr = iv[b].addr;
 	else if (!c->anywhere || (addr = cl_hole(c, a, b)) == UINT64_MAX) {

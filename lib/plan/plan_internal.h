@@ -240,6 +240,17 @@ static inline bool ortmem__plan_move_pieces_ok(uint64_t shift, uint64_t size)
 {
 	return shift >= size || shift >= (size + ORTMEM__PLAN_MOVE_PIECES - 1) / ORTMEM__PLAN_MOVE_PIECES;
 }
+/* Does the move of a buffer before step @ms, from @from to @to, its last
+ * touch at step @touched, release its source to the step's later moves
+ * (they may land there; plan_move.c)?  A move down of a buffer touched
+ * before step @ms - 1, never under ORTMEM_PLAN_F_MOVE_APART.  The
+ * destination of such a move stays where it is: a move that runs after it
+ * may have landed on its source (plan_close.c, plan_retro.c). */
+static inline bool ortmem__plan_move_releases(const struct ortmem_plan *plan, uint32_t touched,
+					      uint32_t ms, uint64_t from, uint64_t to)
+{
+	return !(plan->o.flags & ORTMEM_PLAN_F_MOVE_APART) && to < from && touched + 1 < ms;
+}
 /* plan_move.c: bytes moved within the arena by @mstep (kept gaps only). */
 uint64_t ortmem__plan_move_bytes(const struct ortmem_plan *plan, const uint8_t *off,
 				 const uint32_t *mstep);

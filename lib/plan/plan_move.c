@@ -288,8 +288,8 @@ static uint64_t mv_plan(struct ol *o, uint32_t d, uint32_t nb, uint64_t a, uint6
  * the step's later moves (see the top of this file)? */
 static bool mv_releases(const struct ol *o, uint32_t b, uint64_t to)
 {
-	return !(o->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART) &&
-	       to < o->addr[b] && o->plan->touch_step[o->cur[b]] + 1 < o->s;
+	return ortmem__plan_move_releases(o->plan, o->plan->touch_step[o->cur[b]], o->s,
+					  o->addr[b], to);
 }
 
 /* Move the @n residents of o->mb to o->mto before step o->s (in

@@ -100,8 +100,21 @@ static bool ol_now_fits(const struct ol *o, uint32_t d, uint64_t a, uint64_t siz
 	return false;
 }
 
+/* Did resident @b move in its current gap, releasing its source (a move
+ * after it in the step's order may have landed there)?  Then its address
+ * is that move's destination, and stays (ortmem__plan_move_releases()). */
+static bool ol_released_here(const struct ol *o, uint32_t b)
+{
+	uint32_t k = o->cur[b];
+
+	return o->mstep && o->mgap[b] == k && o->mstep[k] &&
+	       ortmem__plan_move_releases(o->plan, o->plan->touch_step[k], o->mstep[k],
+					  o->toff[k], o->addr[b]);
+}
+
 /* Try window [a, a + size): move every resident in its way, the largest
- * first, to a range free over its whole interval so far.  All or none. */
+ * first, to a range free over its whole interval so far.  All or none
+ * (none where one is a released move's destination). */
 static bool ol_retro_try(struct ol *o, uint32_t d, uint64_t a, uint64_t size)
 {
 	uint32_t i, j, n = 0;
@@ -110,6 +123,11 @@ static bool ol_retro_try(struct ol *o, uint32_t d, uint64_t a, uint64_t size)
 		if (o->hole[i][0] < a + size && o->hole[i][1] > a) {
 			uint32_t b = (uint32_t)o->hole[i][2];
 
+			if (ol_released_here(o, b)) {
+				for (j = 0; j < n; j++)
+					o->out[o->mv[j]] = false;
+				return false;
+			}
 			for (j = n; j && o->asz[o->mv[j - 1]] < o->asz[b]; j--)
 				o->mv[j] = o->mv[j - 1];
 			o->mv[j] = b;
