@@ -23,11 +23,14 @@
  *     this always opens the room, but it may copy a buffer onto part of
  *     its own range.
  *
- * It counts what ortmem's move contract (one move per gap, a step's moves
- * independent, never onto their own source) could not express: moves
- * that land on another move's source of the same step ("ordered"), a
- * second move of a value between two of its touches ("second"), and
- * moves onto part of their own source ("self").  No library code.
+ * It counts what ortmem's move contract before slides (one move per gap,
+ * a step's moves independent, never onto their own source) could not
+ * express: moves that land on another move's source of the same step
+ * ("ordered"), a second move of a value between two of its touches
+ * ("second"), and moves onto part of their own source ("self").  Since
+ * slides, ortmem's moves run in order of destination and may overlap
+ * their own source (ortmem_plan_transfers(3)); a second move in a gap it
+ * still cannot make.  No library code.
  */
 #include <stdlib.h>
 #include <string.h>

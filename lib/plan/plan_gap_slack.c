@@ -57,7 +57,8 @@ static void gs_follow(struct gp_win *w, struct gp_slack *s, const uint8_t *guide
 	for (r = 0; r < GAP_CHAINS; r++) {
 		struct gp_chain *ch = &w->ch[s->n++];
 
-		ortmem__plan_gp_chain_set(ch, guide, NULL, gp_pass_rule[r], gp_pass_rule[r] ^ 1, 0);
+		ortmem__plan_gp_chain_set(ch, guide, NULL, gp_pass_rule[r] | w->rule_or,
+					  (gp_pass_rule[r] ^ 1) | w->rule_or, 0);
 		ch->first = first && !r;
 		ch->since = since;
 	}

@@ -161,6 +161,7 @@ struct gp_win {
 	struct plan_pool *pool;
 	struct gp_chain *ch;	/* the batches' chains, with their scratch */
 	uint32_t n_ch;
+	int rule_or;		/* flags the slack sweeps' passes add to their rules */
 };
 
 /* Is a plan of @cost and @height better than the best so far?  Fewer

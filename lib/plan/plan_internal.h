@@ -162,6 +162,9 @@ static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)
  * in a window's way to ranges free since their intervals began
  * (plan_retro.c), until @retro_by in ortmem__plan_online_alt() (0: no limit) */
 #define ORTMEM__PLAN_RETRO 0x200
+/* @rule flag: make room by moves of residents to ranges of their own
+ * only, never by sliding a run of them (plan_move.c) */
+#define ORTMEM__PLAN_NOSLIDE 0x400
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
 			     uint64_t budget, int rule, const uint8_t *guide,
 			     const uint64_t *hint, uint8_t *off, uint64_t *toff);

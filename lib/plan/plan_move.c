@@ -449,7 +449,7 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 	}
 	/* or a slide, where it costs less still (its movers are in o->mb
 	 * and o->mto once it is found: it runs last) */
-	cost = o->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART ? UINT64_MAX :
+	cost = o->noslide || o->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART ? UINT64_MAX :
 	       mv_slide(o, d, size, &m, &slide_at);
 	if (cost != UINT64_MAX && cost < evict && (at == UINT64_MAX || cost < best)) {
 		mv_apply(o, m);

@@ -665,7 +665,8 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 	o.drop = malloc(sizeof(*o.drop) * (nb + 1));
 	o.endfit = !!(rule & ORTMEM__PLAN_ENDFIT);
 	o.retro = !!(rule & ORTMEM__PLAN_RETRO);
-	rule &= ~(ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_RETRO);
+	o.noslide = !!(rule & ORTMEM__PLAN_NOSLIDE);
+	rule &= ~(ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_RETRO | ORTMEM__PLAN_NOSLIDE);
 	if (o.retro) {
 		o.istart = malloc(sizeof(*o.istart) * (nb + 1));
 		o.ik = malloc(sizeof(*o.ik) * (nb + 1));
