@@ -183,14 +183,14 @@ TEST_TIMEOUT(moves_pass_the_validator_and_are_listed_once, 300)
 	EXPECT_GT(n_self, 0);
 }
 
-/* Under ORTMEM_PLAN_F_MOVE_APART a step's moves touch none of one
- * another's ranges nor their own: check_listed() checks it. */
-TEST_TIMEOUT(move_apart_flag_keeps_moves_apart, 300)
+/* Plans of the first @graphs graphs at every budget, made with @flags,
+ * each validated and its moves checked as a runtime would run them
+ * (check_listed(), check_offsets()); how many move within the arena. */
+static uint32_t flag_plans(struct __test_metadata *_metadata, uint32_t flags, uint32_t graphs)
 {
 	uint32_t g, i, moving = 0;
 
-	n_ordered = n_self = 0;
-	for (g = 0; g < GRAPHS / 2; g++) {
+	for (g = 0; g < graphs; g++) {
 		uint32_t n = 20 + 10 * (g % 10);
 		uint64_t foot, lb;
 
@@ -198,47 +198,36 @@ TEST_TIMEOUT(move_apart_flag_keeps_moves_apart, 300)
 		for (i = 0; i < BUDGETS; i++) {
 			ORTMEM_OPTS(ortmem_plan_stats, st);
 			struct ortmem_plan *p = graph_at_flags(n, 2000 + g, budget_at(foot, lb, i),
-							       ORTMEM_PLAN_F_MOVE_APART);
+							       flags);
 
 			ASSERT_NONNULL(p);
 			ASSERT_EQ(0, ortmem_plan_solve(p));
 			ASSERT_EQ(0, ortmem_plan_validate(p));
 			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
 			EXPECT_EQ(st.move_bytes, check_listed(_metadata, p));
+			check_offsets(_metadata, p);
+			if (flags & ORTMEM_PLAN_F_NO_MOVE)
+				EXPECT_NULL(p->move_step);
 			moving += st.move_bytes != 0;
 			ortmem_plan_free(p);
 		}
 	}
-	EXPECT_GT(moving, 0);
+	return moving;
+}
+
+/* Under ORTMEM_PLAN_F_MOVE_APART a step's moves touch none of one
+ * another's ranges nor their own. */
+TEST_TIMEOUT(move_apart_flag_keeps_moves_apart, 300)
+{
+	n_ordered = n_self = 0;
+	EXPECT_GT(flag_plans(_metadata, ORTMEM_PLAN_F_MOVE_APART, GRAPHS / 2), 0);
 	EXPECT_EQ(0, n_ordered);
 	EXPECT_EQ(0, n_self);
 }
 
 TEST_TIMEOUT(no_move_flag_moves_nothing, 300)
 {
-	uint32_t g, i;
-
-	for (g = 0; g < GRAPHS / 4; g++) {
-		uint32_t n = 20 + 10 * (g % 10);
-		uint64_t foot, lb;
-
-		graph_limits(n, 2000 + g, &foot, &lb);
-		for (i = 0; i < BUDGETS; i++) {
-			ORTMEM_OPTS(ortmem_plan_stats, st);
-			struct ortmem_plan *p = graph_at_flags(n, 2000 + g, budget_at(foot, lb, i),
-							       ORTMEM_PLAN_F_NO_MOVE);
-
-			ASSERT_NONNULL(p);
-			ASSERT_EQ(0, ortmem_plan_solve(p));
-			ASSERT_EQ(0, ortmem_plan_validate(p));
-			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
-			EXPECT_EQ(0, st.move_bytes);
-			EXPECT_NULL(p->move_step);
-			EXPECT_EQ(0, check_listed(_metadata, p));
-			check_offsets(_metadata, p);
-			ortmem_plan_free(p);
-		}
-	}
+	EXPECT_EQ(0, flag_plans(_metadata, ORTMEM_PLAN_F_NO_MOVE, GRAPHS / 4));
 }
 
 /* Set the offset of the interval after touch @j (up to its end) to @off. */
