@@ -51,7 +51,9 @@ struct ortmem_plan;
 #define ORTMEM_PLAN_F_MOVE_APART (1u << 3)	/* a step's moves touch none of
 					 * one another's ranges, nor their
 					 * own (for runtimes that run them
-					 * together or in any order) */
+					 * together or in any order; added
+					 * in 0.2, when moves became ordered
+					 * by default) */
 
 /* Defaults of struct ortmem_plan_opts. */
 #define ORTMEM_PLAN_DEFAULT_BUDGET_US 10000
