@@ -47,8 +47,9 @@ static uint32_t buf_of_touch(const struct ortmem_plan *p, uint32_t k)
 }
 
 /* Moves over all plans checked: those landing on the source of a move
- * that runs before them, those overlapping their own source. */
-static uint32_t n_ordered, n_self;
+ * that runs before them, those overlapping their own source; steps whose
+ * moves were also listed with room for one. */
+static uint32_t n_ordered, n_self, n_short;
 
 /* Moves the plan lists: each once, at its step, ahead of the tier
  * transfers, matching move_step, in an order a runtime can run them in
@@ -87,6 +88,14 @@ static uint64_t check_listed(struct __test_metadata *_metadata, struct ortmem_pl
 				EXPECT_EQ(x[i].device_offset, off);
 			step_bytes += x[i].bytes;
 			listed++;
+		}
+		/* with room for fewer, the first ones of the same list */
+		if (c >= 2 && x[1].dir == ORTMEM_PLAN_XFER_MOVE) {
+			struct ortmem_plan_transfer y[2];
+
+			ASSERT_EQ(c, ortmem_plan_transfers(p, s, y, 1, NULL));
+			ASSERT_EQ(0, memcmp(&x[0], &y[0], sizeof(y[0])));
+			n_short++;
 		}
 		why = moves_in_order(x, c, ALIGN, p->o.flags & ORTMEM_PLAN_F_MOVE_APART,
 				     &n_ordered, &n_self);
@@ -174,8 +183,9 @@ TEST_TIMEOUT(moves_pass_the_validator_and_are_listed_once, 300)
 	       plans, moving, (unsigned long long)moved, (unsigned long long)tier,
 	       (double)tier / (double)bel_sum, (unsigned long long)bel_sum, over,
 	       (unsigned long long)tier_nm, (double)tier_nm / (double)bel_sum, over_nm);
-	TH_LOG("moves onto the source of one that runs before: %u; over their own source: %u",
-	       n_ordered, n_self);
+	TH_LOG("moves onto the source of one that runs before: %u; over their own source: %u; steps of two moves or more listed short: %u",
+	       n_ordered, n_self, n_short);
+	EXPECT_GT(n_short, 0);
 	EXPECT_GT(moving, 0);
 	/* the slides (plan_move.c) happen: a run of residents each moving
 	 * onto the range the one below left, and over part of its own */
