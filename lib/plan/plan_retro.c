@@ -100,14 +100,15 @@ static bool ol_now_fits(const struct ol *o, uint32_t d, uint64_t a, uint64_t siz
 	return false;
 }
 
-/* Did resident @b move in its current gap, releasing its source (a move
- * after it in the step's order may have landed there)?  Then its address
- * is that move's destination, and stays (ortmem__plan_move_releases()). */
+/* Did resident @b's interval begin with a move that released its source
+ * (a move after it in the step's order may have landed there; the touches
+ * since, up to now, took its address)?  Then its address is that move's
+ * destination, and stays (ortmem__plan_move_releases()). */
 static bool ol_released_here(const struct ol *o, uint32_t b)
 {
-	uint32_t k = o->cur[b];
+	uint32_t k = o->ik[b] - 1;
 
-	return o->mstep && o->mgap[b] == k && o->mstep[k] &&
+	return o->mstep && o->ik[b] > o->plan->touch_idx[b] && o->mstep[k] &&
 	       ortmem__plan_move_releases(o->plan, o->plan->touch_step[k], o->mstep[k],
 					  o->toff[k], o->addr[b]);
 }
