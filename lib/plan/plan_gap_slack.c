@@ -45,6 +45,7 @@ struct gp_slack {
 	uint32_t n_seen;
 	uint32_t per_batch;	/* guides a batch follows at once */
 	uint32_t n;		/* chains in the batch */
+	int rule_or;		/* flags the passes add to their rules */
 };
 
 /* The chains following @guide join the batch; the first plan's pass is
@@ -57,8 +58,8 @@ static void gs_follow(struct gp_win *w, struct gp_slack *s, const uint8_t *guide
 	for (r = 0; r < GAP_CHAINS; r++) {
 		struct gp_chain *ch = &w->ch[s->n++];
 
-		ortmem__plan_gp_chain_set(ch, guide, NULL, gp_pass_rule[r] | w->rule_or,
-					  (gp_pass_rule[r] ^ 1) | w->rule_or, 0);
+		ortmem__plan_gp_chain_set(ch, guide, NULL, gp_pass_rule[r] | s->rule_or,
+					  (gp_pass_rule[r] ^ 1) | s->rule_or, 0);
 		ch->first = first && !r;
 		ch->since = since;
 	}
@@ -86,12 +87,12 @@ static int gs_run(struct gap_ctx *c, struct gp_win *w, struct gp_slack *s)
  * with four or more the plans of a level's sweeps too (the sweeps run
  * first, then their passes: a sweep is a tenth of a pass's time).
  */
-int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to)
+int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to, int rule_or)
 {
 	struct ortmem_plan *plan = c->plan;
 	uint32_t nt = plan->touch_idx[plan->n_bufs], rules = c->dense ? 1 : GAP_RULES;
 	uint32_t per_batch = (w->threads + GAP_CHAINS - 1) / GAP_CHAINS;
-	struct gp_slack s = { .n = 0 };
+	struct gp_slack s = { .n = 0, .rule_or = rule_or };
 	int ret = 0, slack, sweep;
 	uint32_t k;
 

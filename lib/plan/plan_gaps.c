@@ -283,11 +283,8 @@ static int gp_no_slides(struct gap_ctx *c, struct gp_win *w)
 				  ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_NOSLIDE,
 				  1 | ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_NOSLIDE, 0);
 	ret = ortmem__plan_gp_chains(c, w, w->ch, 2);	/* w->n_ch >= 4 */
-	if (!ret && ortmem__plan_gp_room(w)) {
-		w->rule_or = ORTMEM__PLAN_NOSLIDE;
-		ret = ortmem__plan_gp_slack(c, w, 1, GAP_SLACKS);
-		w->rule_or = 0;
-	}
+	if (!ret && ortmem__plan_gp_room(w))
+		ret = ortmem__plan_gp_slack(c, w, 1, GAP_SLACKS, ORTMEM__PLAN_NOSLIDE);
 	return ret;
 }
 
@@ -407,7 +404,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	/* the slack sweeps' passes first: at the default budget they win
 	 * more often than the allocator on its own, which may not run */
 	if (!ret)
-		ret = ortmem__plan_gp_slack(c, w, 1, GAP_SLACKS);
+		ret = ortmem__plan_gp_slack(c, w, 1, GAP_SLACKS, 0);
 	/* the allocator on its own, under both seatings, and the twin of the
 	 * pass at the packer's offsets: side by side where there are threads */
 	if (!ret && ortmem__plan_gp_room(w)) {
@@ -439,7 +436,7 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	 * levels finer than the first: where the guide's layout all but
 	 * fits, less slack evicts less (placement-history-2.rst) */
 	if (!ret && ortmem__plan_gp_room(w))
-		ret = ortmem__plan_gp_slack(c, w, 1 - GAP_FINE_SLACKS, 0);
+		ret = ortmem__plan_gp_slack(c, w, 1 - GAP_FINE_SLACKS, 0, 0);
 	if (!ret && w->mv && !(plan->o.flags & ORTMEM_PLAN_F_MOVE_APART) && ortmem__plan_gp_room(w))
 		ret = gp_no_slides(c, w);
 	w->res.lb = pres.lb;

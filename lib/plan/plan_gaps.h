@@ -161,7 +161,6 @@ struct gp_win {
 	struct plan_pool *pool;
 	struct gp_chain *ch;	/* the batches' chains, with their scratch */
 	uint32_t n_ch;
-	int rule_or;		/* flags the slack sweeps' passes add to their rules */
 };
 
 /* Is a plan of @cost and @height better than the best so far?  Fewer
@@ -202,8 +201,9 @@ void ortmem__plan_gp_chains_free(struct gp_win *w);
 int ortmem__plan_gp_chains(struct gap_ctx *c, struct gp_win *w, struct gp_chain *ch,
 			   uint32_t n);
 
-/* The slack sweeps of levels @from to @to and their passes
- * (plan_gap_slack.c); the budget per step is the budget again after. */
-int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to);
+/* The slack sweeps of levels @from to @to and their passes, with @rule_or
+ * added to the passes' rules (plan_gap_slack.c); the budget per step is
+ * the budget again after. */
+int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to, int rule_or);
 
 #endif /* ORTMEM_LIB_PLAN_GAPS_H */

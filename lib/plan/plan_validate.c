@@ -375,16 +375,16 @@ static int vl_move_dests(const struct ortmem_plan *plan)
 	qsort(e, n, sizeof(*e), vl_end_cmp);
 	for (b = 0; b < plan->n_bufs && !ret; b++)
 		for (k = plan->touch_idx[b]; k + 1 < plan->touch_idx[b + 1] && !ret; k++) {
-			uint64_t to = plan->touch_off[k + 1], size = plan->bufs[b].size, from;
+			uint64_t to = plan->touch_off[k + 1], size = plan->bufs[b].size, from, shift;
 
 			if (!ms[k] || !size)
 				continue;
 			from = plan->touch_off[k];
-			if (!ortmem__plan_move_pieces_ok(to > from ? to - from : from - to, size)) {
+			shift = to > from ? to - from : from - to;
+			if (!ortmem__plan_move_pieces_ok(shift, size)) {
 				ret = ortmem__err_plain(-EFAULT,
 					"validator: buffer %u (%llu bytes) moves before step %u by %llu bytes onto its own source: less than 1/%u of its size, too many pieces to copy",
-					b, (unsigned long long)size, ms[k],
-					(unsigned long long)(to > from ? to - from : from - to),
+					b, (unsigned long long)size, ms[k], (unsigned long long)shift,
 					ORTMEM__PLAN_MOVE_PIECES);
 				break;
 			}
