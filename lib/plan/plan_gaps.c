@@ -439,6 +439,10 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 		ret = ortmem__plan_gp_slack(c, w, 1 - GAP_FINE_SLACKS, 0, 0);
 	if (!ret && w->mv && !(plan->o.flags & ORTMEM_PLAN_F_MOVE_APART) && ortmem__plan_gp_room(w))
 		ret = gp_no_slides(c, w);
+	/* and in the time still left, a local search around the best plan
+	 * (plan_gap_local.c) */
+	if (!ret && ortmem__plan_gp_room(w))
+		ret = ortmem__plan_gp_local(c, w);
 	w->res.lb = pres.lb;
 	w->res.iters = pres.iters;
 	return ret;

@@ -20,6 +20,7 @@
  *   plan_gap_exact.c the branch and bound over the gap sweep's choices
  *   plan_gap_pass.c  the candidates' passes, in batches on the plan's threads
  *   plan_gap_slack.c the slack sweeps and the passes following them
+ *   plan_gap_local.c the local search around the best plan, in the time left
  *   plan_range.c     add over a range of steps, the largest over one
  *   plan_heap.c      a binary heap of ids under the caller's order
  *   plan_pool.c      helper threads running a batch of jobs with the caller
