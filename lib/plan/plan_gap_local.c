@@ -51,6 +51,7 @@ static int gl_rule(uint64_t r)
  * 10 ms a small graph runs 30-270 passes; of the improvements a 300 ms
  * budget found on 40-node DAGs, most came within the first hundred. */
 #define GL_PATIENCE 256
+uint32_t ortmem__plan_local_patience = GL_PATIENCE;
 /* Flips per guide, at most. */
 #define GL_FLIPS 3
 /* Draws for a gap of the wanted kind (off or kept) before any will do. */
@@ -98,7 +99,7 @@ int ortmem__plan_gp_local(struct gap_ctx *c, struct gp_win *w)
 		free(hint);
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	}
-	while (!ret && w->cost && idle < GL_PATIENCE && ortmem__plan_gp_room(w)) {
+	while (!ret && w->cost && idle < ortmem__plan_local_patience && ortmem__plan_gp_room(w)) {
 		uint64_t before = w->cost;
 
 		/* the passes of a batch read it while the best may change */

@@ -221,6 +221,10 @@ extern uint64_t ortmem__plan_dense_span;
  * guide takes an allocator's pass too (plan_gap_ctx.c, GAP_NEAR_SPAN); the
  * unit tests raise it.  Never written by the library. */
 extern uint64_t ortmem__plan_near_span;
+/* Passes in a row without a cheaper plan that end the local search in the
+ * time left (plan_gap_local.c, GL_PATIENCE); the unit tests set 0 to plan
+ * without it.  Never written by the library. */
+extern uint32_t ortmem__plan_local_patience;
 uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *asz,
 				uint64_t budget, int rule, uint32_t alt,
 				const uint8_t *guide, const uint64_t *hint,
