@@ -71,7 +71,10 @@ struct ortmem_plan;
  *	first complete plan (default ORTMEM_PLAN_DEFAULT_BUDGET_US): every
  *	call returns within the budget plus the first plan, which costs
  *	O(n log n) plus the conflicts it inspects on any graph.  The search
- *	stops early when the arena reaches the lower bound.
+ *	stops early when the arena reaches the lower bound; under a device
+ *	budget, where bytes still leave the device, a small graph spends
+ *	what its candidates left on a local search around the best plan,
+ *	which ends when 256 passes in a row find nothing cheaper.
  * @max_iterations: stop the search after this many candidate plans (0: no
  *	limit but the time budget).  With a limit and a generous budget the
  *	result is the same on every run.
