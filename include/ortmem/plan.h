@@ -74,7 +74,8 @@ struct ortmem_plan;
  *	stops early when the arena reaches the lower bound; under a device
  *	budget, where bytes still leave the device, a small graph spends
  *	what its candidates left on a local search around the best plan,
- *	which ends when 256 passes in a row find nothing cheaper.
+ *	which ends when 256 passes in a row find nothing cheaper (under
+ *	max_iterations, after that many passes at most).
  * @max_iterations: stop the search after this many candidate plans (0: no
  *	limit but the time budget).  With a limit and a generous budget the
  *	result is the same on every run.

@@ -5,9 +5,10 @@
  * passes following the best plan with a few gaps flipped.  On small
  * random graphs at budgets between the largest step's footprint and the
  * bound, under a time budget generous enough that every candidate runs
- * and the search ends on its own (max_iterations and one thread: the same
- * plan on every run), the plans it makes are valid, it makes some of them
- * cheaper, and in all they cost less than without it.
+ * and the search ends on its own (after max_iterations passes at most;
+ * one thread: the same plan on every run), the plans it makes are valid,
+ * it makes some of them cheaper, and in all they cost less than without
+ * it.
  */
 #include <stdlib.h>
 
@@ -23,6 +24,7 @@
 
 #define GRAPHS 16
 #define BUDGETS 4
+#define LOCAL_PASSES 256
 
 /* Budget @i of BUDGETS, from 60 % of the way between the largest step's
  * footprint and the bound to 90 %: where a few large buffers fill the
@@ -46,6 +48,9 @@ static uint64_t plan_cost(struct __test_metadata *_metadata, uint32_t n, uint64_
 	if (!p)
 		return UINT64_MAX;
 	p->o.time_budget_us = GENEROUS_BUDGET_US;
+	/* the search's passes (and the packer's) bounded by candidates, as
+	 * many as the search's patience: it ends on its own */
+	p->o.max_iterations = LOCAL_PASSES;
 	p->o.threads = 1;
 	if (!ortmem_plan_solve(p) && !ortmem_plan_validate(p) && !ortmem_plan_stats(p, &st)) {
 		EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], budget);
