@@ -435,8 +435,6 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	/* in the time every other candidate left (small graphs), slack
 	 * levels finer than the first: where the guide's layout all but
 	 * fits, less slack evicts less (placement-history-2.rst) */
-	if (getenv("XXO") && !ret && ortmem__plan_gp_room(w))
-		ret = ortmem__plan_gp_local(c, w);
 	if (!ret && ortmem__plan_gp_room(w))
 		ret = ortmem__plan_gp_slack(c, w, 1 - GAP_FINE_SLACKS, 0, 0);
 	if (!ret && w->mv && !(plan->o.flags & ORTMEM_PLAN_F_MOVE_APART) && ortmem__plan_gp_room(w))

@@ -206,8 +206,10 @@ int ortmem__plan_gp_chains(struct gap_ctx *c, struct gp_win *w, struct gp_chain 
  * the budget again after. */
 int ortmem__plan_gp_slack(struct gap_ctx *c, struct gp_win *w, int from, int to, int rule_or);
 
-/* Passes following the best plan with a few gaps flipped, until no room
- * is left (plan_gap_local.c).  -ENOMEM or 0. */
+/* The best plan closed, then passes following it with a few gaps
+ * flipped, until no room is left, 256 passes in a row find nothing
+ * cheaper, or max_iterations passes ran (plan_gap_local.c).  -ENOMEM
+ * or 0. */
 int ortmem__plan_gp_local(struct gap_ctx *c, struct gp_win *w);
 
 #endif /* ORTMEM_LIB_PLAN_GAPS_H */
