@@ -40,9 +40,9 @@ static uint64_t gl_next(uint64_t *s)
 static int gl_rule(uint64_t r)
 {
 	static const int rules[] = { ORTMEM__PLAN_ENDFIT, 1 | ORTMEM__PLAN_ENDFIT, 1, 0 };
-	int rule = rules[r & 3];
+	static const int slides[] = { 0, ORTMEM__PLAN_NOSLIDE, ORTMEM__PLAN_PINSLIDE };
 
-	return r & 4 ? rule | ORTMEM__PLAN_NOSLIDE : rule;
+	return rules[r & 3] | slides[(r >> 2) % 3];
 }
 
 /* Passes in a row that find nothing cheaper before the search gives up,

@@ -80,6 +80,20 @@ static bool mv_can(const struct ol *o, uint32_t b)
 	return !o->pin[b] && o->mgap[b] != k && k + 1 < o->plan->touch_idx[b + 1];
 }
 
+/* May resident @b slide before step o->s?  As mv_can(), but under
+ * ORTMEM__PLAN_PINSLIDE one the step touches may too while the step has
+ * not reached it yet: its gap ends at the step (a move before the touch
+ * that ends it is one the validator allows), and the step finds it at its
+ * new range. */
+static bool mv_can_slide(const struct ol *o, uint32_t b)
+{
+	uint32_t k = o->cur[b];
+
+	if (o->pin[b] && (!o->pinslide || o->plan->touch_step[k] >= o->s))
+		return false;	/* reached by the step: its gap is the next */
+	return o->mgap[b] != k && k + 1 < o->plan->touch_idx[b + 1];
+}
+
 /* Tier bytes of sending resident @b off now: a read-back before its next
  * touch, and a write-out unless it is written out already (or the guide
  * writes it out anyway). */
@@ -367,7 +381,7 @@ static void mv_slide_from(const struct ol *o, uint32_t d, uint64_t size, uint32_
 				return;
 			}
 		}
-		if (j == d || o->pin[b] || !mv_can(o, b) ||
+		if (j == d || !mv_can_slide(o, b) ||
 		    (below != UINT32_MAX && !mv_releases(o, below, base + bytes - o->asz[below])) ||
 		    !ortmem__plan_move_pieces_ok(o->hole[j][0] - (base + bytes), o->asz[b]))
 			return;

@@ -666,7 +666,9 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 	o.endfit = !!(rule & ORTMEM__PLAN_ENDFIT);
 	o.retro = !!(rule & ORTMEM__PLAN_RETRO);
 	o.noslide = !!(rule & ORTMEM__PLAN_NOSLIDE);
-	rule &= ~(ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_RETRO | ORTMEM__PLAN_NOSLIDE);
+	o.pinslide = !!(rule & ORTMEM__PLAN_PINSLIDE);
+	rule &= ~(ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_RETRO | ORTMEM__PLAN_NOSLIDE |
+		  ORTMEM__PLAN_PINSLIDE);
 	if (o.retro) {
 		o.istart = malloc(sizeof(*o.istart) * (nb + 1));
 		o.ik = malloc(sizeof(*o.ik) * (nb + 1));

@@ -32,6 +32,7 @@ struct ol {
 	uint32_t *drop;		/* per resident buffer: the step ol_step() drops it */
 	bool endfit;
 	bool noslide;		/* no slides (ORTMEM__PLAN_NOSLIDE) */
+	bool pinslide;		/* ORTMEM__PLAN_PINSLIDE */
 	uint32_t n_win;		/* windows cleared so far */
 	uint32_t alt;		/* bit i: the i-th clearing takes the second cheapest */
 	bool twin_differs;	/* a clearing the other rule would make elsewhere */

@@ -110,6 +110,19 @@ static uint64_t check_listed(struct __test_metadata *_metadata, struct ortmem_pl
 	return bytes;
 }
 
+/* Moves of pass (@off, @ms) made right before the step of the touch that
+ * ends their gap: only a slide of a resident the step touches does so. */
+static uint32_t moves_at_touch(const struct ortmem_plan *p, const uint8_t *off,
+			       const uint32_t *ms)
+{
+	uint32_t b, k, n = 0;
+
+	for (b = 0; b < p->n_bufs; b++)
+		for (k = p->touch_idx[b]; k + 1 < p->touch_idx[b + 1]; k++)
+			n += !off[k] && ms[k] && ms[k] == p->touch_step[k + 1];
+	return n;
+}
+
 /* A buffer that stays on the device and moves: ortmem_plan_offset() gives
  * where it is produced, ortmem_plan_staging_offset() where it is at each
  * step that uses it. */
@@ -140,7 +153,7 @@ static void check_offsets(struct __test_metadata *_metadata, struct ortmem_plan 
 
 TEST_TIMEOUT(moves_pass_the_validator_and_are_listed_once, 300)
 {
-	uint32_t g, i, plans = 0, moving = 0, over = 0, over_nm = 0;
+	uint32_t g, i, plans = 0, moving = 0, over = 0, over_nm = 0, at_touch = 0;
 	uint64_t tier = 0, moved = 0, tier_nm = 0, bel_sum = 0;
 
 	for (g = 0; g < GRAPHS; g++) {
@@ -160,6 +173,8 @@ TEST_TIMEOUT(moves_pass_the_validator_and_are_listed_once, 300)
 			ASSERT_EQ(0, ortmem_plan_stats(p, &st));
 			EXPECT_EQ(st.move_bytes, check_listed(_metadata, p));
 			check_offsets(_metadata, p);
+			if (p->move_step)
+				at_touch += moves_at_touch(p, p->gap_off, p->move_step);
 			plans++;
 			moving += st.move_bytes != 0;
 			bel = p->touch_idx ? belady(p, budget) : 0;
@@ -183,8 +198,8 @@ TEST_TIMEOUT(moves_pass_the_validator_and_are_listed_once, 300)
 	       plans, moving, (unsigned long long)moved, (unsigned long long)tier,
 	       (double)tier / (double)bel_sum, (unsigned long long)bel_sum, over,
 	       (unsigned long long)tier_nm, (double)tier_nm / (double)bel_sum, over_nm);
-	TH_LOG("moves onto the source of one that runs before: %u; over their own source: %u; steps of two moves or more listed short: %u",
-	       n_ordered, n_self, n_short);
+	TH_LOG("moves onto the source of one that runs before: %u; over their own source: %u; steps of two moves or more listed short: %u; moves right before their touch's step (pin slides): %u",
+	       n_ordered, n_self, n_short, at_touch);
 	EXPECT_GT(n_short, 0);
 	EXPECT_GT(moving, 0);
 	/* the slides (plan_move.c) happen: a run of residents each moving
@@ -464,7 +479,8 @@ static struct ortmem_plan *empties_at(uint32_t n, uint64_t seed, uint64_t budget
 TEST_TIMEOUT(empty_buffers_never_open_a_window_over_a_used_one, 300)
 {
 	static const int rules[] = { 0, 1, ORTMEM__PLAN_ENDFIT, 1 | ORTMEM__PLAN_ENDFIT,
-				     1 | ORTMEM__PLAN_RETRO };
+				     1 | ORTMEM__PLAN_RETRO, 1 | ORTMEM__PLAN_PINSLIDE,
+				     ORTMEM__PLAN_ENDFIT | ORTMEM__PLAN_PINSLIDE };
 	uint64_t seed = 0x2e60, *asz, *toff, *foot, max_foot;
 	uint32_t g, i, r, k, s, b, nt, *ms, passes = 0, moved = 0;
 	uint8_t *off, *guide;
@@ -515,6 +531,65 @@ TEST_TIMEOUT(empty_buffers_never_open_a_window_over_a_used_one, 300)
 	TH_LOG("%u passes, %u of them moved buffers", passes, moved);
 	EXPECT_LT(1000, passes);
 	EXPECT_LT(0, moved);	/* the moves' path was taken */
+}
+
+/*
+ * Under ORTMEM__PLAN_PINSLIDE a slide may take a resident the step touches
+ * but has not reached yet: it moves before the step that ends its gap, and
+ * the step uses it at its new range.  The guided passes of the random
+ * graphs at every budget, with and without the flag: their intervals fit;
+ * without it no move lands on its touch's own step, with it some do.
+ */
+TEST_TIMEOUT(pin_slides_move_a_buffer_before_the_step_that_touches_it, 300)
+{
+	static const int rules[] = { 0, 1, ORTMEM__PLAN_ENDFIT, 1 | ORTMEM__PLAN_ENDFIT };
+	uint32_t g, i, r, pin, nt, *ms, at_touch[2] = { 0, 0 }, passes = 0;
+	uint64_t *asz, *toff;
+	uint8_t *off, *guide;
+
+	for (g = 0; g < GRAPHS; g++) {
+		uint32_t n = 20 + 10 * (g % 10);
+		uint64_t foot, lb;
+
+		graph_limits(n, 2000 + g, &foot, &lb);
+		for (i = 0; i < BUDGETS; i++) {
+			uint64_t budget = budget_at(foot, lb, i);
+			struct ortmem_plan *p = graph_at(n, 2000 + g, budget);
+
+			ASSERT_NONNULL(p);
+			ASSERT_EQ(0, ortmem_plan_solve(p));
+			if (!p->touch_idx) {	/* all of it fits: no gaps */
+				ortmem_plan_free(p);
+				continue;
+			}
+			nt = p->touch_idx[p->n_bufs];
+			asz = aligned_sizes(p);
+			toff = malloc(sizeof(*toff) * (nt + 1));
+			off = malloc(nt + 1);
+			guide = malloc(nt + 1);
+			ms = malloc(sizeof(*ms) * (nt + 1));
+			ASSERT_TRUE(asz && toff && off && guide && ms);
+			ASSERT_NE(UINT64_MAX, ortmem__plan_gap_guide(p, guide));
+			for (r = 0; r < sizeof(rules) / sizeof(rules[0]); r++)
+				for (pin = 0; pin < 2; pin++, passes++) {
+					ASSERT_NE(UINT64_MAX, ortmem__plan_online_mv(p, asz, budget,
+						rules[r] | (pin ? ORTMEM__PLAN_PINSLIDE : 0), 0,
+						guide, NULL, off, toff, ms, NULL, NULL, 0, 0));
+					EXPECT_EQ(0, intervals_fit_moves(p, asz, off, toff, ms, budget));
+					at_touch[pin] += moves_at_touch(p, off, ms);
+				}
+			free(asz);
+			free(toff);
+			free(off);
+			free(guide);
+			free(ms);
+			ortmem_plan_free(p);
+		}
+	}
+	TH_LOG("%u passes; moves before the touch's own step: %u without pin slides, %u with",
+	       passes, at_touch[0], at_touch[1]);
+	EXPECT_EQ(0, at_touch[0]);
+	EXPECT_LT(0, at_touch[1]);
 }
 
 TEST_HARNESS_MAIN
