@@ -80,18 +80,35 @@ static bool mv_can(const struct ol *o, uint32_t b)
 	return !o->pin[b] && o->mgap[b] != k && k + 1 < o->plan->touch_idx[b + 1];
 }
 
-/* May resident @b slide before step o->s?  As mv_can(), but under
- * ORTMEM__PLAN_PINSLIDE one the step touches may too while the step has
- * not reached it yet: its gap ends at the step (a move before the touch
- * that ends it is one the validator allows), and the step finds it at its
- * new range. */
-static bool mv_can_slide(const struct ol *o, uint32_t b)
+/* How resident @b may take part in a slide before step o->s. */
+enum mv_kind {
+	MV_NO,		/* it stays */
+	MV_GAP,		/* a move in the gap of one of its touches */
+	MV_FRESH,	/* seated by the step itself: re-seated for nothing */
+};
+
+/*
+ * As mv_can(), the gap's touch in *@g; but under ORTMEM__PLAN_PINSLIDE
+ * one the step touches may slide too (its gap then ends at the step: a
+ * move before the touch that ends it, which the validator allows, and the
+ * step uses it at its new range).  If the step has reached it, the gap is
+ * the one before that touch; if the step seated it (a read-back, or an
+ * output), nothing is there yet, and it takes another range for nothing.
+ */
+static enum mv_kind mv_slide_kind(const struct ol *o, uint32_t b, uint32_t *g)
 {
+	const struct ortmem_plan *plan = o->plan;
 	uint32_t k = o->cur[b];
 
-	if (o->pin[b] && (!o->pinslide || o->plan->touch_step[k] >= o->s))
-		return false;	/* reached by the step: its gap is the next */
-	return o->mgap[b] != k && k + 1 < o->plan->touch_idx[b + 1];
+	*g = k;
+	if (o->pin[b] && !o->pinslide)
+		return MV_NO;
+	if (o->pin[b] && plan->touch_step[k] == o->s) {
+		if (k == plan->touch_idx[b] || o->off[k - 1])
+			return MV_FRESH;
+		*g = --k;
+	}
+	return o->mgap[b] != k && k + 1 < plan->touch_idx[b + 1] ? MV_GAP : MV_NO;
 }
 
 /* Tier bytes of sending resident @b off now: a read-back before its next
@@ -298,11 +315,26 @@ static uint64_t mv_plan(struct ol *o, uint32_t d, uint32_t nb, uint64_t a, uint6
 	return evicted + (moved >> ORTMEM__PLAN_MOVE_SHIFT);
 }
 
+/* Does a range in use after step s - 1 that left the device meet [a, e)? */
+static bool mv_gone_meets(const struct ol *o, uint64_t a, uint64_t e)
+{
+	uint32_t g;
+
+	for (g = 0; g < o->n_gone; g++)
+		if (o->gone[g][0] < e && a < o->gone[g][1])
+			return true;
+	return false;
+}
+
 /* Does resident @b moving to @to before step o->s release its source to
  * the step's later moves (see the top of this file)? */
 static bool mv_releases(const struct ol *o, uint32_t b, uint64_t to)
 {
-	return ortmem__plan_move_releases(o->plan, o->plan->touch_step[o->cur[b]], o->s,
+	uint32_t g;
+
+	if (mv_slide_kind(o, b, &g) == MV_FRESH)	/* nothing there yet, but a */
+		return !mv_gone_meets(o, o->addr[b], o->addr[b] + o->asz[b]);	/* write-out's */
+	return ortmem__plan_move_releases(o->plan, o->plan->touch_step[g], o->s,
 					  o->addr[b], to);
 }
 
@@ -313,8 +345,12 @@ static void mv_apply(struct ol *o, uint32_t n)
 	uint32_t i, j, s = o->s;
 
 	for (i = 0; i < n; i++) {
-		uint32_t b = o->mb[i];
+		uint32_t b = o->mb[i], g;
 
+		if (mv_slide_kind(o, b, &g) == MV_FRESH) {
+			o->addr[b] = o->toff[g] = o->mto[i];
+			continue;
+		}
 		if (!mv_releases(o, b, o->mto[i]))
 			ortmem__plan_move_gone(o, o->addr[b], o->asz[b]);
 		if (o->retro) {
@@ -325,11 +361,13 @@ static void mv_apply(struct ol *o, uint32_t n)
 				o->past[o->n_past++] = (struct ol_past){ o->istart[b], s, s,
 									 o->addr[b], o->asz[b] };
 			o->istart[b] = s - 1;
-			o->ik[b] = o->cur[b] + 1;
+			o->ik[b] = g + 1;
 		}
 		o->addr[b] = o->mto[i];
-		o->mstep[o->cur[b]] = s;
-		o->mgap[b] = o->cur[b];
+		if (g != o->cur[b])	/* reached by the step already */
+			o->toff[o->cur[b]] = o->mto[i];
+		o->mstep[g] = s;
+		o->mgap[b] = g;
 		o->n_moved += o->asz[b];
 	}
 	for (i = 1; i < o->n_live; i++) {	/* sorted by offset again */
@@ -339,17 +377,6 @@ static void mv_apply(struct ol *o, uint32_t n)
 			o->live[j] = o->live[j - 1];
 		o->live[j] = b;
 	}
-}
-
-/* Does a range in use after step s - 1 that left the device meet [a, e)? */
-static bool mv_gone_meets(const struct ol *o, uint64_t a, uint64_t e)
-{
-	uint32_t g;
-
-	for (g = 0; g < o->n_gone; g++)
-		if (o->gone[g][0] < e && a < o->gone[g][1])
-			return true;
-	return false;
 }
 
 /* The cheapest slide found so far: its bytes, first and last (excluded)
@@ -365,8 +392,9 @@ struct mv_run {
 static void mv_slide_from(const struct ol *o, uint32_t d, uint64_t size, uint32_t i,
 			  uint64_t base, struct mv_run *r)
 {
-	uint64_t bytes = 0, end = base, top;
-	uint32_t j, b = 0, below = UINT32_MAX;
+	uint64_t span = 0, bytes = 0, end = base, top;
+	uint32_t j, g, b = 0, below = UINT32_MAX;
+	enum mv_kind kind = MV_NO;
 
 	for (j = i; ; j++) {
 		if (j < d && !o->asz[b = (uint32_t)o->hole[j][2]])
@@ -375,17 +403,21 @@ static void mv_slide_from(const struct ol *o, uint32_t d, uint64_t size, uint32_
 		if (j > i) {	/* the free gap below resident j joins the room */
 			if (top < end || mv_gone_meets(o, end, top))
 				return;
-			if (top - base >= bytes + size) {
+			if (top - base >= span + size) {
 				if (bytes < r->bytes)
 					*r = (struct mv_run){ bytes, base, i, j };
 				return;
 			}
 		}
-		if (j == d || !mv_can_slide(o, b) ||
-		    (below != UINT32_MAX && !mv_releases(o, below, base + bytes - o->asz[below])) ||
-		    !ortmem__plan_move_pieces_ok(o->hole[j][0] - (base + bytes), o->asz[b]))
+		if (j < d)
+			kind = mv_slide_kind(o, b, &g);
+		if (j == d || kind == MV_NO ||
+		    (below != UINT32_MAX && !mv_releases(o, below, base + span - o->asz[below])) ||
+		    (kind == MV_GAP &&
+		     !ortmem__plan_move_pieces_ok(o->hole[j][0] - (base + span), o->asz[b])))
 			return;
-		bytes += o->asz[b];
+		span += o->asz[b];
+		bytes += kind == MV_GAP ? o->asz[b] : 0;
 		below = b;
 		end = o->hole[j][1];
 	}
