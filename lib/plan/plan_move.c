@@ -49,10 +49,12 @@
  * ranges, so a runtime copies it in pieces no longer than the shift, and
  * a shift of a few hundred bytes would take thousands of copies.
  *
- * A buffer moves at most once per gap, never in a gap the step ends (the
- * step touches it) nor in the trailing gap of a graph output (no touch
- * holds the new offset).  A pass that sends a moved buffer off in the
- * same gap later drops the move: the buffer then left before it.
+ * A buffer moves at most once per gap, never in the trailing gap of a
+ * graph output (no touch holds the new offset), and in a gap the step
+ * ends (the step touches it) only in a slide under ORTMEM__PLAN_PINSLIDE
+ * (mv_slide_kind()), where a buffer the step itself seated takes another
+ * range for nothing.  A pass that sends a moved buffer off in the same
+ * gap later drops the move: the buffer then left before it.
  *
  * Also what a plan costs: its tier bytes (off gaps) and its bytes moved
  * within the arena.
