@@ -166,8 +166,9 @@ static inline uint64_t ortmem__plan_dev_budget(const struct ortmem_plan *plan)
 /* @rule flag: make room by moves of residents to ranges of their own
  * only, never by sliding a run of them (plan_move.c) */
 #define ORTMEM__PLAN_NOSLIDE 0x400
-/* @rule flag: a slide may also take a resident the step touches but has
- * not reached yet (plan_move.c) */
+/* @rule flag: a slide may also take a resident the step touches, moved
+ * before it, and re-seat one the step seated itself (plan_move.c,
+ * mv_slide_kind()) */
 #define ORTMEM__PLAN_PINSLIDE 0x800
 uint64_t ortmem__plan_online(const struct ortmem_plan *plan, const uint64_t *asz,
 			     uint64_t budget, int rule, const uint8_t *guide,

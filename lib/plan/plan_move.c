@@ -334,8 +334,10 @@ static bool mv_releases(const struct ol *o, uint32_t b, uint64_t to)
 {
 	uint32_t g;
 
-	if (mv_slide_kind(o, b, &g) == MV_FRESH)	/* nothing there yet, but a */
-		return !mv_gone_meets(o, o->addr[b], o->addr[b] + o->asz[b]);	/* write-out's */
+	/* a range the step seated holds nothing yet: free to land on, unless
+	 * a write-out may still read it (seats may take such a range) */
+	if (mv_slide_kind(o, b, &g) == MV_FRESH)
+		return !mv_gone_meets(o, o->addr[b], o->addr[b] + o->asz[b]);
 	return ortmem__plan_move_releases(o->plan, o->plan->touch_step[g], o->s,
 					  o->addr[b], to);
 }
