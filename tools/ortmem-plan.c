@@ -36,7 +36,10 @@ static void usage(FILE *f)
 		"  --svg FILE          write the memory timeline as SVG\n"
 		"  --shapes            print every value's inferred type and shape, then plan\n"
 		"  --upper-bounds      size outputs that depend on data (NonZero, Unique, Compress,\n"
-		"                      NonMaxSuppression, TopK with k from data) at their most\n",
+		"                      NonMaxSuppression, TopK with k from data) at the most their\n"
+		"                      inputs allow, instead of deferring\n"
+		"  --validate          check the plan against the planner's validator (offsets,\n"
+		"                      tiers, transfers, moves); a plan that fails it is an error\n",
 		prog, ORTMEM_PLAN_DEFAULT_BUDGET_US / 1000);
 }
 
@@ -116,6 +119,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "svg", required_argument, NULL, 's' },
 		{ "shapes", no_argument, NULL, 'S' },
 		{ "upper-bounds", no_argument, NULL, 'U' },
+		{ "validate", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -163,6 +167,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'j': c->json = true; break;
 		case 'S': c->shapes = true; break;
 		case 'U': c->upper_bounds = true; break;
+		case 'v': c->o.plan.flags |= ORTMEM_PLAN_F_VALIDATE; break;
 		case 's': c->svg = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return 2;

@@ -152,6 +152,8 @@ void out_table(FILE *f, const struct md_model *m, const struct pm_result *r)
 	if (r->st.move_bytes)
 		fprintf(f, "within   %14" PRIu64 "  (moved within the device arena, between no tiers)\n",
 			r->st.move_bytes);
+	if (r->validated)
+		fprintf(f, "validated: offsets, tiers, transfers and moves checked\n");
 	print_data_dep(f, m);
 	if (r->st.arena[0] + r->st.arena[1] + r->st.arena[2] != r->st.lower_bound)
 		fprintf(f, "the arenas are %.2f%% over the lower bound (%" PRIu64 " bytes)%s\n",
@@ -253,8 +255,8 @@ void out_json(FILE *f, const struct md_model *m, const struct pm_result *r)
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++)
 		fprintf(f, "%s\"%s\": {\"arena_bytes\": %" PRIu64 ", \"lower_bound_bytes\": %" PRIu64 "}",
 			t ? ", " : "", tier_names[t], r->st.arena[t], r->st.tier_lower_bound[t]);
-	fprintf(f, "},\n  \"arena_over_lb\": %.6f,\n  \"optimal\": %s,\n", r->st.arena_over_lb,
-		r->st.optimal ? "true" : "false");
+	fprintf(f, "},\n  \"arena_over_lb\": %.6f,\n  \"optimal\": %s,\n  \"validated\": %s,\n",
+		r->st.arena_over_lb, r->st.optimal ? "true" : "false", r->validated ? "true" : "false");
 	fprintf(f, "  \"device_move_bytes\": %" PRIu64 ",\n", r->st.move_bytes);
 	fprintf(f, "  \"solve_us\": %" PRIu64 ",\n  \"first_plan_us\": %" PRIu64 ",\n",
 		r->st.solve_ns / 1000, r->st.first_plan_ns / 1000);

@@ -373,6 +373,8 @@ int pm_build(const struct md_model *m, const struct pm_opts *o,
 	if (!ret) {
 		r->st.sz = sizeof(r->st);
 		ret = ortmem_plan_stats(r->plan, &r->st);
+		/* a plan that fails the validator is not solved at all */
+		r->validated = !ret && (o->plan.flags & ORTMEM_PLAN_F_VALIDATE);
 	}
 	if (ret && ret != -ORTMEM_E_PLAN_DEFERRED) {
 		const char *msg = ortmem_last_error_message();

@@ -37,6 +37,7 @@ struct pm_result {
 	uint32_t *unknown_ops;	/* node ids */
 	struct ortmem_plan_stats st;
 	bool top_refused;	/* the main graph's solve failed (steps are its) */
+	bool validated;		/* solved under ORTMEM_PLAN_F_VALIDATE, and it passed */
 	char err[MD_ERR_LEN];
 };
 
