@@ -442,10 +442,12 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	 * fits, less slack evicts less (placement-history-2.rst) */
 	if (!ret && ortmem__plan_gp_room(w))
 		ret = ortmem__plan_gp_slack(c, w, 1 - GAP_FINE_SLACKS, 0, 0);
-	if (!ret && w->mv && !(plan->o.flags & ORTMEM_PLAN_F_MOVE_APART) && ortmem__plan_gp_room(w))
-		ret = gp_slides_twin(c, w, ORTMEM__PLAN_NOSLIDE);
-	if (!ret && w->mv && !(plan->o.flags & ORTMEM_PLAN_F_MOVE_APART) && ortmem__plan_gp_room(w))
-		ret = gp_slides_twin(c, w, ORTMEM__PLAN_PINSLIDE);
+	if (w->mv && !(plan->o.flags & ORTMEM_PLAN_F_MOVE_APART)) {	/* slides exist */
+		if (!ret && ortmem__plan_gp_room(w))
+			ret = gp_slides_twin(c, w, ORTMEM__PLAN_NOSLIDE);
+		if (!ret && ortmem__plan_gp_room(w))
+			ret = gp_slides_twin(c, w, ORTMEM__PLAN_PINSLIDE);
+	}
 	/* and in the time still left, a local search around the best plan
 	 * (plan_gap_local.c) */
 	if (!ret && ortmem__plan_gp_room(w))

@@ -73,13 +73,18 @@ void ortmem__plan_move_gone(struct ol *o, uint64_t addr, uint64_t size)
 	}
 }
 
+/* May @b move in the gap after its touch @k: not moved there yet, and a
+ * touch after the gap takes the offset? */
+static bool mv_gap_open(const struct ol *o, uint32_t b, uint32_t k)
+{
+	return o->mgap[b] != k && k + 1 < o->plan->touch_idx[b + 1];
+}
+
 /* May resident @b move before step o->s?  Not touched by the step, not
  * moved in this gap already, and a touch after the gap takes the offset. */
 static bool mv_can(const struct ol *o, uint32_t b)
 {
-	uint32_t k = o->cur[b];
-
-	return !o->pin[b] && o->mgap[b] != k && k + 1 < o->plan->touch_idx[b + 1];
+	return !o->pin[b] && mv_gap_open(o, b, o->cur[b]);
 }
 
 /* How resident @b may take part in a slide before step o->s. */
@@ -110,7 +115,7 @@ static enum mv_kind mv_slide_kind(const struct ol *o, uint32_t b, uint32_t *g)
 			return MV_FRESH;
 		*g = --k;
 	}
-	return o->mgap[b] != k && k + 1 < plan->touch_idx[b + 1] ? MV_GAP : MV_NO;
+	return mv_gap_open(o, b, k) ? MV_GAP : MV_NO;
 }
 
 /* Tier bytes of sending resident @b off now: a read-back before its next

@@ -183,7 +183,13 @@ ORTMEM_API int ortmem_plan_solve(struct ortmem_plan *plan)
 #endif
 	ret = ortmem_plan_validate(plan);
 	if (ret) {
-		pr_err("planner: the plan failed validation: %s", ortmem_last_error_message());
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", ortmem_last_error_message());
+		pr_err("planner: the plan failed validation: %s", why);
+		ret = ortmem__err_plain(ret,
+			"planner: the plan it made breaks a rule, a planner bug: %s; report it with the graph and options (ORTMEM_PLAN_F_NO_MOVE plans without moves within the arena, if a move broke it)",
+			why);
 		plan->solved = false;
 	}
 	return ret;
