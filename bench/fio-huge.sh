@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # SPDX-License-Identifier: MIT
 #
 # Sourced by the benches that measure fio: huge pages for fio's buffers.
@@ -15,6 +16,7 @@
 #   fio_huge_reserve MIB  sets FIO_HUGE=1 when the pool has MIB free for fio
 #   fio_huge_release      puts the pool back as it was
 
+# shellcheck disable=SC2034 # read by the benches that source this file
 FIO_HUGE=0
 fio_huge_pool=
 
@@ -34,6 +36,7 @@ fio_huge_reserve() {
 		free=$(fio_huge_free)
 	fi
 	if [ "$free" -ge "$need" ]; then
+		# shellcheck disable=SC2034
 		FIO_HUGE=1
 	else
 		echo "note: fio runs without huge pages: the hugetlb pool has $free of the $need pages it needs (run as root, or reserve them in /proc/sys/vm/nr_hugepages); its 1 MiB requests may be split, so fio may be slower than it can be" >&2

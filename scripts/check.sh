@@ -5,7 +5,7 @@
 # Suites: the host groups (selftests/run_tests.sh), then every
 # scripts/suites/*.sh (the kmod VM bench and others), each of which ends
 # with "NAME: N passed, N failed, N skipped".
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 : "${O:?O (the build folder) must be set; run make check}"
 
 total_p=0
@@ -21,6 +21,7 @@ add_summary() {
 		total_f=$((total_f + 1))
 		return
 	fi
+	# shellcheck disable=SC2046 # the three counts, as words
 	set -- $(echo "$line" | sed 's/^[a-z-]*: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/')
 	total_p=$((total_p + $1))
 	total_f=$((total_f + $2))

@@ -15,7 +15,7 @@
 #
 # ORTMEM_DEMO_LAYERS, _HIDDEN, _FFN change the model (e.g. for a smoke run).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 : "${O:?O (the build folder) must be set; run make demo}"
 tool="$O/tools/ortmem-run"
 [ -x "$tool" ] || { echo "demo: $tool is not built" >&2; exit 1; }

@@ -18,7 +18,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 libs=$(cat "$(dirname "$new")/libs.txt" 2>/dev/null || echo "-lpthread -ldl")
 for side in old new; do
-	eval lib=\$$side
+	lib=$old
+	[ "$side" = new ] && lib=$new
 	# shellcheck disable=SC2086
 	$cc -O2 -I"$top/include" -o "$tmp/$side" "$here/plan_same.c" "$lib" $libs
 	"$tmp/$side" trace "$nodes" "$here"/data/*.csv > "$tmp/$side.txt" 2> "$tmp/$side.cpu"

@@ -79,6 +79,7 @@ for r in $(seq 1 "$runs"); do
 		if [ "$p" = fio ]; then
 			v=$(fio_bw); line="$line fio ${v}MiB/s"
 		else
+			# shellcheck disable=SC2046 # its two words: seconds, CPU
 			set -- $(pass "$p"); v=$1
 			line="$line $p ${v}s"
 			echo "$r $p-cpu $2" >> "$log"

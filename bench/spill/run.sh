@@ -51,7 +51,7 @@ median() {
 	tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'
 }
 
-fw= fr= ow= or= pr=
+fw='' fr='' ow='' or='' pr=''
 for r in $(seq 1 "$runs"); do
 	w=$(fio_bw write); rd=$(fio_bw read)
 	json=$("$tool" bench --dir "$dir" --size "$bytes" --bs 1M --qd 32 --lanes 1 --rw read --quiet --json)

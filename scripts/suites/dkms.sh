@@ -9,7 +9,7 @@
 #
 # Ends with "dkms: N passed, N failed, N skipped" (one test per kernel).
 # Skips (exit 0) without dkms, without root (dkms insists) and under SAN=.
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 top=$(pwd)
 : "${O:=$top/build/gcc}"
 

@@ -20,7 +20,7 @@
 # bench-kmod), ORTMEM_VM_BENCH_ONLY=fixed (only bench/spill/fixed.c; make
 # bench-kmod-fixed), =spill (only spillbench), =spill-sweep (spillbench's
 # restore at each step size, SPILLBENCH_SWEEP=1).
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 top=$(pwd)
 : "${O:=$top/build/gcc}"
 export O
@@ -81,6 +81,7 @@ for kver in $kernels; do
 		f=$((f + 1))
 		continue
 	fi
+	# shellcheck disable=SC2046 # the three counts, as words
 	set -- $(echo "$line" | sed 's/^vm: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/')
 	p=$((p + $1)) f=$((f + $2)) s=$((s + $3))
 done

@@ -13,7 +13,7 @@
 # the count is the guest's tests plus the checks of its own (the builds are
 # clean, the module loads, the kernel log is clean, rmmod works with
 # nothing outstanding).  A kernel without its image counts as one skip.
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 top=$(pwd)
 : "${O:=$top/build/gcc}"
 kver=$1
@@ -44,11 +44,11 @@ mkdir -p "$vm"
 # that a benchmark holding the machine's bench lock does not build.
 build_ko() {
 	sparse=$(command -v sparse >/dev/null && echo 1 || echo 0)
-	MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse \
+	MAKEFLAGS='' make -s -C kmod KDIR="$kdir" W=1 C=$sparse \
 		> "$vm/kmod-build.log" 2>&1 ||
 		{ cat "$vm/kmod-build.log"; fail "building ortmem.ko failed"; }
 	cp kmod/ortmem.ko "$prod_ko"
-	MAKEFLAGS= make -s -C kmod KDIR="$kdir" W=1 C=$sparse ORTMEM_DEBUG=1 \
+	MAKEFLAGS='' make -s -C kmod KDIR="$kdir" W=1 C=$sparse ORTMEM_DEBUG=1 \
 		>> "$vm/kmod-build.log" 2>&1 ||
 		{ cat "$vm/kmod-build.log"; fail "building ortmem.ko with ORTMEM_DEBUG=1 failed"; }
 	cp kmod/ortmem.ko "$vm/ortmem-debug.ko"
@@ -80,7 +80,7 @@ limit=${ORTMEM_VM_TIMEOUT:-600}
 # The benchmarks move 256 MiB many times over under TCG: give them longer.
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && limit=${ORTMEM_VM_TIMEOUT:-900}
 t0=$(date +%s)
-mode=test
+mode='test'
 [ "${ORTMEM_VM_BENCH:-0}" = 1 ] && mode=bench
 # Whether this kernel's io_uring registers the module's mapping as a fixed
 # buffer, as measured (Documentation/kmod/page-design.rst): the library
@@ -109,6 +109,7 @@ sed -n '/^@@ortmem-vm tests-begin/,/^@@ortmem-vm tests-end/p' "$vm/console.txt" 
 p=0 f=0 s=0
 line=$(grep -E '^inner: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$vm/console.txt" | tail -n 1)
 if [ -n "$line" ]; then
+	# shellcheck disable=SC2046 # the three counts, as words
 	set -- $(echo "$line" | sed 's/^inner: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/')
 	p=$1 f=$2 s=$3
 else

@@ -96,7 +96,7 @@ install -m 0755 "$here/scripts/vm/init" "$root/init"
 # Shared libraries, at the paths the programs look for them, and again in
 # /vmlib (init puts it on LD_LIBRARY_PATH): a library under /tmp, where a
 # checkout may live, would be hidden by the guest's tmpfs on /tmp.
-find "$root/selftests" "$root/bench" -type f 2>/dev/null -perm -u+x | while read -r prog; do
+find "$root/selftests" "$root/bench" -type f -perm -u+x 2>/dev/null | while read -r prog; do
 	file -L "$prog" 2>/dev/null | grep -q 'dynamically linked' || continue
 	ldd "$prog" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p'
 done | sort -u | while read -r lib; do

@@ -76,7 +76,7 @@ int main(void)
 	return 0;
 }
 C
-export PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$root$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
+export PKG_CONFIG_PATH='' PKG_CONFIG_LIBDIR="$root$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
 flags=$(pkg-config --cflags --libs libortmem) || flags=
 # shellcheck disable=SC2086
 if [ -n "$flags" ] && "$cc" -o "$tmp/outside" "$tmp/outside.c" $flags > "$tmp/cc.log" 2>&1 &&

@@ -70,6 +70,7 @@ assert (a["in_bytes"] > 0) == (a["out_bytes"] > 0)
 assert (a["transfers"] > a["moves"]) == (a["in_bytes"] > 0)
 print(a["in_bytes"], a["transfers"], a["write_outs_ahead"])
 PY
+		# shellcheck disable=SC2046 # its three figures, as words
 		set -- $(cat "$tmp/got")
 		moved=$((moved + $1))
 		if [ "$2" -gt 0 ]; then
