@@ -95,6 +95,11 @@ print(W % ("time per pass", "%.2f s (best of %d)" % (best, o["passes"]),
 print("%-18s %s" % ("disk bandwidth", "%.0f MiB/s effective" % (moved / MiB / sum(o["pass_s"]))))
 print("%-18s %s" % ("prefetch", "%d of %d pins found their layer home (hit rate %.0f%%), %d waited %.2f s in all, %d synchronous"
       % (pf["hits"], pins, 100.0 * pf["hits"] / pins if pins else 0, pf["waits"], pf["wait_s"], pf["misses"])))
+# A pin that waits on a prefetch still reading is no miss: the read was
+# issued a layer ahead and the disk is what the pass waits for.
+wait = pf["wait_s"] / sum(o["pass_s"]) if sum(o["pass_s"]) else 0
+print("%-18s %s" % ("bound by", "the disk: compute waited on reads in flight %.0f%% of the time" % (100 * wait)
+      if wait >= 0.25 else "compute: reads in flight held it up %.0f%% of the time" % (100 * wait)))
 print(W % ("compute", "OpenBLAS %s kernels, %d thread(s)" % (o["blas"]["core"], o["blas"]["threads"]),
       "%s, %d" % (r["blas"]["core"], r["blas"]["threads"])))
 print(W % ("output", o["output"], r["output"]))
