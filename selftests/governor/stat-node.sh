@@ -28,8 +28,6 @@ trap cleanup EXIT
 fail() { echo "not ok: $*"; exit 1; }
 export ORTMEM_RUN_DIR="$tmp/run"
 
-# start NAME BYTES ALLOCS FD: a holder reading a FIFO we hold open on FD
-# (closing FD ends it).
 # Is there a governor file of process $1 in the run folder?
 run_file() {
 	for f in "$ORTMEM_RUN_DIR/gov.$1."*; do
@@ -38,6 +36,8 @@ run_file() {
 	return 1
 }
 
+# start NAME BYTES ALLOCS FD: a holder reading a FIFO we hold open on FD
+# (closing FD ends it).
 start() {
 	mkfifo "$tmp/$1.in"
 	eval "exec $4<> \"$tmp/$1.in\""
