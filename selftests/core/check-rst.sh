@@ -24,24 +24,23 @@ import glob, io, sys
 import docutils.core, docutils.nodes
 from docutils.parsers.rst import Directive, directives, roles
 
-class Skipped(Directive):
-    """A Sphinx or kernel-doc directive: its body is not checked."""
-    has_content = True
-    optional_arguments = 1
-    final_argument_whitespace = True
-    option_spec = None
-
-    def run(self):
-        return []
-
 class AnyOption(dict):
+    """Every option a directive is given, taken as it is."""
     def __contains__(self, key):
         return True
 
     def __getitem__(self, key):
         return directives.unchanged
 
-Skipped.option_spec = AnyOption()
+class Skipped(Directive):
+    """A Sphinx or kernel-doc directive: its body is not checked."""
+    has_content = True
+    optional_arguments = 1
+    final_argument_whitespace = True
+    option_spec = AnyOption()
+
+    def run(self):
+        return []
 for name in ("toctree", "kernel-doc"):
     directives.register_directive(name, Skipped)
 roles.register_generic_role("doc", docutils.nodes.emphasis)

@@ -34,7 +34,7 @@ if [ "$n" -lt 10 ]; then
 	echo "found only $n shell scripts under $src: the search is broken"
 	exit 1
 fi
-# one script a call: xargs would end at the first that fails otherwise
+# a path a line: the source tree may sit under a folder with spaces
 status=0
 while read -r f; do
 	shellcheck -S warning -f gcc "$f" || status=1
