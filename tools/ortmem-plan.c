@@ -32,6 +32,9 @@ static void usage(FILE *f)
 		"  --disk SIZE         disk budget\n"
 		"  --align N           device offsets/sizes rounded to N bytes (default 1: exact sizes)\n"
 		"  --time-budget-ms N  the planner's search time (default %d)\n"
+		"  --move-ratio N      bytes copied within the device that weigh as one byte moved\n"
+		"                      between tiers: the device's copy rate over its host link's\n"
+		"                      (a power of two, 1 to %d; default %d)\n"
 		"  --json              print JSON instead of a table\n"
 		"  --svg FILE          write the memory timeline as SVG\n"
 		"  --shapes            print every value's inferred type and shape, then plan\n"
@@ -40,7 +43,8 @@ static void usage(FILE *f)
 		"                      inputs allow, instead of deferring\n"
 		"  --validate          check the plan against the planner's validator (offsets,\n"
 		"                      tiers, transfers, moves); a plan that fails it is an error\n",
-		prog, ORTMEM_PLAN_DEFAULT_BUDGET_US / 1000);
+		prog, ORTMEM_PLAN_DEFAULT_BUDGET_US / 1000, ORTMEM_PLAN_MOVE_RATIO_MAX,
+		ORTMEM_PLAN_DEFAULT_MOVE_RATIO);
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -115,6 +119,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "disk", required_argument, NULL, 'K' },
 		{ "align", required_argument, NULL, 'a' },
 		{ "time-budget-ms", required_argument, NULL, 't' },
+		{ "move-ratio", required_argument, NULL, 'm' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "svg", required_argument, NULL, 's' },
 		{ "shapes", no_argument, NULL, 'S' },
@@ -163,6 +168,15 @@ static int parse_args(int argc, char **argv, struct cli *c)
 				return 2;
 			}
 			c->o.plan.time_budget_us = v * 1000;
+			break;
+		case 'm':
+			if (parse_size(optarg, &v) || !v || (v & (v - 1)) ||
+			    v > ORTMEM_PLAN_MOVE_RATIO_MAX) {
+				fprintf(stderr, "%s: --move-ratio wants a power of two from 1 to %d (a device copy's rate over a host link's, e.g. 32)\n",
+					prog, ORTMEM_PLAN_MOVE_RATIO_MAX);
+				return 2;
+			}
+			c->o.plan.move_ratio = (uint32_t)v;
 			break;
 		case 'j': c->json = true; break;
 		case 'S': c->shapes = true; break;

@@ -211,6 +211,14 @@ static int cmp_d(const void *a, const void *b)
 /* The solves' time budget (0: the default; PLACE_BUDGET_US); 1 us while
  * ortmem_run() times the first plan alone. */
 static uint64_t time_budget_us;
+/* The solves' ortmem_plan_opts.move_ratio (0: the default, MOVE_RATIO). */
+static uint32_t move_ratio;
+/* For information, each case solved again at these move ratios (a copy
+ * within the device at 32x a host link: H100-class HBM over PCIe 5; and
+ * nearly free): how many tier bytes the placement trades for copies. */
+static const uint32_t alt_ratio[] = { 32, 128, 1024 };
+#define N_ALT (sizeof(alt_ratio) / sizeof(alt_ratio[0]))
+#define ALT_RUNS 3
 
 static double budget_ms(void)
 {
@@ -226,6 +234,7 @@ static struct ortmem_plan *build_plan_flags(const struct graph *g, uint64_t budg
 	uint32_t v, s;
 
 	o.time_budget_us = time_budget_us;
+	o.move_ratio = move_ratio;
 
 	if (ortmem_plan_new(&o, &p))
 		return NULL;
@@ -346,6 +355,9 @@ struct totals {
 	uint32_t solved, feasible, kinds[BOUND_KINDS];
 	double bound_ms;	/* time spent on the bounds */
 	double y_dense, y_dense_1s;	/* dense graphs: x Belady, default budget and 1 s */
+	/* at each alt_ratio: tier bytes x Belady; (tier + moved / ratio) x
+	 * Belady's compacted, weighed alike */
+	double y_alt[N_ALT], like_alt[N_ALT];
 };
 
 /* The fewest bytes the covering model's optimum can be: its best integral
@@ -376,6 +388,51 @@ static double case_bound(const struct graph *g, const struct model *m, uint64_t 
 	tot->kinds[bi->kind]++;
 	tot->bound_ms += bi->ms;
 	return bi->bound;
+}
+
+/*
+ * For information: @g at @budget solved ALT_RUNS times at each alt_ratio,
+ * the median tier bytes against Belady's (@bel) and, weighed at the same
+ * ratio, against Belady's compacted (@ci); printed on one line, the maxima
+ * into @tot.
+ */
+static void ratio_runs(const struct graph *g, uint64_t budget, uint64_t bel,
+		       const struct compact_info *ci, struct totals *tot)
+{
+	ORTMEM_OPTS(ortmem_plan_stats, st);
+	uint64_t run[ALT_RUNS][2];
+	unsigned a, i;
+
+	printf("        move ratio");
+	for (a = 0; a < N_ALT; a++) {
+		double y, like_o, like_b;
+
+		move_ratio = alt_ratio[a];
+		for (i = 0; i < ALT_RUNS; i++) {
+			if (!solve_once(g, budget, 0, &st)) {
+				move_ratio = 0;
+				printf(" %u: REFUSED\n", alt_ratio[a]);
+				return;
+			}
+			run[i][0] = st.prefetch_bytes + st.spill_bytes;
+			run[i][1] = st.move_bytes;
+		}
+		move_ratio = 0;
+		qsort(run, ALT_RUNS, sizeof(run[0]), cmp_u64);
+		y = bel ? (double)run[ALT_RUNS / 2][0] / (double)bel :
+		    (run[ALT_RUNS / 2][0] ? INFINITY : 1.0);
+		like_o = (double)run[ALT_RUNS / 2][0] + (double)run[ALT_RUNS / 2][1] / alt_ratio[a];
+		like_b = (double)ci->tier + (double)ci->moved / alt_ratio[a];
+		tot->y_alt[a] = fmax(tot->y_alt[a], y);
+		if (ci->tier != UINT64_MAX)
+			tot->like_alt[a] = fmax(tot->like_alt[a], like_b > 0 ? like_o / like_b :
+						(like_o > 0 ? INFINITY : 1.0));
+		printf("%s %u: moved %.1f MiB (%.3fx Belady), on the device %.1f MiB,"
+		       " tier+moved/%u %.3fx Belady compacted's", a ? ";" : "", alt_ratio[a],
+		       (double)run[ALT_RUNS / 2][0] / MiB, y, (double)run[ALT_RUNS / 2][1] / MiB,
+		       alt_ratio[a], like_b > 0 ? like_o / like_b : 0.0);
+	}
+	printf("\n");
 }
 
 static void bench_graph(struct graph *g, struct totals *tot)
@@ -468,6 +525,7 @@ static void bench_graph(struct graph *g, struct totals *tot)
 		       " tier+moved/16 %.1f against ortmem's %.1f (%.3fx)\n",
 		       (double)ci.moved / MiB, ci.compactions, ci.slides, ci.ordered, ci.second, ci.self,
 		       like_b / MiB, like_o / MiB, like_b > 0 ? like_o / like_b : 0.0);
+		ratio_runs(g, budget, bel, &ci, tot);
 	}
 	model_free(&m);
 }
@@ -658,6 +716,16 @@ int main(void)
 	printf("place dense (for information; their budgets count in the last line's solved, not in"
 	       " its ratios): %.2fx Belady (max) in the time budget, %.2fx given 1 s\n",
 	       tot.y_dense, tot.y_dense_1s);
+	printf("place: at move ratios");
+	for (w = 0; w < (int)N_ALT; w++)
+		printf("%s %u", w ? "," : "", alt_ratio[w]);
+	printf(" (for information; the last line's is %d): moved", (int)MOVE_RATIO);
+	for (w = 0; w < (int)N_ALT; w++)
+		printf("%s %.2fx", w ? "," : "", tot.y_alt[w]);
+	printf(" Belady (max); tier + moved/ratio");
+	for (w = 0; w < (int)N_ALT; w++)
+		printf("%s %.2fx", w ? "," : "", tot.like_alt[w]);
+	printf(" Belady's compacted (max)\n");
 	if (bound_bad)
 		printf("!!! WARNING: %u bound(s) failed the sanity check, see above\n", bound_bad);
 	printf("place: moved %.2fx bound (max), %.2fx Belady (max), %u/%u feasible budgets solved, %.1f ms max\n",

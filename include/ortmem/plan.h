@@ -62,6 +62,8 @@ struct ortmem_plan;
 #define ORTMEM_PLAN_DEFAULT_ALIGN_DISK 4096
 #define ORTMEM_PLAN_DEFAULT_THREADS_MAX 4
 #define ORTMEM_PLAN_THREADS_MAX 64
+#define ORTMEM_PLAN_DEFAULT_MOVE_RATIO 16
+#define ORTMEM_PLAN_MOVE_RATIO_MAX 1024
 
 /*
  * Options; declare with ORTMEM_OPTS(ortmem_plan_opts, o, ...).  A zero field
@@ -91,6 +93,13 @@ struct ortmem_plan;
  *	online CPU, at most ORTMEM_PLAN_DEFAULT_THREADS_MAX; at most
  *	ORTMEM_PLAN_THREADS_MAX).  A search with @max_iterations uses one, so
  *	that its result is the same on every run.
+ * @move_ratio: how many bytes copied within the device arena weigh as
+ *	much as one byte moved between tiers: the device's copy rate over
+ *	its host link's (0: ORTMEM_PLAN_DEFAULT_MOVE_RATIO, 16).  A power of
+ *	two, 1 to ORTMEM_PLAN_MOVE_RATIO_MAX.  The placement minimises tier
+ *	bytes + bytes moved within the arena / @move_ratio: a higher ratio
+ *	makes it trade host-link bytes for more copies within the device.
+ *	Of no use under ORTMEM_PLAN_F_NO_MOVE.  Added in 0.2.
  */
 struct ortmem_plan_opts {
 	size_t sz;
@@ -102,10 +111,11 @@ struct ortmem_plan_opts {
 	uint32_t tiers;
 	uint32_t flags;
 	uint32_t threads;
+	uint32_t move_ratio;	/* in 0.1's trailing padding, which 0.1 refuses unless zero */
 };
 /* Its last field: the library checks a caller's struct for fields it does
  * not know from the end of this one (update it with the struct). */
-#define ortmem_plan_opts__last_field threads
+#define ortmem_plan_opts__last_field move_ratio
 
 /*
  * What a plan achieved; declare with ORTMEM_OPTS(ortmem_plan_stats, s).

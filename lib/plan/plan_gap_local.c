@@ -101,7 +101,7 @@ static int gl_close_best(struct gap_ctx *c, struct gp_win *w)
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches",
 					 plan->touch_idx[plan->n_bufs]);
 	w->cost = ortmem__plan_gap_cost(plan, w->off) +
-		  (ortmem__plan_move_bytes(plan, w->off, w->mv) >> ORTMEM__PLAN_MOVE_SHIFT);
+		  ortmem__plan_move_weigh(plan, ortmem__plan_move_bytes(plan, w->off, w->mv));
 	w->res.height = ortmem__plan_height(plan, c->asz, w->toff);
 	w->res.optimal = false;
 	return 0;

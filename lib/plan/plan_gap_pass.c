@@ -85,7 +85,7 @@ static void gp_pass(const struct gap_ctx *c, const struct gp_win *w, bool first,
 		t->close_ns = t->done_at - tc;
 	t->ns = t->done_at - t0;
 	t->cost = ortmem__plan_gap_cost(plan, t->off) +
-		  (ortmem__plan_move_bytes(plan, t->off, t->mv) >> ORTMEM__PLAN_MOVE_SHIFT);
+		  ortmem__plan_move_weigh(plan, ortmem__plan_move_bytes(plan, t->off, t->mv));
 }
 
 /* Pass @t (made under @rule, @alt, @guide, @hint) kept when cheaper. */

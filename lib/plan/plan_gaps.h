@@ -121,7 +121,7 @@ static inline void ortmem__plan_gp_chain_set(struct gp_chain *ch, const uint8_t 
 
 /* The cheapest plan found so far: its off gaps, offsets, moves within the
  * arena (NULL: none allowed) and height; its cost is its tier bytes plus
- * its bytes moved within the arena >> ORTMEM__PLAN_MOVE_SHIFT. */
+ * its bytes moved within the arena, weighed (ortmem__plan_move_weigh()). */
 struct gp_win {
 	uint64_t cost;
 	/* windows the last pass cleared (ol_window()), 0 where its twin

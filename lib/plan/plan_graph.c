@@ -60,7 +60,8 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 			ORTMEM_OPTS_SPAN(ortmem_plan_opts, budget),
 			ORTMEM_OPTS_SPAN(ortmem_plan_opts, tiers),
 			ORTMEM_OPTS_SPAN(ortmem_plan_opts, flags),
-			ORTMEM_OPTS_SPAN(ortmem_plan_opts, threads));
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, threads),
+			ORTMEM_OPTS_SPAN(ortmem_plan_opts, move_ratio));
 	int t;
 
 	if (ret)
@@ -73,6 +74,7 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 	o->tiers = ORTMEM_OPTS_GET(in, tiers, 0);
 	o->flags = ORTMEM_OPTS_GET(in, flags, 0);
 	o->threads = ORTMEM_OPTS_GET(in, threads, 0);
+	o->move_ratio = ORTMEM_OPTS_GET(in, move_ratio, 0);
 	for (t = 0; t < ORTMEM_TIER_COUNT; t++) {
 		o->align[t] = ORTMEM_OPTS_HAS(in, align) ? in->align[t] : 0;
 		o->budget[t] = ORTMEM_OPTS_HAS(in, budget) ? in->budget[t] : 0;
@@ -95,6 +97,12 @@ static int pl_opts_fill(struct ortmem_plan_opts *o,
 			o->threads, ORTMEM_PLAN_THREADS_MAX, ORTMEM_PLAN_DEFAULT_THREADS_MAX);
 	if (!o->threads)
 		o->threads = pl_default_threads();
+	if (!o->move_ratio)
+		o->move_ratio = ORTMEM_PLAN_DEFAULT_MOVE_RATIO;
+	if (o->move_ratio > ORTMEM_PLAN_MOVE_RATIO_MAX || (o->move_ratio & (o->move_ratio - 1)))
+		return ortmem__err_invalid(-1, 0,
+			"ortmem_plan_opts.move_ratio = %u is not a power of two from 1 to %u (a device copy's rate over a host link's, e.g. 32; 0 takes %u)",
+			o->move_ratio, ORTMEM_PLAN_MOVE_RATIO_MAX, ORTMEM_PLAN_DEFAULT_MOVE_RATIO);
 	if (o->flags & ~known)
 		return ortmem__err_invalid(-1, 0,
 			"ortmem_plan_opts.flags has unknown bits 0x%x",

@@ -235,12 +235,21 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 				uint8_t *off, uint64_t *toff, uint32_t *mstep,
 				uint32_t *n_win, bool *twin_same, uint64_t retro_by,
 				uint64_t stop_at);
-/* A byte moved within the device arena costs 2^-ORTMEM__PLAN_MOVE_SHIFT of
- * a byte moved between tiers: a device-to-device copy runs at the memory's
- * bandwidth (reading and writing), 16x-40x what a host link carries
- * (H100/H200: ~1.5-2.4 TB/s copy, ~25-55 GB/s PCIe 4/5); 1/16 is the low
- * end, so a move is chosen only where it clearly pays. */
-#define ORTMEM__PLAN_MOVE_SHIFT 4
+/* A byte moved within the device arena costs 1/o.move_ratio of a byte moved
+ * between tiers (ortmem_plan_opts.move_ratio, a power of two): @moved bytes
+ * moved, weighed so.  A device-to-device copy runs at the memory's
+ * bandwidth (reading and writing), tens of times what a host link carries
+ * (H100/H200: ~1.5-2.4 TB/s copy, ~25-55 GB/s PCIe 4/5); the default,
+ * 1/16, lies below that, so a move is chosen only where it clearly pays,
+ * and a runtime that has timed its device gives its own. */
+static inline uint64_t ortmem__plan_move_weigh(const struct ortmem_plan *plan,
+					       uint64_t moved)
+{
+	uint32_t ratio = plan->o.move_ratio ? plan->o.move_ratio :
+			 ORTMEM_PLAN_DEFAULT_MOVE_RATIO;
+
+	return moved >> __builtin_ctz(ratio);
+}
 
 /* A move onto part of its own source (a slide, plan_move.c) shifts the
  * buffer by at least 1/ORTMEM__PLAN_MOVE_PIECES of its size, so that a

@@ -8,7 +8,7 @@
  * (plan_retro.c), it would send residents off: each costs a write-out and
  * a read-back across a tier boundary.  Instead, the residents in a
  * window's way can be copied elsewhere in the arena before step s, for a
- * fraction of the cost per byte (ORTMEM__PLAN_MOVE_SHIFT).  A move is
+ * fraction of the cost per byte (ortmem_plan_opts.move_ratio).  A move is
  * made only where its weighted bytes cost less than the cheapest
  * eviction the pass would make instead.
  *
@@ -278,7 +278,7 @@ static uint32_t mv_base(struct ol *o, uint32_t d)
  * (the window, the destinations taken); one that cannot move, or finds no
  * range, is left to be sent off.  The movers into o->mb and o->mto, their
  * count in *@n; what it costs (tier bytes of those sent off plus the bytes
- * moved >> ORTMEM__PLAN_MOVE_SHIFT), or UINT64_MAX when the step uses one.
+ * moved, weighed: ortmem__plan_move_weigh()), or UINT64_MAX when the step uses one.
  */
 static uint64_t mv_plan(struct ol *o, uint32_t d, uint32_t nb, uint64_t a, uint64_t size,
 			uint32_t *n)
@@ -319,7 +319,7 @@ static uint64_t mv_plan(struct ol *o, uint32_t d, uint32_t nb, uint64_t a, uint6
 		o->mto[j++] = to;
 	}
 	*n = j;
-	return evicted + (moved >> ORTMEM__PLAN_MOVE_SHIFT);
+	return evicted + ortmem__plan_move_weigh(o->plan, moved);
 }
 
 /* Does a range in use after step s - 1 that left the device meet [a, e)? */
@@ -443,7 +443,7 @@ static void mv_slide_from(const struct ol *o, uint32_t d, uint64_t size, uint32_
  * source is released.  The movers into o->mb and o->mto, bottom up (their
  * destinations increase, each landing on the range the one below left:
  * the order they run in), their count in *@n; the start of the room
- * opened in *@at; the bytes moved >> ORTMEM__PLAN_MOVE_SHIFT, or
+ * opened in *@at; the bytes moved, weighed, or
  * UINT64_MAX where no run opens it.  O(residents x run length).
  */
 static uint64_t mv_slide(struct ol *o, uint32_t d, uint64_t size, uint32_t *n, uint64_t *at)
@@ -471,7 +471,7 @@ static uint64_t mv_slide(struct ol *o, uint32_t d, uint64_t size, uint32_t *n, u
 		base += o->asz[b];
 	}
 	*at = base;
-	return r.bytes >> ORTMEM__PLAN_MOVE_SHIFT;
+	return ortmem__plan_move_weigh(o->plan, r.bytes);
 }
 
 uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
@@ -490,7 +490,7 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 	nb = n ? mv_base(o, d) : 0;
 	/* the cheapest of the windows tried, if it costs less than evicting.
 	 * They come fewest bytes in the way first: once the best costs what
-	 * moving window i whole costs (its bytes >> MOVE_SHIFT), a later one,
+	 * moving window i whole costs (its bytes, weighed), a later one,
 	 * with more bytes, costs more (but for a resident whose eviction is
 	 * free, rare): stop there */
 	for (i = 0; i < n; i++) {
@@ -499,7 +499,7 @@ uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size)
 			best = cost;
 			at = o->mwin[i][0];
 		}
-		if (at != UINT64_MAX && best == o->mwin[i][1] >> ORTMEM__PLAN_MOVE_SHIFT)
+		if (at != UINT64_MAX && best == ortmem__plan_move_weigh(o->plan, o->mwin[i][1]))
 			break;
 	}
 	/* or a slide, where it costs less still (its movers are in o->mb

@@ -93,7 +93,7 @@ uint64_t ortmem__plan_retro(struct ol *o, uint32_t d, uint64_t size);
 /* plan_move.c: where no hole holds @size at step o->s, the start of a
  * window cleared by moving the residents in its way within the arena
  * before the step, when that costs less than the cheapest eviction
- * (bytes moved weighted by ORTMEM__PLAN_MOVE_SHIFT), or UINT64_MAX.
+ * (bytes moved weighed by ortmem__plan_move_weigh()), or UINT64_MAX.
  * o->hole holds the @d residents' ranges (ol_fit()). */
 uint64_t ortmem__plan_move(struct ol *o, uint32_t d, uint64_t size);
 /* Record in o->gone a range in use after step o->s - 1 (a move's source, a

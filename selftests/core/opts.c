@@ -2,8 +2,8 @@
 /*
  * Options structs are checked for fields this library does not know from
  * the end of their last field, not from sizeof: a field a newer caller puts
- * in the trailing padding (struct ortmem_plan_opts has 4 bytes of it) must
- * be refused, not silently ignored.
+ * in trailing padding must be refused, not silently ignored.  That is how
+ * struct ortmem_plan_opts grew move_ratio in 0.1's 4 bytes of padding.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -18,32 +18,41 @@
 /* A newer caller's struct: ours, then a field we do not know. */
 #define NEWER(type) struct { type o; uint64_t future; }
 
-TEST(plan_opts_has_trailing_padding)
+TEST(plan_opts_move_ratio_fills_the_0_1_padding)
 {
-	/* What this test is about: if this fails the struct changed, and
-	 * the padding case below is tested by other means or not at all. */
-	EXPECT_LT(END_OF(struct ortmem_plan_opts, ortmem_plan_opts__last_field),
+	/* 0.1's struct ended in 4 bytes of padding, which its library
+	 * refused unless zero: move_ratio took them, so an 0.1 caller (same
+	 * sz, zero there) gets the default and the struct kept its size. */
+	EXPECT_EQ(END_OF(struct ortmem_plan_opts, threads),
+		  offsetof(struct ortmem_plan_opts, move_ratio));
+	EXPECT_EQ(END_OF(struct ortmem_plan_opts, ortmem_plan_opts__last_field),
 		  sizeof(struct ortmem_plan_opts));
+	EXPECT_EQ(96, sizeof(struct ortmem_plan_opts));
 }
 
-TEST(plan_opts_field_in_padding_is_refused)
+TEST(plan_opts_bad_move_ratio_is_refused)
 {
-	ORTMEM_OPTS(ortmem_plan_opts, opts);
-	size_t end = END_OF(struct ortmem_plan_opts,
-			    ortmem_plan_opts__last_field);
+	const uint32_t bad[] = { 3, 24, 2 * ORTMEM_PLAN_MOVE_RATIO_MAX, 0x5a5a5a5a };
+	const uint32_t good[] = { 1, 32, ORTMEM_PLAN_MOVE_RATIO_MAX };
 	struct ortmem_plan *plan = NULL;
+	size_t i;
 
-	/* A newer caller's uint32_t field right after threads, same sz. */
-	memset((char *)&opts + end, 0x5a, sizeof(opts) - end);
-	EXPECT_EQ(-EINVAL, ortmem_plan_new(&opts, &plan));
-	EXPECT_NULL(plan);
-	EXPECT_EQ(ORTMEM_ERR_INVALID_REQUEST, ortmem_last_error()->kind);
-	EXPECT_NE(NULL, strstr(ortmem_last_error_message(), "ortmem_plan_opts"));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ORTMEM_OPTS(ortmem_plan_opts, opts, .move_ratio = bad[i]);
 
-	/* The same struct, padding zero: accepted. */
-	memset((char *)&opts + end, 0, sizeof(opts) - end);
-	ASSERT_EQ(0, ortmem_plan_new(&opts, &plan));
-	ortmem_plan_free(plan);
+		EXPECT_EQ(-EINVAL, ortmem_plan_new(&opts, &plan));
+		EXPECT_NULL(plan);
+		EXPECT_EQ(ORTMEM_ERR_INVALID_REQUEST, ortmem_last_error()->kind);
+		EXPECT_NE(NULL, strstr(ortmem_last_error_message(), "move_ratio"));
+		EXPECT_NE(NULL, strstr(ortmem_last_error_message(), "power of two"));
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ORTMEM_OPTS(ortmem_plan_opts, opts, .move_ratio = good[i]);
+
+		ASSERT_EQ(0, ortmem_plan_new(&opts, &plan));
+		ortmem_plan_free(plan);
+		plan = NULL;
+	}
 }
 
 TEST(newer_structs_with_unknown_fields_are_refused)

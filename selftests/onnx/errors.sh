@@ -81,6 +81,9 @@ expect 1 "step [0-9]+ \(node '[^']+', [A-Za-z]+\) alone needs [0-9]+ device byte
 expect 1 "disk arena needs [0-9]+ bytes at step [0-9]+ \(node '[^']+', [A-Za-z]+\)" -- --device 7M --host 1K --disk 1K "$src/selftests/onnx/data/light_densenet121.onnx"
 expect 2 "not a size" -- --device 12X "$model"
 expect 2 "power of two" -- --align 3 "$model"
+expect 2 "move-ratio wants a power of two from 1 to 1024" -- --move-ratio 24 "$model"
+expect 2 "move-ratio wants a power of two from 1 to 1024" -- --move-ratio 2048 "$model"
+expect 2 "move-ratio wants a power of two from 1 to 1024" -- --move-ratio 0 "$model"
 expect 2 "usage" -- 
 echo "1..$n"
 exit $failed

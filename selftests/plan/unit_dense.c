@@ -184,7 +184,7 @@ static int first_plan_cost(uint32_t n, uint32_t seed, uint64_t budget, bool near
 	if (!ret)
 		ret = ortmem_plan_stats(p, &st);
 	*cost = st.prefetch_bytes + st.spill_bytes +
-		(st.move_bytes >> ORTMEM__PLAN_MOVE_SHIFT);
+		ortmem__plan_move_weigh(p, st.move_bytes);
 	if (!ret && st.arena[ORTMEM_TIER_DEVICE] > budget)
 		ret = -1;
 	ortmem_plan_free(p);

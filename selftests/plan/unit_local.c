@@ -37,7 +37,7 @@ static uint64_t local_budget(uint64_t foot, uint64_t lb, uint32_t i)
 }
 
 /* What the placement minimises: tier bytes plus bytes moved within the
- * arena / 16 (ORTMEM__PLAN_MOVE_SHIFT). */
+ * arena / 16 (the default ortmem_plan_opts.move_ratio). */
 static uint64_t plan_cost(struct __test_metadata *_metadata, uint32_t n, uint64_t seed,
 			  uint64_t budget)
 {
@@ -55,7 +55,7 @@ static uint64_t plan_cost(struct __test_metadata *_metadata, uint32_t n, uint64_
 	if (!ortmem_plan_solve(p) && !ortmem_plan_validate(p) && !ortmem_plan_stats(p, &st)) {
 		EXPECT_LE(st.arena[ORTMEM_TIER_DEVICE], budget);
 		cost = st.prefetch_bytes + st.spill_bytes +
-		       (st.move_bytes >> ORTMEM__PLAN_MOVE_SHIFT);
+		       ortmem__plan_move_weigh(p, st.move_bytes);
 	} else {
 		TH_LOG("n %u seed %llu budget %llu: %s", n, (unsigned long long)seed,
 		       (unsigned long long)budget, ortmem_last_error_message());
