@@ -419,6 +419,9 @@ static void draw(uint64_t seed, uint32_t nmax, struct gen *gp, struct ortmem_pla
 	o.max_iterations = rnd(&s) % 2 ? 0 : 1 + rnd(&s) % 20;
 	o.time_budget_us = rnd(&s) % 3 ? 1 + rnd(&s) % 3000 : 1;
 	o.seed = rnd(&s);
+	/* from the seed's own bits, so the draws above and below stay those
+	 * of the seeds before move_ratio */
+	o.move_ratio = seed % 3 ? 0 : 1u << (seed / 3 % 11);
 	dal = o.align[0] ? o.align[0] : ORTMEM_PLAN_DEFAULT_ALIGN_DEVICE;
 	foot = footprint(gp, dal, false, &sum, &asum);
 	switch (rnd(&s) % 6) {

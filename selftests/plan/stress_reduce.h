@@ -12,12 +12,12 @@ static void dump(const struct gen *g, const struct ortmem_plan_opts *o)
 {
 	uint32_t i, k;
 
-	fprintf(stderr, "opts: align %llu %llu %llu budget %llu %llu %llu tiers %u flags %u threads %u iter %llu us %llu seed %llu\n",
+	fprintf(stderr, "opts: align %llu %llu %llu budget %llu %llu %llu tiers %u flags %u threads %u iter %llu us %llu seed %llu move_ratio %u\n",
 		(unsigned long long)o->align[0], (unsigned long long)o->align[1],
 		(unsigned long long)o->align[2], (unsigned long long)o->budget[0],
 		(unsigned long long)o->budget[1], (unsigned long long)o->budget[2], o->tiers,
 		o->flags, o->threads, (unsigned long long)o->max_iterations,
-		(unsigned long long)o->time_budget_us, (unsigned long long)o->seed);
+		(unsigned long long)o->time_budget_us, (unsigned long long)o->seed, o->move_ratio);
 	for (i = 0; i < g->nv; i++)
 		fprintf(stderr, "v%u size %llu%s%s view_of %d def %d\n", i,
 			(unsigned long long)g->v[i].size, g->v[i].output ? " OUT" : "",
