@@ -83,8 +83,9 @@
 /* Solves timing the first plan alone, the fastest kept (noise only adds) */
 #define FIRST_RUNS 3
 /* On-device bytes per tier byte in the like-for-like figure: the library's
- * weight (ORTMEM__PLAN_MOVE_SHIFT), a device copy at 16x a host link. */
-#define MOVE_RATIO 16.0
+ * default weight (ORTMEM_PLAN_DEFAULT_MOVE_RATIO), a device copy at 16x a
+ * host link. */
+#define MOVE_RATIO ((double)ORTMEM_PLAN_DEFAULT_MOVE_RATIO)
 
 /* Diffusion-style U-Net: three blocks a level, each output kept as a skip
  * that the decoder reads at the same level on the way up. */
