@@ -172,8 +172,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'm':
 			if (parse_size(optarg, &v) || !v || (v & (v - 1)) ||
 			    v > ORTMEM_PLAN_MOVE_RATIO_MAX) {
-				fprintf(stderr, "%s: --move-ratio wants a power of two from 1 to %d (a device copy's rate over a host link's, e.g. 32)\n",
-					prog, ORTMEM_PLAN_MOVE_RATIO_MAX);
+				fprintf(stderr, "%s: --move-ratio wants a power of two from 1 to %d (a device copy's rate over a host link's, e.g. 32), not '%s'\n",
+					prog, ORTMEM_PLAN_MOVE_RATIO_MAX, optarg);
 				return 2;
 			}
 			c->o.plan.move_ratio = (uint32_t)v;

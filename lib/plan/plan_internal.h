@@ -245,10 +245,8 @@ uint64_t ortmem__plan_online_mv(const struct ortmem_plan *plan, const uint64_t *
 static inline uint64_t ortmem__plan_move_weigh(const struct ortmem_plan *plan,
 					       uint64_t moved)
 {
-	uint32_t ratio = plan->o.move_ratio ? plan->o.move_ratio :
-			 ORTMEM_PLAN_DEFAULT_MOVE_RATIO;
-
-	return moved >> __builtin_ctz(ratio);
+	/* a power of two, never 0: ortmem_plan_new() filled the default */
+	return moved >> __builtin_ctz(plan->o.move_ratio);
 }
 
 /* A move onto part of its own source (a slide, plan_move.c) shifts the
