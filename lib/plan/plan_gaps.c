@@ -294,6 +294,33 @@ static int gp_slides_twin(struct gap_ctx *c, struct gp_win *w, int slides)
 }
 
 /*
+ * The guide as it is, laid out by compaction (plan_compact.c), where its
+ * tier bytes leave room under the first plan's cost for the bytes it moves
+ * within the arena: part of the first plan, on its own copy of the guide,
+ * for up to a time budget.  Not on dense graphs (each compaction walks the
+ * residents per window), nor where a move weighs more than 1/64 of a tier
+ * byte: on make bench-place's random DAGs the compaction moves 4-20 times
+ * the tier bytes it saves, so at 16 and 32 it lost every budget (and took
+ * 1.5-4 ms of a 1,500-node DAG's first plan); placement-history-3.rst.
+ */
+#define GAP_COMPACT_RATIO 64
+static int gp_compact(struct gap_ctx *c, struct gp_win *w)
+{
+	struct ortmem_plan *plan = c->plan;
+	uint64_t t = ortmem__now_ns(), tier = ortmem__plan_gap_cost(plan, w->guide);
+	int ret;
+
+	if (!w->cp_off || c->dense || plan->o.move_ratio < GAP_COMPACT_RATIO ||
+	    w->cost == UINT64_MAX || tier >= w->cost)
+		return 0;
+	memcpy(w->cp_off, w->guide, plan->touch_idx[plan->n_bufs]);
+	ret = ortmem__plan_compact(plan, c->asz, c->budget, w->cp_off, w->cost - tier,
+				   t + plan->o.time_budget_us * ORTMEM_NSEC_PER_USEC, &w->cp);
+	ortmem__plan_gp_first_done(w, t, w->closing_ns);
+	return ret < 0 ? ret : 0;
+}
+
+/*
  * The candidates, cheapest kept: the sweep's plan, packed (it stands when
  * the packing fits); the allocator following it at the packer's offsets;
  * the slack sweeps; the allocator on its own; second choices; the cheapest
@@ -392,6 +419,8 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	} else {
 		ret = ortmem__plan_gp_online_first(c, w, 1, w->guide, w->hint);
 		win_hinted = w->last_win;
+		if (!ret)
+			ret = gp_compact(c, w);
 	}
 	/* The time left: where the largest step pins the bound to the
 	 * budget, half of it to the decisions first; then half to the
@@ -457,6 +486,19 @@ static int gp_candidates(struct gap_ctx *c, struct gp_win *w, uint64_t deadline)
 	return ret;
 }
 
+/* Does the guide laid out by compaction cost less than the winner, closed? */
+static bool gp_compacted_wins(const struct ortmem_plan *plan, const struct gp_win *w)
+{
+	uint64_t mine, theirs;
+
+	if (!w->cp.toff)
+		return false;
+	mine = ortmem__plan_gap_cost(plan, w->off) +
+	       ortmem__plan_move_weigh(plan, ortmem__plan_move_bytes(plan, w->off, w->mv));
+	theirs = ortmem__plan_gap_cost(plan, w->cp.off) + ortmem__plan_move_weigh(plan, w->cp.moved);
+	return theirs < mine;
+}
+
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 		      struct pk_result *res)
 {
@@ -475,11 +517,13 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	/* a search bounded by iterations runs on one thread: the same plan
 	 * on every run */
 	w.threads = plan->o.max_iterations ? 1 : plan->o.threads;
-	if (!(plan->o.flags & ORTMEM_PLAN_F_NO_MOVE))
+	if (!(plan->o.flags & ORTMEM_PLAN_F_NO_MOVE)) {
 		w.mv = calloc(nt + 1, sizeof(*w.mv));
+		w.cp_off = malloc(nt + 1);
+	}
 	ret = w.off && w.toff && w.guide && w.hint && w.win_guide &&
 	      !ortmem__plan_gp_try_alloc(&w.mine, nt, !(plan->o.flags & ORTMEM_PLAN_F_NO_MOVE)) &&
-	      (plan->o.flags & ORTMEM_PLAN_F_NO_MOVE || w.mv) ?
+	      (plan->o.flags & ORTMEM_PLAN_F_NO_MOVE || (w.mv && w.cp_off)) ?
 	      ortmem__plan_gap_alloc(&c) :
 	      ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	if (!ret)
@@ -502,7 +546,14 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	}
 	/* the candidates past the first plan, and the winner's closing */
 	plan->budgeted_ns += ortmem__now_ns() - t0 - w.first_ns;
-	if (!ret) {
+	if (!ret && gp_compacted_wins(plan, &w)) {
+		*res = w.res;
+		res->height = w.cp.height;
+		res->optimal = false;
+		ret = ortmem__plan_compact_apply(plan, &w.cp, home);
+		if (!ret)
+			ret = ortmem__plan_move_record(plan);
+	} else if (!ret) {
 		*res = w.res;
 		memcpy(plan->touch_off, w.toff, sizeof(*w.toff) * nt);
 		for (b = 0; b < plan->n_bufs; b++) {
@@ -531,6 +582,8 @@ int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,
 	free(w.hint);
 	free(w.win_guide);
 	free(w.mv);
+	free(w.cp_off);
+	ortmem__plan_compacted_free(&w.cp);
 	free(c.best);
 	ortmem__plan_gap_free(&c);
 	return ret;

@@ -161,6 +161,10 @@ struct gp_win {
 	struct plan_pool *pool;
 	struct gp_chain *ch;	/* the batches' chains, with their scratch */
 	uint32_t n_ch;
+	/* the guide laid out by compaction (plan_compact.c; cp.toff NULL:
+	 * none), on its own copy of the guide */
+	struct ortmem__plan_compacted cp;
+	uint8_t *cp_off;
 };
 
 /* Is a plan of @cost and @height better than the best so far?  Fewer

@@ -14,6 +14,7 @@
  *                    what a plan's gaps and moves cost
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
+ *   plan_compact.c   a residency laid out by moving residents as often as it takes
  *   plan_gaps.c      device residency per gap and its offsets
  *   plan_gap_ctx.c   the gaps indexed, whether the graph is dense
  *   plan_gap_sweep.c the gap sweeps under their eviction rules
@@ -292,6 +293,37 @@ int ortmem__plan_close_gaps(const struct ortmem_plan *plan, const uint64_t *asz,
 int ortmem__plan_close_gaps_mv(const struct ortmem_plan *plan, const uint64_t *asz,
 			       uint8_t *off, uint64_t *toff, const uint32_t *mstep,
 			       unsigned int how, uint64_t deadline);
+/* plan_compact.c: the off gaps @off (per touch) laid out by compaction in
+ * [0, @budget): each value a step brings in takes a free range, or room
+ * made by moving residents, a buffer as often as need be between two of
+ * its touches, or (where no move makes it) by sending more gaps off
+ * (into @off).  0 (@out filled: offsets per touch, the moves in step
+ * order, bytes moved, height), 1 (the moves weighed reach @bound, or past
+ * @deadline: 0 for none; or nothing left to send off), or -ENOMEM (error
+ * set). */
+struct ortmem__plan_cmove {
+	uint32_t buf, step;	/* buffer @buf moves before @step */
+	uint64_t to;
+};
+
+struct ortmem__plan_compacted {
+	const uint8_t *off;	/* the caller's: the residency laid out */
+	uint64_t *toff;
+	struct ortmem__plan_cmove *mv;
+	uint32_t n_mv;
+	uint64_t moved, height;
+};
+
+int ortmem__plan_compact(const struct ortmem_plan *plan, const uint64_t *asz,
+			 uint64_t budget, uint8_t *off, uint64_t bound, uint64_t deadline,
+			 struct ortmem__plan_compacted *out);
+void ortmem__plan_compacted_free(struct ortmem__plan_compacted *c);
+/* The plan made the compacted layout @c (its off gaps c->off, buffers sent
+ * off going to @home): each move past the first in a gap splits it at a
+ * waypoint, a touch of no node at the step of the move before, so that a
+ * gap still has at most one move (plan->touch_* grow).  0 or -ENOMEM. */
+int ortmem__plan_compact_apply(struct ortmem_plan *plan, struct ortmem__plan_compacted *c,
+			       int home);
 /* plan_gaps.c: which gaps of each buffer leave the device (under its
  * budget, buffers sent off going to @home) and the device offsets. */
 int ortmem__plan_gaps(struct ortmem_plan *plan, int home, uint64_t deadline,

@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A residency laid out by compaction.  The gap sweeps decide which gaps
+ * leave the device with every step's bytes within the budget, offsets
+ * aside (plan_gap_sweep.c); the allocator's pass then lays them out and
+ * sends more gaps off where a step finds no room, since it moves a
+ * buffer at most once between two of its touches (plan_move.c).  Here
+ * the decided residency is kept as it is: where a value a step brings in
+ * finds no free range, the residents in its way move, as often as it
+ * takes, a buffer several times in one gap if need be (each move after
+ * the first splits the gap at a waypoint, ortmem__plan_compact_apply()).
+ * The step's bytes fit, so room can be made unless something that may
+ * not move is in the way: a buffer after its last touch, one a write-out
+ * still reads, one already moved at this step.
+ *
+ * Each value a step brings in (its outputs, the read-backs it needs), the
+ * largest first, takes the tightest free range (a write-out's range is
+ * free to it: a step's read-backs run after its write-outs and moves).
+ * Where none holds it:
+ *
+ *  1. the window of its size, among those starting at 0 or at an item's
+ *     end, or ending at one's start or the ceiling, whose residents weigh
+ *     least, each moved, the largest first, to the tightest range that is
+ *     free now and was no source of this step's moves (so the moves are
+ *     independent of each other); all or none of them;
+ *  2. else (not under ORTMEM_PLAN_F_MOVE_APART) every resident that may
+ *     move slid down as far as it goes, in order of address, never onto
+ *     a write-out's range nor another window's source, then the step's
+ *     values placed again, the largest first: slides run in increasing
+ *     order of destination, each onto sources of the moves before it
+ *     (the validator's rule, plan_validate.c).
+ *
+ * Where even that finds no room the layout fails and the caller keeps
+ * its other plans.  Placement-history-3.rst has the measurements.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_internal.h"
+
+/* Windows tried, the fewest bytes in the way first, before sliding. */
+#define CP_WINDOWS 16
+
+struct cp {
+	const struct ortmem_plan *plan;
+	const uint64_t *asz;
+	uint8_t *off;		/* gaps sent off where no room could be made */
+	uint64_t budget;
+	uint32_t s;		/* the step being laid out */
+	uint64_t *addr;		/* per buffer, while resident */
+	uint32_t *pos;		/* per buffer: its index in live; UINT32_MAX: not resident */
+	uint32_t *iend;		/* per buffer: the step its interval ends before */
+	uint32_t *last;		/* per buffer: its last touch before the step */
+	uint32_t *moved_at;	/* per buffer: the step of its last move + 1 */
+	uint8_t *wo;		/* per buffer: its interval ends with a write-out */
+	uint8_t *fresh;		/* per buffer: placed at this step */
+	uint32_t *live, n_live;
+	uint64_t (*held)[2];	/* this step's write-out ranges, then its sources */
+	uint32_t n_held;
+	uint32_t *in, n_in;	/* the values this step brings in */
+	uint32_t *by_step_idx;	/* touches by step, CSR */
+	uint32_t *by_step;
+	uint32_t *tbuf;		/* per touch: its buffer */
+	uint64_t (*win)[2];	/* windows: start, bytes in the way */
+	uint64_t (*rng)[2];	/* scratch: the ranges in a fit's way */
+	uint32_t *way;
+	struct ortmem__plan_cmove *mv;
+	uint32_t n_mv;
+	size_t cap_mv;
+	uint64_t moved;		/* bytes, as the moves so far copy them */
+};
+
+static bool cp_meets(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	return a0 < b1 && b0 < a1;
+}
+
+/* May resident @b move before this step?  Not placed at it, not moved at
+ * it already, with a touch still to come (a move lies in a gap that a
+ * touch ends), and moves allowed at all. */
+static bool cp_movable(const struct cp *p, uint32_t b)
+{
+	return !p->fresh[b] && p->moved_at[b] != p->s + 1 &&
+	       p->last[b] + 1 < p->plan->touch_idx[b + 1];
+}
+
+/* The tightest range for @size clear of the residents (and, @held, of the
+ * held ranges) and of [@x0, @x1), or UINT64_MAX: the ranges in the way
+ * sorted, the free ones between them swept. */
+static uint64_t cp_fit(const struct cp *p, uint64_t size, bool held, uint64_t x0, uint64_t x1)
+{
+	uint64_t (*r)[2] = p->rng, best = UINT64_MAX, best_len = UINT64_MAX, cur = 0;
+	uint32_t n = 0, i;
+
+	for (i = 0; i < p->n_live; i++) {
+		r[n][0] = p->addr[p->live[i]];
+		r[n++][1] = p->addr[p->live[i]] + p->asz[p->live[i]];
+	}
+	for (i = 0; held && i < p->n_held; i++) {
+		r[n][0] = p->held[i][0];
+		r[n++][1] = p->held[i][1];
+	}
+	if (x1 > x0) {
+		r[n][0] = x0;
+		r[n++][1] = x1;
+	}
+	ortmem__sort_pairs(r, n, false);
+	for (i = 0; i <= n; i++) {
+		uint64_t next = i < n ? r[i][0] : p->budget;
+
+		if (next > cur && next - cur >= size && next - cur < best_len) {
+			best_len = next - cur;
+			best = cur;
+		}
+		if (i < n && r[i][1] > cur)
+			cur = r[i][1];
+	}
+	return best;
+}
+
+static uint64_t cp_weighed(const struct cp *p)
+{
+	return ortmem__plan_move_weigh(p->plan, p->moved);
+}
+
+static int cp_move(struct cp *p, uint32_t b, uint64_t to)
+{
+	if (p->n_mv == p->cap_mv && ortmem__grow((void **)&p->mv, &p->cap_mv, p->n_mv + 1,
+						 sizeof(*p->mv), 64))
+		return -ENOMEM;
+	p->mv[p->n_mv++] = (struct ortmem__plan_cmove){ b, p->s, to };
+	p->moved += p->plan->bufs[b].size;
+	p->held[p->n_held][0] = p->addr[b];
+	p->held[p->n_held++][1] = p->addr[b] + p->asz[b];
+	p->addr[b] = to;
+	p->moved_at[b] = p->s + 1;
+	return 0;
+}
+
+/* Step 1 on window [a, a + size): its residents moved, or none (false). */
+static int cp_window(struct cp *p, uint64_t a, uint64_t size)
+{
+	uint32_t i, j, n = 0, held = p->n_held;
+	uint64_t *to = (uint64_t *)(p->win + 2 * (p->n_live + p->n_held) + 2);	/* behind the windows */
+	int ret = 0;
+
+	for (i = 0; i < p->n_live; i++) {
+		uint32_t v = p->live[i];
+
+		if (!cp_meets(a, a + size, p->addr[v], p->addr[v] + p->asz[v]))
+			continue;
+		for (j = n++; j && p->asz[p->way[j - 1]] < p->asz[v]; j--)
+			p->way[j] = p->way[j - 1];
+		p->way[j] = v;
+	}
+	/* each to a range free now and never a source: the moves are then
+	 * independent (none lands where another still reads) */
+	for (i = 0; i < n; i++) {
+		uint32_t v = p->way[i];
+
+		to[i] = cp_fit(p, p->asz[v], true, a, a + size);
+		if (to[i] == UINT64_MAX)
+			break;
+		to[n + i] = p->addr[v];
+		/* held at both ends for the movers after it: its source (part
+		 * of it may lie outside the window) until the step's end */
+		p->held[p->n_held][0] = p->addr[v];
+		p->held[p->n_held++][1] = p->addr[v] + p->asz[v];
+		p->addr[v] = to[i];
+	}
+	p->n_held = held;	/* cp_move() holds the sources of those that move */
+	if (i < n) {
+		while (i--)
+			p->addr[p->way[i]] = to[n + i];
+		return 0;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		p->addr[p->way[i]] = to[n + i];
+		ret = cp_move(p, p->way[i], to[i]);
+	}
+	return ret ? ret : 1;
+}
+
+/* Windows of @size holding no resident that may not move, by the bytes in
+ * their way; the first that clears.  1, 0 (none), or -ENOMEM. */
+static int cp_windows(struct cp *p, uint64_t size, uint64_t *at)
+{
+	uint32_t i, j, n = 0, na = 2 * (p->n_live + p->n_held) + 2;
+	int ret;
+
+	/* windows start at 0, at an item's end or a held range's start; or
+	 * end at the ceiling, at an item's start or a held range's end (a
+	 * value may land on a write-out's range: the window may take it in) */
+	for (i = 0; i < na; i++) {
+		uint32_t h = i / 2;
+		/* the window starts where item h - 1 ends, or ends where it starts
+		 * (a held range the other way round: the window takes it in) */
+		uint64_t a, way = 0, from_end, to_start;
+
+		if (h && h <= p->n_live) {
+			from_end = p->addr[p->live[h - 1]] + p->asz[p->live[h - 1]];
+			to_start = p->addr[p->live[h - 1]];
+		} else if (h) {
+			from_end = p->held[h - 1 - p->n_live][0];
+			to_start = p->held[h - 1 - p->n_live][1];
+		} else {
+			from_end = 0;
+			to_start = p->budget;
+		}
+		a = i % 2 == 0 ? from_end : to_start >= size ? to_start - size : UINT64_MAX;
+		if (a == UINT64_MAX || a > p->budget || size > p->budget - a)
+			continue;
+		for (j = 0; j < p->n_live && way != UINT64_MAX; j++) {
+			uint32_t w = p->live[j];
+
+			if (cp_meets(a, a + size, p->addr[w], p->addr[w] + p->asz[w]))
+				way = cp_movable(p, w) ? way + p->asz[w] : UINT64_MAX;
+		}
+		if (way == UINT64_MAX)
+			continue;
+		for (j = n; j && p->win[j - 1][1] > way; j--) {
+			p->win[j][0] = p->win[j - 1][0];
+			p->win[j][1] = p->win[j - 1][1];
+		}
+		p->win[j][0] = a;
+		p->win[j][1] = way;
+		n++;
+	}
+	for (i = 0; i < n && i < CP_WINDOWS; i++) {
+		ret = cp_window(p, p->win[i][0], size);
+		if (ret) {
+			*at = p->win[i][0];
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int cp_cmp_addr(const void *x, const void *y, void *u)
+{
+	const uint64_t *addr = u;
+	uint64_t a = addr[*(const uint32_t *)x], b = addr[*(const uint32_t *)y];
+
+	return (a > b) - (a < b);
+}
+
+/* The lowest start at or above @a, up to @top, where @size meets none of
+ * the held ranges but those from @own on (the slide's own sources, onto
+ * which it may land); UINT64_MAX where none. */
+static uint64_t cp_lowest(const struct cp *p, uint64_t a, uint64_t top, uint64_t size, uint32_t own)
+{
+	uint32_t i;
+	bool again = true;
+
+	while (again && a <= top) {
+		again = false;
+		for (i = 0; i < own; i++)
+			if (cp_meets(a, a + size, p->held[i][0], p->held[i][1])) {
+				a = p->held[i][1];
+				again = true;
+			}
+	}
+	return a <= top ? a : UINT64_MAX;
+}
+
+/* Step 2: this step's values taken out, every resident that may slid down
+ * in order of address, the values placed again.  1, 0 (no room), or
+ * -ENOMEM. */
+static int cp_slide(struct cp *p)
+{
+	uint32_t i, own;
+	uint64_t floor = 0;
+	int ret = 0;
+
+	for (i = 0; i < p->n_live;)
+		if (p->fresh[p->live[i]]) {
+			p->pos[p->live[i]] = UINT32_MAX;
+			p->live[i] = p->live[--p->n_live];
+		} else {
+			i++;
+		}
+	qsort_r(p->live, p->n_live, sizeof(*p->live), cp_cmp_addr, p->addr);
+	own = p->n_held;
+	for (i = 0; i < p->n_live && !ret; i++) {
+		uint32_t v = p->live[i];
+		uint64_t z = p->asz[v], to = UINT64_MAX, from = p->addr[v];
+
+		if (cp_movable(p, v) && floor < from)
+			to = cp_lowest(p, floor, from, z, own);
+		if (to != UINT64_MAX && to < from &&
+		    (to + z <= from || ortmem__plan_move_pieces_ok(from - to, p->plan->bufs[v].size)))
+			ret = cp_move(p, v, to);
+		floor = p->addr[v] + z;
+	}
+	for (i = 0; i < p->n_live; i++)
+		p->pos[p->live[i]] = i;
+	for (i = 0; i < p->n_in && !ret; i++) {
+		uint32_t v = p->in[i];
+		uint64_t at = cp_fit(p, p->asz[v], false, 0, 0);
+
+		if (at == UINT64_MAX)
+			return 0;
+		p->addr[v] = at;
+		p->pos[v] = p->n_live;
+		p->live[p->n_live++] = v;
+	}
+	return ret ? ret : 1;
+}
+
+/* Where buffer @b's interval opened by touch @k ends: the step after the
+ * touch that opens an off gap (a write-out), or its life's end. */
+static void cp_interval(struct cp *p, uint32_t b, uint32_t k)
+{
+	const struct ortmem_plan *plan = p->plan;
+	uint32_t end = plan->touch_idx[b + 1];
+
+	while (!p->off[k] && k + 1 < end)
+		k++;
+	p->wo[b] = p->off[k];
+	p->iend[b] = p->off[k] ? plan->touch_step[k] + 1 : plan->bufs[b].hi;
+}
+
+/* The step's values in, the largest first (insertion: a step has few). */
+static void cp_take_in(struct cp *p, uint32_t v)
+{
+	uint32_t j;
+
+	for (j = p->n_in++; j && p->asz[p->in[j - 1]] < p->asz[v]; j--)
+		p->in[j] = p->in[j - 1];
+	p->in[j] = v;
+}
+
+/* Place the step's values not placed yet: a free range, a window, or
+ * (placing them all again) a slide.  1, 0 (no room for one), -ENOMEM. */
+static int cp_place(struct cp *p)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < p->n_in; i++) {
+		uint32_t b = p->in[i];
+		uint64_t at;
+
+		if (p->pos[b] != UINT32_MAX)
+			continue;
+		at = cp_fit(p, p->asz[b], false, 0, 0);
+		ret = at != UINT64_MAX ? 1 : cp_windows(p, p->asz[b], &at);
+		if (!ret && !(p->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART))
+			return cp_slide(p);	/* places them all, or not */
+		if (ret <= 0)
+			return ret;
+		p->addr[b] = at;
+		p->pos[b] = p->n_live;
+		p->live[p->n_live++] = b;
+	}
+	return 1;
+}
+
+/* Evict for room: the gap holding the step of a resident the step does
+ * not touch, which has not moved in it, leaves the device (written out
+ * after the touch that opens it, as the sweeps would have sent it), the
+ * one whose next touch is furthest (Belady's rule; the largest at a tie).
+ * False where none may go. */
+static bool cp_evict(struct cp *p)
+{
+	const struct ortmem_plan *plan = p->plan;
+	uint32_t i, best = UINT32_MAX, far = 0;
+
+	for (i = 0; i < p->n_live; i++) {
+		uint32_t b = p->live[i], k = p->last[b], next;
+
+		if (p->fresh[b] || p->moved_at[b] > plan->touch_step[k] + 1u)
+			continue;
+		next = k + 1 < plan->touch_idx[b + 1] ? plan->touch_step[k + 1] : UINT32_MAX;
+		if (next == p->s)
+			continue;
+		if (best == UINT32_MAX || next > far || (next == far && p->asz[b] > p->asz[best])) {
+			best = b;
+			far = next;
+		}
+	}
+	if (best == UINT32_MAX)
+		return false;
+	p->off[p->last[best]] = 1;
+	if (plan->touch_step[p->last[best]] + 1 == p->s) {	/* written out now */
+		p->held[p->n_held][0] = p->addr[best];
+		p->held[p->n_held++][1] = p->addr[best] + p->asz[best];
+	}
+	i = p->pos[best];
+	p->pos[best] = UINT32_MAX;
+	p->live[i] = p->live[--p->n_live];
+	if (i < p->n_live)
+		p->pos[p->live[i]] = i;
+	return true;
+}
+
+/* Lay out step @s: residents whose interval ended leave, the step's values
+ * come in.  0, 1 (no room), or -ENOMEM. */
+static int cp_step(struct cp *p, uint64_t *toff)
+{
+	uint32_t s = p->s, i, j, b, k;
+	int ret;
+
+	p->n_held = p->n_in = 0;
+	for (i = 0; i < p->n_live;) {
+		b = p->live[i];
+		if (p->iend[b] > s) {
+			i++;
+			continue;
+		}
+		if (p->wo[b]) {		/* a write-out reads it after step s - 1 */
+			p->held[p->n_held][0] = p->addr[b];
+			p->held[p->n_held++][1] = p->addr[b] + p->asz[b];
+		}
+		p->pos[b] = UINT32_MAX;
+		p->live[i] = p->live[--p->n_live];
+		if (i < p->n_live)
+			p->pos[p->live[i]] = i;
+	}
+	for (j = p->by_step_idx[s]; j < p->by_step_idx[s + 1]; j++) {
+		b = p->tbuf[p->by_step[j]];
+		if (p->pos[b] == UINT32_MAX && p->asz[b]) {
+			cp_interval(p, b, p->by_step[j]);
+			cp_take_in(p, b);
+			p->fresh[b] = 1;
+		}
+	}
+	while (!(ret = cp_place(p)))
+		if (!cp_evict(p))
+			return 1;
+	if (ret < 0)
+		return ret;
+	for (j = p->by_step_idx[s]; j < p->by_step_idx[s + 1]; j++) {
+		k = p->by_step[j];
+		b = p->tbuf[k];
+		toff[k] = p->addr[b];
+		p->last[b] = k;
+	}
+	for (i = 0; i < p->n_in; i++)
+		p->fresh[p->in[i]] = 0;
+	return 0;
+}
+
+static void cp_free(struct cp *p)
+{
+	free(p->addr);
+	free(p->pos);
+	free(p->iend);
+	free(p->last);
+	free(p->moved_at);
+	free(p->wo);
+	free(p->fresh);
+	free(p->live);
+	free(p->held);
+	free(p->in);
+	free(p->by_step_idx);
+	free(p->by_step);
+	free(p->tbuf);
+	free(p->win);
+	free(p->rng);
+	free(p->way);
+}
+
+static int cp_alloc(struct cp *p)
+{
+	const struct ortmem_plan *plan = p->plan;
+	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], n = plan->n_nodes, b, k;
+
+	p->addr = calloc(nb + 1, sizeof(*p->addr));
+	p->pos = malloc(sizeof(*p->pos) * (nb + 1));
+	p->iend = calloc(nb + 1, sizeof(*p->iend));
+	p->last = calloc(nb + 1, sizeof(*p->last));
+	p->moved_at = calloc(nb + 1, sizeof(*p->moved_at));
+	p->wo = calloc(nb + 1, 1);
+	p->fresh = calloc(nb + 1, 1);
+	p->live = malloc(sizeof(*p->live) * (nb + 1));
+	p->held = malloc(sizeof(*p->held) * (2 * nb + 1));
+	p->in = malloc(sizeof(*p->in) * (nb + 1));
+	p->by_step_idx = calloc(n + 2, sizeof(*p->by_step_idx));
+	p->by_step = malloc(sizeof(*p->by_step) * (nt + 1));
+	p->tbuf = malloc(sizeof(*p->tbuf) * (nt + 1));
+	/* the windows (two per resident and per held range), and behind
+	 * them room for a window's moves */
+	p->win = malloc(sizeof(*p->win) * (7 * nb + 4));
+	p->way = malloc(sizeof(*p->way) * (nb + 1));
+	p->rng = malloc(sizeof(*p->rng) * (3 * nb + 2));
+	if (!p->addr || !p->pos || !p->iend || !p->last || !p->moved_at || !p->wo ||
+	    !p->fresh || !p->live || !p->held || !p->in || !p->by_step_idx || !p->by_step ||
+	    !p->tbuf || !p->win || !p->way || !p->rng)
+		return -ENOMEM;
+	memset(p->pos, 0xff, sizeof(*p->pos) * (nb + 1));
+	for (b = 0; b < nb; b++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+			p->tbuf[k] = b;
+			p->by_step_idx[plan->touch_step[k] + 2]++;
+		}
+	for (k = 2; k <= n + 1; k++)
+		p->by_step_idx[k] += p->by_step_idx[k - 1];
+	for (k = 0; k < nt; k++)
+		p->by_step[p->by_step_idx[plan->touch_step[k] + 1]++] = k;
+	return 0;
+}
+
+int ortmem__plan_compact(const struct ortmem_plan *plan, const uint64_t *asz,
+			 uint64_t budget, uint8_t *off, uint64_t bound, uint64_t deadline,
+			 struct ortmem__plan_compacted *out)
+{
+	struct cp p = { .plan = plan, .asz = asz, .off = off, .budget = budget };
+	uint32_t nt = plan->touch_idx[plan->n_bufs], i;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->off = off;
+	out->toff = calloc(nt + 1, sizeof(*out->toff));
+	ret = out->toff ? cp_alloc(&p) : -ENOMEM;
+	for (p.s = 0; !ret && p.s < plan->n_nodes; p.s++) {
+		ret = cp_step(&p, out->toff);
+		if (!ret && deadline && !(p.s & 63) && ortmem__now_ns() > deadline)
+			ret = 1;
+		if (!ret && p.n_mv && cp_weighed(&p) >= bound)
+			ret = 1;
+		for (i = 0; !ret && i < p.n_live; i++) {
+			uint32_t v = p.live[i];
+
+			if (p.addr[v] + asz[v] > out->height)
+				out->height = p.addr[v] + asz[v];
+		}
+	}
+	out->moved = p.moved;
+	out->mv = p.mv;
+	out->n_mv = p.n_mv;
+	cp_free(&p);
+	if (ret == -ENOMEM)
+		ret = ortmem__err_plain(-ENOMEM, "planner: cannot lay out %u touches by compaction", nt);
+	if (ret)
+		ortmem__plan_compacted_free(out);
+	return ret;
+}
+
+void ortmem__plan_compacted_free(struct ortmem__plan_compacted *c)
+{
+	free(c->toff);
+	free(c->mv);
+	c->toff = NULL;
+	c->mv = NULL;
+	c->n_mv = 0;
+}
+
+/* The gap of buffer @b (a touch index) that a move before step @s lies
+ * in, from touch @k on: its last touch before @s. */
+static uint32_t cp_gap_of(const struct ortmem_plan *plan, uint32_t b, uint32_t k, uint32_t s)
+{
+	while (k + 1 < plan->touch_idx[b + 1] && plan->touch_step[k + 1] < s)
+		k++;
+	return k;
+}
+
+/* The moves, by buffer and then step (stable: they were made in step
+ * order); *@idx their CSR over buffers. */
+static struct ortmem__plan_cmove *cp_by_buf(const struct ortmem_plan *plan,
+					    const struct ortmem__plan_compacted *c, uint32_t **idx)
+{
+	struct ortmem__plan_cmove *mv = malloc(sizeof(*mv) * (c->n_mv + 1));
+	uint32_t i, b;
+
+	*idx = calloc(plan->n_bufs + 2, sizeof(**idx));
+	if (!mv || !*idx) {
+		free(mv);
+		free(*idx);
+		return NULL;
+	}
+	for (i = 0; i < c->n_mv; i++)
+		(*idx)[c->mv[i].buf + 2]++;
+	for (b = 2; b <= plan->n_bufs + 1; b++)
+		(*idx)[b] += (*idx)[b - 1];
+	for (i = 0; i < c->n_mv; i++)
+		mv[(*idx)[c->mv[i].buf + 1]++] = c->mv[i];
+	return mv;
+}
+
+/* The new touch arrays of the plan, with room for @nt touches. */
+struct cp_touches {
+	uint32_t *idx, *step, *ms;
+	uint64_t *off;
+	uint8_t *gap;
+};
+
+static void cp_touches_free(struct cp_touches *t)
+{
+	free(t->idx);
+	free(t->step);
+	free(t->ms);
+	free(t->off);
+	free(t->gap);
+}
+
+/* Buffer @b's touches with a waypoint for each move past the first in a
+ * gap: touch @k's gap moves before the steps of @mv[0 .. @n), the
+ * waypoint after move i at its step, where it arrived. */
+static void cp_put_buf(const struct ortmem_plan *plan, const struct ortmem__plan_compacted *c,
+		       struct cp_touches *t, uint32_t b, const struct ortmem__plan_cmove *mv,
+		       uint32_t n, uint32_t *at)
+{
+	uint32_t k, i = 0;
+
+	t->idx[b] = *at;
+	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
+		uint32_t j = (*at)++;
+
+		t->step[j] = plan->touch_step[k];
+		t->off[j] = c->toff[k];
+		t->gap[j] = c->off[k];
+		t->ms[j] = 0;
+		for (; i < n && cp_gap_of(plan, b, k, mv[i].step) == k; i++) {
+			if (t->ms[j]) {	/* a second move: a waypoint at the first's step */
+				uint32_t w = (*at)++;
+
+				t->step[w] = t->ms[j];
+				t->off[w] = mv[i - 1].to;
+				t->gap[w] = 0;
+				j = w;
+			}
+			t->ms[j] = mv[i].step;
+		}
+	}
+}
+
+int ortmem__plan_compact_apply(struct ortmem_plan *plan, struct ortmem__plan_compacted *c,
+			       int home)
+{
+	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], *idx, b, k, at = 0;
+	struct ortmem__plan_cmove *mv = cp_by_buf(plan, c, &idx);
+	struct cp_touches t = { 0 };
+	uint32_t extra = c->n_mv;	/* at most one waypoint a move */
+
+	t.idx = malloc(sizeof(*t.idx) * (nb + 1));
+	t.step = malloc(sizeof(*t.step) * (nt + extra + 1));
+	t.ms = malloc(sizeof(*t.ms) * (nt + extra + 1));
+	t.off = malloc(sizeof(*t.off) * (nt + extra + 1));
+	t.gap = malloc(nt + extra + 1);
+	if (!mv || !t.idx || !t.step || !t.ms || !t.off || !t.gap) {
+		free(mv);
+		free(idx);
+		cp_touches_free(&t);
+		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
+	}
+	for (b = 0; b < nb; b++)
+		cp_put_buf(plan, c, &t, b, mv + idx[b], idx[b + 1] - idx[b], &at);
+	t.idx[nb] = at;
+	free(mv);
+	free(idx);
+	free(plan->touch_idx);
+	free(plan->touch_step);
+	free(plan->touch_off);
+	free(plan->gap_off);
+	free(plan->move_step);
+	plan->touch_idx = t.idx;
+	plan->touch_step = t.step;
+	plan->touch_off = t.off;
+	plan->gap_off = t.gap;
+	plan->move_step = t.ms;
+	for (b = 0; b < nb; b++) {
+		struct pl_buf *pb = &plan->bufs[b];
+
+		pb->tier = ORTMEM_TIER_DEVICE;
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
+			if (plan->gap_off[k])
+				pb->tier = home;
+		if (pb->tier == ORTMEM_TIER_DEVICE)
+			pb->off = plan->touch_idx[b] < plan->touch_idx[b + 1] ?
+				  plan->touch_off[plan->touch_idx[b]] : 0;
+	}
+	return 0;
+}
