@@ -16,22 +16,25 @@
  * Each value a step brings in (its outputs, the read-backs it needs), the
  * largest first, takes the tightest free range (a write-out's range is
  * free to it: a step's read-backs run after its write-outs and moves).
- * Where none holds it:
+ * Where none holds it, the cheaper in bytes moved of
  *
  *  1. the window of its size, among those starting at 0 or at an item's
- *     end, or ending at one's start or the ceiling, whose residents weigh
- *     least, each moved, the largest first, to the tightest range that is
- *     free now and was no source of this step's moves (so the moves are
- *     independent of each other); all or none of them;
- *  2. else (not under ORTMEM_PLAN_F_MOVE_APART) every resident that may
- *     move slid down as far as it goes, in order of address, never onto
- *     a write-out's range nor another window's source, then the step's
- *     values placed again, the largest first: slides run in increasing
- *     order of destination, each onto sources of the moves before it
- *     (the validator's rule, plan_validate.c).
+ *     end (or a held range's start), or ending at one's start or the
+ *     ceiling, whose residents weigh least, each moved, the largest
+ *     first, to the tightest range that is free now and was no source of
+ *     this step's moves (so the moves are independent of each other);
+ *     all or none of them;
+ *  2. (not under ORTMEM_PLAN_F_MOVE_APART) the run of residents whose
+ *     slide down, one against the next, opens the room above them;
  *
- * Where even that finds no room the layout fails and the caller keeps
- * its other plans.  Placement-history-3.rst has the measurements.
+ * else every resident that may move slid down as far as it goes, in order
+ * of address, then the step's values placed again.  Slides run in
+ * increasing order of destination, each onto sources of the moves before
+ * it, never onto a write-out's range nor another window's source (the
+ * validator's rules, plan_validate.c).  Where even that finds no room, a
+ * resident leaves the device after the fact (cp_evict()); where none may,
+ * the layout fails and the caller keeps its other plans.
+ * Placement-history-3.rst has the measurements.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,6 +56,7 @@ struct cp {
 	uint32_t *iend;		/* per buffer: the step its interval ends before */
 	uint32_t *last;		/* per buffer: its last touch before the step */
 	uint32_t *moved_at;	/* per buffer: the step of its last move + 1 */
+	uint32_t *first_mv;	/* per buffer: the step of its first move in its gap */
 	uint8_t *wo;		/* per buffer: its interval ends with a write-out */
 	uint8_t *fresh;		/* per buffer: placed at this step */
 	uint32_t *live, n_live;
@@ -65,6 +69,8 @@ struct cp {
 	uint64_t (*win)[2];	/* windows: start, bytes in the way */
 	uint64_t (*rng)[2];	/* scratch: the ranges in a fit's way */
 	uint32_t *way;
+	uint32_t *ord;		/* scratch: the residents by address */
+	uint8_t *slides;	/* scratch, per p->ord: may it slide down (cp_run()) */
 	struct ortmem__plan_cmove *mv;
 	uint32_t n_mv;
 	size_t cap_mv;
@@ -129,6 +135,8 @@ static int cp_move(struct cp *p, uint32_t b, uint64_t to)
 	if (p->n_mv == p->cap_mv && ortmem__grow((void **)&p->mv, &p->cap_mv, p->n_mv + 1,
 						 sizeof(*p->mv), 64))
 		return -ENOMEM;
+	if (p->moved_at[b] <= p->plan->touch_step[p->last[b]] + 1)
+		p->first_mv[b] = p->s;	/* its first move in the gap */
 	p->mv[p->n_mv++] = (struct ortmem__plan_cmove){ b, p->s, to };
 	p->moved += p->plan->bufs[b].size;
 	p->held[p->n_held][0] = p->addr[b];
@@ -182,25 +190,42 @@ static int cp_window(struct cp *p, uint64_t a, uint64_t size)
 	return ret ? ret : 1;
 }
 
-/* Windows of @size holding no resident that may not move, by the bytes in
- * their way; the first that clears.  1, 0 (none), or -ENOMEM. */
-static int cp_windows(struct cp *p, uint64_t size, uint64_t *at)
+/* Windows of @size holding no resident that may not move, with fewer
+ * bytes in their way than @below, by those bytes; the first that clears.
+ * 1, 0 (none), or -ENOMEM. */
+static int cp_cmp_addr(const void *x, const void *y, void *u)
+{
+	const uint64_t *addr = u;
+	uint64_t a = addr[*(const uint32_t *)x], b = addr[*(const uint32_t *)y];
+
+	return (a > b) - (a < b);
+}
+
+/* The residents, by address, into p->ord. */
+static void cp_sort_live(struct cp *p)
+{
+	memcpy(p->ord, p->live, sizeof(*p->ord) * p->n_live);
+	qsort_r(p->ord, p->n_live, sizeof(*p->ord), cp_cmp_addr, p->addr);
+}
+
+static int cp_windows(struct cp *p, uint64_t size, uint64_t below, uint64_t *at)
 {
 	uint32_t i, j, n = 0, na = 2 * (p->n_live + p->n_held) + 2;
 	int ret;
 
+	cp_sort_live(p);
 	/* windows start at 0, at an item's end or a held range's start; or
 	 * end at the ceiling, at an item's start or a held range's end (a
 	 * value may land on a write-out's range: the window may take it in) */
 	for (i = 0; i < na; i++) {
-		uint32_t h = i / 2;
+		uint32_t h = i / 2, lo, hi;
 		/* the window starts where item h - 1 ends, or ends where it starts
 		 * (a held range the other way round: the window takes it in) */
 		uint64_t a, way = 0, from_end, to_start;
 
 		if (h && h <= p->n_live) {
-			from_end = p->addr[p->live[h - 1]] + p->asz[p->live[h - 1]];
-			to_start = p->addr[p->live[h - 1]];
+			from_end = p->addr[p->ord[h - 1]] + p->asz[p->ord[h - 1]];
+			to_start = p->addr[p->ord[h - 1]];
 		} else if (h) {
 			from_end = p->held[h - 1 - p->n_live][0];
 			to_start = p->held[h - 1 - p->n_live][1];
@@ -211,22 +236,23 @@ static int cp_windows(struct cp *p, uint64_t size, uint64_t *at)
 		a = i % 2 == 0 ? from_end : to_start >= size ? to_start - size : UINT64_MAX;
 		if (a == UINT64_MAX || a > p->budget || size > p->budget - a)
 			continue;
-		for (j = 0; j < p->n_live && way != UINT64_MAX; j++) {
-			uint32_t w = p->live[j];
+		/* the residents in its way: disjoint, so sorted by their ends too */
+		for (lo = 0, hi = p->n_live; lo < hi;) {
+			uint32_t mid = lo + (hi - lo) / 2;
 
-			if (cp_meets(a, a + size, p->addr[w], p->addr[w] + p->asz[w]))
-				way = cp_movable(p, w) ? way + p->asz[w] : UINT64_MAX;
+			if (p->addr[p->ord[mid]] + p->asz[p->ord[mid]] <= a)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
-		if (way == UINT64_MAX)
+		for (j = lo; j < p->n_live && p->addr[p->ord[j]] < a + size && way != UINT64_MAX; j++)
+			way = cp_movable(p, p->ord[j]) ? way + p->asz[p->ord[j]] : UINT64_MAX;
+		if (way >= below)
 			continue;
-		for (j = n; j && p->win[j - 1][1] > way; j--) {
-			p->win[j][0] = p->win[j - 1][0];
-			p->win[j][1] = p->win[j - 1][1];
-		}
-		p->win[j][0] = a;
-		p->win[j][1] = way;
-		n++;
+		p->win[n][0] = a;
+		p->win[n++][1] = way;
 	}
+	ortmem__sort_pairs(p->win, n, true);
 	for (i = 0; i < n && i < CP_WINDOWS; i++) {
 		ret = cp_window(p, p->win[i][0], size);
 		if (ret) {
@@ -235,14 +261,6 @@ static int cp_windows(struct cp *p, uint64_t size, uint64_t *at)
 		}
 	}
 	return 0;
-}
-
-static int cp_cmp_addr(const void *x, const void *y, void *u)
-{
-	const uint64_t *addr = u;
-	uint64_t a = addr[*(const uint32_t *)x], b = addr[*(const uint32_t *)y];
-
-	return (a > b) - (a < b);
 }
 
 /* The lowest start at or above @a, up to @top, where @size meets none of
@@ -331,6 +349,94 @@ static void cp_take_in(struct cp *p, uint32_t v)
 	p->in[j] = v;
 }
 
+/* Is some held range in [@a, @b)? */
+static bool cp_held_in(const struct cp *p, uint64_t a, uint64_t b)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_held; i++)
+		if (cp_meets(a, b, p->held[i][0], p->held[i][1]))
+			return true;
+	return false;
+}
+
+/* May residents p->ord[@i .. @t) slide down to @floor, one against the
+ * next?  Each that overlaps its own source shifts by its pieces' share. */
+static bool cp_run_ok(const struct cp *p, uint32_t i, uint32_t t, uint64_t floor)
+{
+	for (; i < t; i++) {
+		uint32_t v = p->ord[i];
+		uint64_t from = p->addr[v];
+
+		if (from > floor && floor + p->asz[v] > from &&
+		    !ortmem__plan_move_pieces_ok(from - floor, p->plan->bufs[v].size))
+			return false;
+		floor += p->asz[v];
+	}
+	return true;
+}
+
+/*
+ * The run of residents (in order of address) whose slide down opens @size
+ * with the fewest bytes moved: residents that may move, with no held range
+ * in the free gaps they slide over; the room opens above them, up to the
+ * next resident (a held range there is free to a value the step brings
+ * in).  Its bytes (UINT64_MAX: none), its first resident in p->ord into
+ * *@lo, past its last into *@hi.  O(residents^2) at worst.
+ */
+static uint64_t cp_run(struct cp *p, uint64_t size, uint32_t *lo, uint32_t *hi)
+{
+	uint32_t n = p->n_live, t, i;
+	uint64_t best = UINT64_MAX;
+
+	cp_sort_live(p);
+	for (i = 0; i < n; i++) {	/* may resident i slide over the gap below it? */
+		uint64_t floor = i ? p->addr[p->ord[i - 1]] + p->asz[p->ord[i - 1]] : 0;
+
+		p->slides[i] = cp_movable(p, p->ord[i]) && !cp_held_in(p, floor, p->addr[p->ord[i]]);
+	}
+	for (t = 1; t <= n; t++) {
+		uint64_t top = t < n ? p->addr[p->ord[t]] : p->budget, sum = 0;
+
+		for (i = t; i-- > 0;) {
+			uint32_t v = p->ord[i];
+			uint64_t floor = i ? p->addr[p->ord[i - 1]] + p->asz[p->ord[i - 1]] : 0;
+
+			if (!p->slides[i])
+				break;
+			sum += p->asz[v];
+			if (sum >= best)
+				break;
+			if (top - floor - sum < size)
+				continue;
+			if (cp_run_ok(p, i, t, floor)) {
+				best = sum;
+				*lo = i;
+				*hi = t;
+			}
+			break;
+		}
+	}
+	return best;
+}
+
+/* Slide the run p->ord[@lo .. @hi) down; the start of the room above it. */
+static int cp_run_apply(struct cp *p, uint32_t lo, uint32_t hi, uint64_t *at)
+{
+	uint64_t cur = lo ? p->addr[p->ord[lo - 1]] + p->asz[p->ord[lo - 1]] : 0;
+	int ret = 0;
+
+	for (; lo < hi && !ret; lo++) {
+		uint32_t v = p->ord[lo];
+
+		if (p->addr[v] != cur)
+			ret = cp_move(p, v, cur);
+		cur += p->asz[v];
+	}
+	*at = cur;
+	return ret ? ret : 1;
+}
+
 /* Place the step's values not placed yet: a free range, a window, or
  * (placing them all again) a slide.  1, 0 (no room for one), -ENOMEM. */
 static int cp_place(struct cp *p)
@@ -345,7 +451,16 @@ static int cp_place(struct cp *p)
 		if (p->pos[b] != UINT32_MAX)
 			continue;
 		at = cp_fit(p, p->asz[b], false, 0, 0);
-		ret = at != UINT64_MAX ? 1 : cp_windows(p, p->asz[b], &at);
+		ret = 1;
+		if (at == UINT64_MAX) {
+			uint32_t lo = 0, hi = 0;
+			bool apart = p->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART;
+			uint64_t run = apart ? UINT64_MAX : cp_run(p, p->asz[b], &lo, &hi);
+
+			ret = cp_windows(p, p->asz[b], run, &at);
+			if (!ret && run != UINT64_MAX)
+				ret = cp_run_apply(p, lo, hi, &at);
+		}
 		if (!ret && !(p->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART))
 			return cp_slide(p);	/* places them all, or not */
 		if (ret <= 0)
@@ -357,42 +472,89 @@ static int cp_place(struct cp *p)
 	return 1;
 }
 
-/* Evict for room: the gap holding the step of a resident the step does
- * not touch, which has not moved in it, leaves the device (written out
- * after the touch that opens it, as the sweeps would have sent it), the
- * one whose next touch is furthest (Belady's rule; the largest at a tie).
- * False where none may go. */
-static bool cp_evict(struct cp *p)
+/* Send buffer @b off from its last touch on, dropping its moves since. */
+static void cp_send_off(struct cp *p, uint32_t b)
+{
+	const struct ortmem_plan *plan = p->plan;
+	uint32_t k = p->last[b], i = p->n_mv;
+
+	p->off[k] = 1;
+	if (plan->touch_step[k] + 1 == p->s) {	/* written out now */
+		p->held[p->n_held][0] = p->addr[b];
+		p->held[p->n_held++][1] = p->addr[b] + p->asz[b];
+	}
+	while (i-- > 0 && p->mv[i].step > plan->touch_step[k])
+		if (p->mv[i].buf == b) {
+			p->mv[i].buf = UINT32_MAX;
+			p->moved -= plan->bufs[b].size;
+		}
+	i = p->pos[b];
+	p->pos[b] = UINT32_MAX;
+	p->live[i] = p->live[--p->n_live];
+	if (i < p->n_live)
+		p->pos[p->live[i]] = i;
+}
+
+/* The room a value would have where resident p->ord[@i] is (from the end
+ * of the resident below to the start of the one above: a value the step
+ * brings in may land on held ranges). */
+static uint64_t cp_room_at(const struct cp *p, uint32_t i)
+{
+	uint64_t lo = i ? p->addr[p->ord[i - 1]] + p->asz[p->ord[i - 1]] : 0;
+
+	return (i + 1 < p->n_live ? p->addr[p->ord[i + 1]] : p->budget) - lo;
+}
+
+/*
+ * Evict for room for @size: the gap holding the step of a resident the
+ * step does not touch leaves the device (written out after the touch that
+ * opens it, as the sweeps would have sent it): of those whose range, with
+ * the free ranges around it, holds @size, else of all, the one whose next
+ * touch is furthest (Belady's rule; the largest at a tie).  Its moves in
+ * the gap are dropped: what it left at each is free after the fact, for
+ * nothing landed where it still was.  Not one that moved right after its
+ * touch (another move may have landed on the range its write-out reads).
+ * False where none may go.
+ */
+static bool cp_evict(struct cp *p, uint64_t size)
 {
 	const struct ortmem_plan *plan = p->plan;
 	uint32_t i, best = UINT32_MAX, far = 0;
+	bool opens = false;
 
+	cp_sort_live(p);
 	for (i = 0; i < p->n_live; i++) {
-		uint32_t b = p->live[i], k = p->last[b], next;
+		uint32_t b = p->ord[i], k = p->last[b], next;
+		bool o;
 
-		if (p->fresh[b] || p->moved_at[b] > plan->touch_step[k] + 1u)
+		if (p->fresh[b] || p->first_mv[b] == plan->touch_step[k] + 1)
 			continue;
 		next = k + 1 < plan->touch_idx[b + 1] ? plan->touch_step[k + 1] : UINT32_MAX;
 		if (next == p->s)
 			continue;
-		if (best == UINT32_MAX || next > far || (next == far && p->asz[b] > p->asz[best])) {
+		o = cp_room_at(p, i) >= size;
+		if (best == UINT32_MAX || o > opens || (o == opens && (next > far ||
+		    (next == far && p->asz[b] > p->asz[best])))) {
 			best = b;
 			far = next;
+			opens = o;
 		}
 	}
 	if (best == UINT32_MAX)
 		return false;
-	p->off[p->last[best]] = 1;
-	if (plan->touch_step[p->last[best]] + 1 == p->s) {	/* written out now */
-		p->held[p->n_held][0] = p->addr[best];
-		p->held[p->n_held++][1] = p->addr[best] + p->asz[best];
-	}
-	i = p->pos[best];
-	p->pos[best] = UINT32_MAX;
-	p->live[i] = p->live[--p->n_live];
-	if (i < p->n_live)
-		p->pos[p->live[i]] = i;
+	cp_send_off(p, best);
 	return true;
+}
+
+/* The largest of the step's values not placed yet. */
+static uint64_t cp_unplaced(const struct cp *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->n_in; i++)	/* the largest first */
+		if (p->pos[p->in[i]] == UINT32_MAX)
+			return p->asz[p->in[i]];
+	return 0;
 }
 
 /* Lay out step @s: residents whose interval ended leave, the step's values
@@ -427,7 +589,7 @@ static int cp_step(struct cp *p, uint64_t *toff)
 		}
 	}
 	while (!(ret = cp_place(p)))
-		if (!cp_evict(p))
+		if (!cp_evict(p, cp_unplaced(p)))
 			return 1;
 	if (ret < 0)
 		return ret;
@@ -449,6 +611,7 @@ static void cp_free(struct cp *p)
 	free(p->iend);
 	free(p->last);
 	free(p->moved_at);
+	free(p->first_mv);
 	free(p->wo);
 	free(p->fresh);
 	free(p->live);
@@ -460,6 +623,8 @@ static void cp_free(struct cp *p)
 	free(p->win);
 	free(p->rng);
 	free(p->way);
+	free(p->ord);
+	free(p->slides);
 }
 
 static int cp_alloc(struct cp *p)
@@ -472,6 +637,7 @@ static int cp_alloc(struct cp *p)
 	p->iend = calloc(nb + 1, sizeof(*p->iend));
 	p->last = calloc(nb + 1, sizeof(*p->last));
 	p->moved_at = calloc(nb + 1, sizeof(*p->moved_at));
+	p->first_mv = calloc(nb + 1, sizeof(*p->first_mv));
 	p->wo = calloc(nb + 1, 1);
 	p->fresh = calloc(nb + 1, 1);
 	p->live = malloc(sizeof(*p->live) * (nb + 1));
@@ -485,9 +651,12 @@ static int cp_alloc(struct cp *p)
 	p->win = malloc(sizeof(*p->win) * (7 * nb + 4));
 	p->way = malloc(sizeof(*p->way) * (nb + 1));
 	p->rng = malloc(sizeof(*p->rng) * (3 * nb + 2));
-	if (!p->addr || !p->pos || !p->iend || !p->last || !p->moved_at || !p->wo ||
+	p->ord = malloc(sizeof(*p->ord) * (nb + 1));
+	p->slides = malloc(nb + 1);
+	if (!p->addr || !p->pos || !p->iend || !p->last || !p->moved_at || !p->first_mv || !p->wo ||
 	    !p->fresh || !p->live || !p->held || !p->in || !p->by_step_idx || !p->by_step ||
-	    !p->tbuf || !p->win || !p->way || !p->rng)
+	    !p->tbuf || !p->win || !p->way || !p->rng || !p->ord ||
+	    !p->slides)
 		return -ENOMEM;
 	memset(p->pos, 0xff, sizeof(*p->pos) * (nb + 1));
 	for (b = 0; b < nb; b++)
@@ -545,131 +714,4 @@ void ortmem__plan_compacted_free(struct ortmem__plan_compacted *c)
 	c->toff = NULL;
 	c->mv = NULL;
 	c->n_mv = 0;
-}
-
-/* The gap of buffer @b (a touch index) that a move before step @s lies
- * in, from touch @k on: its last touch before @s. */
-static uint32_t cp_gap_of(const struct ortmem_plan *plan, uint32_t b, uint32_t k, uint32_t s)
-{
-	while (k + 1 < plan->touch_idx[b + 1] && plan->touch_step[k + 1] < s)
-		k++;
-	return k;
-}
-
-/* The moves, by buffer and then step (stable: they were made in step
- * order); *@idx their CSR over buffers. */
-static struct ortmem__plan_cmove *cp_by_buf(const struct ortmem_plan *plan,
-					    const struct ortmem__plan_compacted *c, uint32_t **idx)
-{
-	struct ortmem__plan_cmove *mv = malloc(sizeof(*mv) * (c->n_mv + 1));
-	uint32_t i, b;
-
-	*idx = calloc(plan->n_bufs + 2, sizeof(**idx));
-	if (!mv || !*idx) {
-		free(mv);
-		free(*idx);
-		return NULL;
-	}
-	for (i = 0; i < c->n_mv; i++)
-		(*idx)[c->mv[i].buf + 2]++;
-	for (b = 2; b <= plan->n_bufs + 1; b++)
-		(*idx)[b] += (*idx)[b - 1];
-	for (i = 0; i < c->n_mv; i++)
-		mv[(*idx)[c->mv[i].buf + 1]++] = c->mv[i];
-	return mv;
-}
-
-/* The new touch arrays of the plan, with room for @nt touches. */
-struct cp_touches {
-	uint32_t *idx, *step, *ms;
-	uint64_t *off;
-	uint8_t *gap;
-};
-
-static void cp_touches_free(struct cp_touches *t)
-{
-	free(t->idx);
-	free(t->step);
-	free(t->ms);
-	free(t->off);
-	free(t->gap);
-}
-
-/* Buffer @b's touches with a waypoint for each move past the first in a
- * gap: touch @k's gap moves before the steps of @mv[0 .. @n), the
- * waypoint after move i at its step, where it arrived. */
-static void cp_put_buf(const struct ortmem_plan *plan, const struct ortmem__plan_compacted *c,
-		       struct cp_touches *t, uint32_t b, const struct ortmem__plan_cmove *mv,
-		       uint32_t n, uint32_t *at)
-{
-	uint32_t k, i = 0;
-
-	t->idx[b] = *at;
-	for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++) {
-		uint32_t j = (*at)++;
-
-		t->step[j] = plan->touch_step[k];
-		t->off[j] = c->toff[k];
-		t->gap[j] = c->off[k];
-		t->ms[j] = 0;
-		for (; i < n && cp_gap_of(plan, b, k, mv[i].step) == k; i++) {
-			if (t->ms[j]) {	/* a second move: a waypoint at the first's step */
-				uint32_t w = (*at)++;
-
-				t->step[w] = t->ms[j];
-				t->off[w] = mv[i - 1].to;
-				t->gap[w] = 0;
-				j = w;
-			}
-			t->ms[j] = mv[i].step;
-		}
-	}
-}
-
-int ortmem__plan_compact_apply(struct ortmem_plan *plan, struct ortmem__plan_compacted *c,
-			       int home)
-{
-	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], *idx, b, k, at = 0;
-	struct ortmem__plan_cmove *mv = cp_by_buf(plan, c, &idx);
-	struct cp_touches t = { 0 };
-	uint32_t extra = c->n_mv;	/* at most one waypoint a move */
-
-	t.idx = malloc(sizeof(*t.idx) * (nb + 1));
-	t.step = malloc(sizeof(*t.step) * (nt + extra + 1));
-	t.ms = malloc(sizeof(*t.ms) * (nt + extra + 1));
-	t.off = malloc(sizeof(*t.off) * (nt + extra + 1));
-	t.gap = malloc(nt + extra + 1);
-	if (!mv || !t.idx || !t.step || !t.ms || !t.off || !t.gap) {
-		free(mv);
-		free(idx);
-		cp_touches_free(&t);
-		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
-	}
-	for (b = 0; b < nb; b++)
-		cp_put_buf(plan, c, &t, b, mv + idx[b], idx[b + 1] - idx[b], &at);
-	t.idx[nb] = at;
-	free(mv);
-	free(idx);
-	free(plan->touch_idx);
-	free(plan->touch_step);
-	free(plan->touch_off);
-	free(plan->gap_off);
-	free(plan->move_step);
-	plan->touch_idx = t.idx;
-	plan->touch_step = t.step;
-	plan->touch_off = t.off;
-	plan->gap_off = t.gap;
-	plan->move_step = t.ms;
-	for (b = 0; b < nb; b++) {
-		struct pl_buf *pb = &plan->bufs[b];
-
-		pb->tier = ORTMEM_TIER_DEVICE;
-		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
-			if (plan->gap_off[k])
-				pb->tier = home;
-		if (pb->tier == ORTMEM_TIER_DEVICE)
-			pb->off = plan->touch_idx[b] < plan->touch_idx[b + 1] ?
-				  plan->touch_off[plan->touch_idx[b]] : 0;
-	}
-	return 0;
 }

@@ -15,6 +15,7 @@
  *   plan_online.c    residency and offsets in one allocator's pass
  *   plan_close.c     off gaps kept on the device where their range is free
  *   plan_compact.c   a residency laid out by moving residents as often as it takes
+ *   plan_waypoint.c  such a layout made the plan's: moves past a gap's first at waypoints
  *   plan_gaps.c      device residency per gap and its offsets
  *   plan_gap_ctx.c   the gaps indexed, whether the graph is dense
  *   plan_gap_sweep.c the gap sweeps under their eviction rules
@@ -318,10 +319,11 @@ int ortmem__plan_compact(const struct ortmem_plan *plan, const uint64_t *asz,
 			 uint64_t budget, uint8_t *off, uint64_t bound, uint64_t deadline,
 			 struct ortmem__plan_compacted *out);
 void ortmem__plan_compacted_free(struct ortmem__plan_compacted *c);
-/* The plan made the compacted layout @c (its off gaps c->off, buffers sent
- * off going to @home): each move past the first in a gap splits it at a
- * waypoint, a touch of no node at the step of the move before, so that a
- * gap still has at most one move (plan->touch_* grow).  0 or -ENOMEM. */
+/* plan_waypoint.c: the plan made the compacted layout @c (its off gaps
+ * c->off, buffers sent off going to @home): each move past the first in a
+ * gap splits it at a waypoint, a touch of no node at the step of the move
+ * before, so that a gap still has at most one move (plan->touch_* grow;
+ * moves dropped, buf UINT32_MAX, skipped).  0 or -ENOMEM. */
 int ortmem__plan_compact_apply(struct ortmem_plan *plan, struct ortmem__plan_compacted *c,
 			       int home);
 /* plan_gaps.c: which gaps of each buffer leave the device (under its

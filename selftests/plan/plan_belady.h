@@ -97,18 +97,27 @@ static inline uint64_t belady(const struct ortmem_plan *p, uint64_t budget)
 	return moved;
 }
 
-/* The random graph of @n nodes and @seed under a device budget. */
-static inline struct ortmem_plan *graph_at_flags(uint32_t n, uint64_t seed, uint64_t budget,
-						 uint32_t flags)
+/* The random graph of @n nodes and @seed under a device budget, planned
+ * with @flags at move ratio @ratio (0: the default) through the public
+ * options. */
+static inline struct ortmem_plan *graph_at_ratio(uint32_t n, uint64_t seed, uint64_t budget,
+						 uint32_t flags, uint32_t ratio)
 {
 	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
-		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20, .flags = flags);
+		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20, .flags = flags,
+		    .move_ratio = ratio);
 	struct ortmem_plan *p = NULL;
 
 	if (ortmem_plan_new(&o, &p))
 		return NULL;
 	random_graph(p, n, &seed);
 	return p;
+}
+
+static inline struct ortmem_plan *graph_at_flags(uint32_t n, uint64_t seed, uint64_t budget,
+						 uint32_t flags)
+{
+	return graph_at_ratio(n, seed, budget, flags, 0);
 }
 
 static inline struct ortmem_plan *graph_at(uint32_t n, uint64_t seed, uint64_t budget)

@@ -21,29 +21,13 @@
 #define GRAPHS 12
 #define BUDGETS 4
 
-/* The random graph of @n nodes and @seed under a device budget, planned at
- * @ratio through the public options. */
-static struct ortmem_plan *graph_at_ratio(uint32_t n, uint64_t seed, uint64_t budget,
-					  uint32_t ratio)
-{
-	ORTMEM_OPTS(ortmem_plan_opts, o, .budget = { budget, 0, 0 },
-		    .align = { ALIGN, 64, 4096 }, .max_iterations = 20,
-		    .flags = ORTMEM_PLAN_F_VALIDATE, .move_ratio = ratio);
-	struct ortmem_plan *p = NULL;
-
-	if (ortmem_plan_new(&o, &p))
-		return NULL;
-	random_graph(p, n, &seed);
-	return p;
-}
-
 /* Tier bytes and bytes moved within the arena of one plan; false (logged)
  * where it fails. */
 static bool ratio_plan(struct __test_metadata *_metadata, uint32_t n, uint64_t seed,
 		       uint64_t budget, uint32_t ratio, uint64_t *tier, uint64_t *moved)
 {
 	ORTMEM_OPTS(ortmem_plan_stats, st);
-	struct ortmem_plan *p = graph_at_ratio(n, seed, budget, ratio);
+	struct ortmem_plan *p = graph_at_ratio(n, seed, budget, ORTMEM_PLAN_F_VALIDATE, ratio);
 	bool ok = p && !ortmem_plan_solve(p) && !ortmem_plan_validate(p) &&
 		  !ortmem_plan_stats(p, &st);
 
