@@ -125,6 +125,7 @@ static uint64_t cp_fit(const struct cp *p, uint64_t size, bool held, uint64_t x0
 	return best;
 }
 
+/* The bytes moved so far, weighed against tier bytes. */
 static uint64_t cp_weighed(const struct cp *p)
 {
 	return ortmem__plan_move_weigh(p->plan, p->moved);
@@ -208,7 +209,7 @@ static void cp_sort_live(struct cp *p)
 	qsort_r(p->ord, p->n_live, sizeof(*p->ord), cp_cmp_addr, p->addr);
 }
 
-static int cp_windows(struct cp *p, uint64_t size, uint64_t below, uint64_t *at)
+static int cp_windows(struct cp *p, uint64_t size, uint64_t below, uint64_t *at, uint64_t *least)
 {
 	uint32_t i, j, n = 0, na = 2 * (p->n_live + p->n_held) + 2;
 	int ret;
@@ -253,6 +254,10 @@ static int cp_windows(struct cp *p, uint64_t size, uint64_t below, uint64_t *at)
 		p->win[n++][1] = way;
 	}
 	ortmem__sort_pairs(p->win, n, true);
+	if (least) {	/* only asked what the cheapest costs */
+		*least = n ? p->win[0][1] : UINT64_MAX;
+		return 0;
+	}
 	for (i = 0; i < n && i < CP_WINDOWS; i++) {
 		ret = cp_window(p, p->win[i][0], size);
 		if (ret) {
@@ -437,41 +442,6 @@ static int cp_run_apply(struct cp *p, uint32_t lo, uint32_t hi, uint64_t *at)
 	return ret ? ret : 1;
 }
 
-/* Place the step's values not placed yet: a free range, a window, or
- * (placing them all again) a slide.  1, 0 (no room for one), -ENOMEM. */
-static int cp_place(struct cp *p)
-{
-	uint32_t i;
-	int ret;
-
-	for (i = 0; i < p->n_in; i++) {
-		uint32_t b = p->in[i];
-		uint64_t at;
-
-		if (p->pos[b] != UINT32_MAX)
-			continue;
-		at = cp_fit(p, p->asz[b], false, 0, 0);
-		ret = 1;
-		if (at == UINT64_MAX) {
-			uint32_t lo = 0, hi = 0;
-			bool apart = p->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART;
-			uint64_t run = apart ? UINT64_MAX : cp_run(p, p->asz[b], &lo, &hi);
-
-			ret = cp_windows(p, p->asz[b], run, &at);
-			if (!ret && run != UINT64_MAX)
-				ret = cp_run_apply(p, lo, hi, &at);
-		}
-		if (!ret && !(p->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART))
-			return cp_slide(p);	/* places them all, or not */
-		if (ret <= 0)
-			return ret;
-		p->addr[b] = at;
-		p->pos[b] = p->n_live;
-		p->live[p->n_live++] = b;
-	}
-	return 1;
-}
-
 /* Send buffer @b off from its last touch on, dropping its moves since. */
 static void cp_send_off(struct cp *p, uint32_t b)
 {
@@ -506,7 +476,7 @@ static uint64_t cp_room_at(const struct cp *p, uint32_t i)
 }
 
 /*
- * Evict for room for @size: the gap holding the step of a resident the
+ * Whom to evict for room for @size: the gap holding the step of a resident the
  * step does not touch leaves the device (written out after the touch that
  * opens it, as the sweeps would have sent it): of those whose range, with
  * the free ranges around it, holds @size, else of all, the one whose next
@@ -516,12 +486,12 @@ static uint64_t cp_room_at(const struct cp *p, uint32_t i)
  * touch (another move may have landed on the range its write-out reads).
  * False where none may go.
  */
-static bool cp_evict(struct cp *p, uint64_t size)
+static uint32_t cp_pick(struct cp *p, uint64_t size, bool *opens)
 {
 	const struct ortmem_plan *plan = p->plan;
 	uint32_t i, best = UINT32_MAX, far = 0;
-	bool opens = false;
 
+	*opens = false;
 	cp_sort_live(p);
 	for (i = 0; i < p->n_live; i++) {
 		uint32_t b = p->ord[i], k = p->last[b], next;
@@ -533,17 +503,97 @@ static bool cp_evict(struct cp *p, uint64_t size)
 		if (next == p->s)
 			continue;
 		o = cp_room_at(p, i) >= size;
-		if (best == UINT32_MAX || o > opens || (o == opens && (next > far ||
+		if (best == UINT32_MAX || o > *opens || (o == *opens && (next > far ||
 		    (next == far && p->asz[b] > p->asz[best])))) {
 			best = b;
 			far = next;
-			opens = o;
+			*opens = o;
 		}
 	}
-	if (best == UINT32_MAX)
+	return best;
+}
+
+static bool cp_evict(struct cp *p, uint64_t size)
+{
+	bool opens;
+	uint32_t b = cp_pick(p, size, &opens);
+
+	if (b == UINT32_MAX)
 		return false;
-	cp_send_off(p, best);
+	cp_send_off(p, b);
 	return true;
+}
+
+/* Tier bytes that sending buffer @b off from its last touch adds: its
+ * read-back, if a touch follows, and its write-out, unless an earlier
+ * gap of it left the device. */
+static uint64_t cp_evict_cost(const struct cp *p, uint32_t b)
+{
+	const struct ortmem_plan *plan = p->plan;
+	uint64_t z = plan->bufs[b].size, cost = p->last[b] + 1 < plan->touch_idx[b + 1] ? z : 0;
+	uint32_t k;
+
+	for (k = plan->touch_idx[b]; k < p->last[b] && !p->off[k]; k++)
+		;
+	return k < p->last[b] ? cost : cost + z;
+}
+
+/* Where a move would open room for @size, is evicting a buffer whose
+ * range opens it cheaper than the least bytes moved (@move, weighed)?
+ * Evict it then (true). */
+static bool cp_evict_cheaper(struct cp *p, uint64_t size, uint64_t move)
+{
+	bool opens;
+	uint32_t b = move == UINT64_MAX ? UINT32_MAX : cp_pick(p, size, &opens);
+
+	if (b == UINT32_MAX || !opens ||
+	    cp_evict_cost(p, b) >= ortmem__plan_move_weigh(p->plan, move))
+		return false;
+	cp_send_off(p, b);
+	return true;
+}
+
+/* Place the step's values not placed yet: a free range; where none holds
+ * one, room made by evicting a resident where that adds fewer tier bytes
+ * than the least bytes a move would copy, weighed; else a window or a run
+ * slid down, or (placing them all again) a slide of all.  1, 0 (no room
+ * for one), -ENOMEM. */
+static int cp_place(struct cp *p)
+{
+	bool apart = p->plan->o.flags & ORTMEM_PLAN_F_MOVE_APART;
+	uint32_t i = 0;
+	int ret;
+
+	while (i < p->n_in) {
+		uint32_t b = p->in[i], lo = 0, hi = 0;
+		uint64_t at, run, win;
+
+		if (p->pos[b] != UINT32_MAX) {
+			i++;
+			continue;
+		}
+		at = cp_fit(p, p->asz[b], false, 0, 0);
+		ret = 1;
+		if (at == UINT64_MAX) {
+			run = apart ? UINT64_MAX : cp_run(p, p->asz[b], &lo, &hi);
+			cp_windows(p, p->asz[b], UINT64_MAX, &at, &win);
+			if (cp_evict_cheaper(p, p->asz[b], win < run ? win : run))
+				continue;	/* the same value again */
+			/* p->ord sorted anew: the same residents, the same order */
+			ret = cp_windows(p, p->asz[b], run, &at, NULL);
+			if (!ret && run != UINT64_MAX)
+				ret = cp_run_apply(p, lo, hi, &at);
+		}
+		if (!ret && !apart)
+			return cp_slide(p);	/* places them all, or not */
+		if (ret <= 0)
+			return ret;
+		p->addr[b] = at;
+		p->pos[b] = p->n_live;
+		p->live[p->n_live++] = b;
+		i++;
+	}
+	return 1;
 }
 
 /* The largest of the step's values not placed yet. */
