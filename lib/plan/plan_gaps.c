@@ -307,11 +307,14 @@ static int gp_slides_twin(struct gap_ctx *c, struct gp_win *w, int slides)
 static int gp_compact(struct gap_ctx *c, struct gp_win *w)
 {
 	struct ortmem_plan *plan = c->plan;
-	uint64_t t = ortmem__now_ns(), tier = ortmem__plan_gap_cost(plan, w->guide);
+	uint64_t t = ortmem__now_ns(), tier;
 	int ret;
 
 	if (!w->cp_off || c->dense || plan->o.move_ratio < GAP_COMPACT_RATIO ||
-	    w->cost == UINT64_MAX || tier >= w->cost)
+	    w->cost == UINT64_MAX)
+		return 0;
+	tier = ortmem__plan_gap_cost(plan, w->guide);
+	if (tier >= w->cost)
 		return 0;
 	memcpy(w->cp_off, w->guide, plan->touch_idx[plan->n_bufs]);
 	ret = ortmem__plan_compact(plan, c->asz, c->budget, w->cp_off, w->cost - tier,
