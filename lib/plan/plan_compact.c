@@ -83,8 +83,8 @@ static bool cp_meets(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 }
 
 /* May resident @b move before this step?  Not placed at it, not moved at
- * it already, with a touch still to come (a move lies in a gap that a
- * touch ends), and moves allowed at all. */
+ * it already, and with a touch still to come (a move lies in a gap that a
+ * touch ends). */
 static bool cp_movable(const struct cp *p, uint32_t b)
 {
 	return !p->fresh[b] && p->moved_at[b] != p->s + 1 &&
@@ -147,7 +147,8 @@ static int cp_move(struct cp *p, uint32_t b, uint64_t to)
 	return 0;
 }
 
-/* Step 1 on window [a, a + size): its residents moved, or none (false). */
+/* Window [a, a + size) cleared: its residents moved (1), or none (0);
+ * -ENOMEM. */
 static int cp_window(struct cp *p, uint64_t a, uint64_t size)
 {
 	uint32_t i, j, n = 0, held = p->n_held;
@@ -191,9 +192,6 @@ static int cp_window(struct cp *p, uint64_t a, uint64_t size)
 	return ret ? ret : 1;
 }
 
-/* Windows of @size holding no resident that may not move, with fewer
- * bytes in their way than @below, by those bytes; the first that clears.
- * 1, 0 (none), or -ENOMEM. */
 static int cp_cmp_addr(const void *x, const void *y, void *u)
 {
 	const uint64_t *addr = u;
@@ -209,6 +207,10 @@ static void cp_sort_live(struct cp *p)
 	qsort_r(p->ord, p->n_live, sizeof(*p->ord), cp_cmp_addr, p->addr);
 }
 
+/* Windows of @size holding no resident that may not move, with fewer
+ * bytes in their way than @below, by those bytes; the first that clears
+ * (its start into *@at).  1, 0 (none), or -ENOMEM.  With @least, only the
+ * bytes in the way of the cheapest into it (UINT64_MAX: none), 0. */
 static int cp_windows(struct cp *p, uint64_t size, uint64_t below, uint64_t *at, uint64_t *least)
 {
 	uint32_t i, j, n = 0, na = 2 * (p->n_live + p->n_held) + 2;
@@ -287,9 +289,9 @@ static uint64_t cp_lowest(const struct cp *p, uint64_t a, uint64_t top, uint64_t
 	return a <= top ? a : UINT64_MAX;
 }
 
-/* Step 2: this step's values taken out, every resident that may slid down
- * in order of address, the values placed again.  1, 0 (no room), or
- * -ENOMEM. */
+/* The last resort: this step's values taken out, every resident that may
+ * slid down in order of address, the values placed again.  1, 0 (no
+ * room), or -ENOMEM. */
 static int cp_slide(struct cp *p)
 {
 	uint32_t i, own;
@@ -442,7 +444,10 @@ static int cp_run_apply(struct cp *p, uint32_t lo, uint32_t hi, uint64_t *at)
 	return ret ? ret : 1;
 }
 
-/* Send buffer @b off from its last touch on, dropping its moves since. */
+/* Send buffer @b off from its last touch on (written out after that
+ * touch, as the sweeps would have sent it), dropping its moves since:
+ * what it left at each is free after the fact, for nothing landed where
+ * it still was. */
 static void cp_send_off(struct cp *p, uint32_t b)
 {
 	const struct ortmem_plan *plan = p->plan;
@@ -476,15 +481,12 @@ static uint64_t cp_room_at(const struct cp *p, uint32_t i)
 }
 
 /*
- * Whom to evict for room for @size: the gap holding the step of a resident the
- * step does not touch leaves the device (written out after the touch that
- * opens it, as the sweeps would have sent it): of those whose range, with
- * the free ranges around it, holds @size, else of all, the one whose next
- * touch is furthest (Belady's rule; the largest at a tie).  Its moves in
- * the gap are dropped: what it left at each is free after the fact, for
- * nothing landed where it still was.  Not one that moved right after its
- * touch (another move may have landed on the range its write-out reads).
- * False where none may go.
+ * Whom to evict for room for @size: of the residents the step does not
+ * touch, those whose range, with the free ranges around it, holds @size
+ * (*@opens), else all, the one whose next touch is furthest (Belady's
+ * rule; the largest at a tie).  Not one that moved right after its touch
+ * (another move may have landed on the range its write-out reads, since
+ * that move ran).  UINT32_MAX where none may go.
  */
 static uint32_t cp_pick(struct cp *p, uint64_t size, bool *opens)
 {
@@ -513,6 +515,7 @@ static uint32_t cp_pick(struct cp *p, uint64_t size, bool *opens)
 	return best;
 }
 
+/* Evict for room for @size (cp_pick()); false where none may go. */
 static bool cp_evict(struct cp *p, uint64_t size)
 {
 	bool opens;
