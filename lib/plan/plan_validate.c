@@ -366,8 +366,10 @@ static int vl_move_dests(const struct ortmem_plan *plan)
 
 	if (!e)
 		return ortmem__err_plain(-ENOMEM, "validator: out of memory");
+	/* every touch: a graph output sent off after its last touch is
+	 * written out then too (vl_move_steps() refused a move there) */
 	for (b = 0; b < plan->n_bufs; b++)
-		for (k = plan->touch_idx[b]; k + 1 < plan->touch_idx[b + 1]; k++)
+		for (k = plan->touch_idx[b]; k < plan->touch_idx[b + 1]; k++)
 			if (ms[k] || plan->gap_off[k])
 				e[n++] = (struct vl_end){ ms[k] ? ms[k] : plan->touch_step[k] + 1,
 					b, plan->touch_off[k], plan->bufs[b].size,

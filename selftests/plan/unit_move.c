@@ -425,6 +425,55 @@ TEST_TIMEOUT(planted_bad_moves_are_refused, 300)
 #undef PLANT
 }
 
+/* A graph output sent off after its last touch is written out after that
+ * touch: a move before the next step may not land on its range (the
+ * validator's rule for every write-out, checked on tail ones too). */
+TEST_TIMEOUT(moves_onto_a_last_write_out_are_refused, 300)
+{
+	uint32_t g, i, j, k, nt, tried = 0, refused = 0;
+
+	for (g = 0; g < GRAPHS; g++) {
+		uint32_t n = 20 + 10 * (g % 10);
+		uint64_t foot, lb;
+
+		graph_limits(n, 3000 + g, &foot, &lb);
+		for (i = 0; i < BUDGETS; i++) {
+			struct ortmem_plan *p = graph_at_flags(n, 3000 + g, budget_at(foot, lb, i), 0);
+			uint64_t *toff;
+
+			if (!p || ortmem_plan_solve(p) || !p->move_step) {
+				ortmem_plan_free(p);
+				continue;
+			}
+			nt = p->touch_idx[p->n_bufs];
+			toff = malloc(sizeof(*toff) * nt);
+			ASSERT_NONNULL(toff);
+			memcpy(toff, p->touch_off, sizeof(*toff) * nt);
+			for (j = 0; j < nt; j++)
+				for (k = 0; p->move_step[j] && k < nt; k++) {
+					uint32_t kb = buf_of_touch(p, k);
+
+					if (!p->gap_off[k] || k + 1 != p->touch_idx[kb + 1] ||
+					    p->touch_step[k] + 1 != p->move_step[j] ||
+					    kb == buf_of_touch(p, j) || !p->bufs[kb].size ||
+					    p->bufs[buf_of_touch(p, j)].size > p->bufs[kb].size)
+						continue;
+					set_after(p, j, toff[k]);
+					tried++;
+					refused += ortmem_plan_validate(p) == -EFAULT &&
+						   strstr(ortmem_last_error_message(), "written out");
+					memcpy(p->touch_off, toff, sizeof(*toff) * nt);
+				}
+			free(toff);
+			ortmem_plan_free(p);
+		}
+	}
+	TH_LOG("%u moves planted onto a range written out after its buffer's last touch, %u refused so",
+	       tried, refused);
+	EXPECT_LT(0, tried);
+	EXPECT_EQ(tried, refused);
+}
+
 /* The order a step's moves run in (increasing destination) is checked: a
  * move may not land on the source of one that runs after it; under
  * ORTMEM_PLAN_F_MOVE_APART none lands on any source, its own included. */
