@@ -37,6 +37,7 @@ static struct ortmem__plan_cmove *cp_by_buf(const struct ortmem_plan *plan,
 	if (!mv || !*idx) {
 		free(mv);
 		free(*idx);
+		*idx = NULL;	/* the caller frees it too */
 		return NULL;
 	}
 	for (i = 0; i < c->n_mv; i++)
