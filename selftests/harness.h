@@ -51,6 +51,42 @@
 
 #define TEST_TIMEOUT_DEFAULT 30
 
+/*
+ * TEST_ROUNDS(n): how many rounds a randomized test runs: n, or a quarter
+ * of n (at least one) in a build under AddressSanitizer or ThreadSanitizer.
+ * Those run the planner 5 to 20 times slower, and the memory errors and
+ * races they look for show in the first rounds as in the rest; the plain
+ * build (make check) runs every round.
+ *
+ * TSAN_SKIP_ONE_THREAD(): in a ThreadSanitizer build, skip a test whose
+ * library calls all run on the caller's thread (a plan bounded by
+ * max_iterations searches on one): TSan checks what threads share, so it
+ * has nothing to check there and only runs it 5 to 15 times slower.  The
+ * plain and the ASan builds run it.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#ifndef TEST_TSAN
+#define TEST_TSAN 0
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifndef TEST_ASAN
+#define TEST_ASAN 0
+#endif
+#define TEST_SANITIZED (TEST_ASAN || TEST_TSAN)
+#define TEST_ROUNDS(n) (TEST_SANITIZED ? ((n) + 3) / 4 : (n))
+
 struct __fixture_metadata;
 struct __fixture_variant_metadata;
 
@@ -343,6 +379,13 @@ static inline void __test_fail(struct __test_metadata *m, bool fatal)
 		_metadata->results->skipped = true;                           \
 		fflush(stdout);                                               \
 		siglongjmp(_metadata->env, 1);                                \
+	} while (0)
+
+#define TSAN_SKIP_ONE_THREAD()                                                \
+	do {                                                                  \
+		if (TEST_TSAN)                                                \
+			SKIP("one thread: nothing for ThreadSanitizer to "    \
+			     "check (the plain and ASan builds run it)");     \
 	} while (0)
 
 #include "harness_run.h"

@@ -218,6 +218,7 @@ TEST_TIMEOUT(a_device_budget_every_buffer_fits_plans_as_without_one, 300)
 	ORTMEM_OPTS(ortmem_plan_stats, free_st);
 	ORTMEM_OPTS(ortmem_plan_stats, st);
 
+	TSAN_SKIP_ONE_THREAD();
 	ASSERT_LE(0, solve_flags_ms(3000, SKIP_RANDOM, 60000000, 40, 1, 0, 0, &free_st));
 	for (int k = 0; k < 2; k++) {
 		uint64_t dev = k ? free_st.arena[ORTMEM_TIER_DEVICE] : 2 * free_st.lower_bound;

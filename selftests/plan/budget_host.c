@@ -222,6 +222,7 @@ TEST(host_budget_with_no_disk_is_refused_naming_the_step)
 	const char *msg;
 	struct ortmem_plan *p;
 
+	TSAN_SKIP_ONE_THREAD();
 	ASSERT_LT(0, lb);
 	ORTMEM_OPTS(ortmem_plan_opts, o, .max_iterations = 1, .tiers = tiers,
 		    .time_budget_us = GENEROUS_BUDGET_US,

@@ -534,7 +534,8 @@ TEST_TIMEOUT(empty_buffers_never_open_a_window_over_a_used_one, 300)
 	uint32_t g, i, r, k, s, b, nt, *ms, passes = 0, moved = 0;
 	uint8_t *off, *guide;
 
-	for (g = 0; g < 300; g++) {
+	TSAN_SKIP_ONE_THREAD();
+	for (g = 0; g < TEST_ROUNDS(300); g++) {
 		uint32_t n = 10 + (uint32_t)(rnd(&seed) % 120);
 		uint64_t gseed = rnd(&seed);
 		struct ortmem_plan *p = empties_at(n, gseed, 16 * ALIGN * 4);

@@ -323,8 +323,10 @@ TEST_TIMEOUT(schedules_play_on_the_arena_bytes, 300)
 	static int n_all[256];
 	uint64_t seed = 0x9a7e;
 	uint32_t g_i, played = 0, moved = 0, early = 0, at_use = 0, second = 0;
+	uint32_t graphs = TEST_ROUNDS(120);
 
-	for (g_i = 0; g_i < 120; g_i++) {
+	TSAN_SKIP_ONE_THREAD();
+	for (g_i = 0; g_i < graphs; g_i++) {
 		struct pg g;
 		uint32_t n = 20 + (uint32_t)(rnd(&seed) % 200), b;
 		uint64_t foot, lb;
@@ -409,11 +411,12 @@ TEST_TIMEOUT(schedules_play_on_the_arena_bytes, 300)
 	}
 	TH_LOG("%u schedules with write-outs played, %u with moves (%u moves right before a step that uses the value, %u a value's second between two of its uses), %u read-backs ahead of their step",
 	       played, moved, at_use, second, early);
-	/* the cases the model is for were there */
-	EXPECT_LT(100, played);
-	EXPECT_LT(10, moved);
+	/* the cases the model is for were there (in 120 graphs: 100, 10,
+	 * 1 and 100 at least) */
+	EXPECT_LT(graphs * 100 / 120, played);
+	EXPECT_LT(graphs * 10 / 120, moved);
 	EXPECT_LT(0, second);
-	EXPECT_LT(100, early);
+	EXPECT_LT(graphs * 100 / 120, early);
 }
 
 TEST_HARNESS_MAIN
