@@ -90,11 +90,22 @@ case $kver in
 6.12.*) fixed=yes ;;
 *) fixed=any ;;
 esac
-scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$vm/swap.img" "$limit" \
-	"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode ortmemvm_fixed=$fixed${ORTMEM_VM_BENCH_ONLY:+ ortmemvm_only=$ORTMEM_VM_BENCH_ONLY}" > "$vm/console.log" 2>&1
-rc=$?
+boot() {
+	scripts/vm/run.sh "$kernel" "$vm/initramfs.cpio.gz" "$vm/disk.img" "$vm/swap.img" "$limit" \
+		"ortmemvm_fuzz=$fuzz ortmemvm_mode=$mode ortmemvm_fixed=$fixed${ORTMEM_VM_BENCH_ONLY:+ ortmemvm_only=$ORTMEM_VM_BENCH_ONLY}" > "$vm/console.log" 2>&1
+	rc=$?
+	tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
+}
+boot
+# A guest kernel that panics before the init script loads the module died of
+# the emulator, not of ortmem (run.sh says how): boot it once more, and say so.
+if ! grep -q '^@@ortmem-vm insmod' "$vm/console.txt" && grep -q 'Kernel panic' "$vm/console.txt"; then
+	mv "$vm/console.txt" "$vm/console-first-boot.txt"
+	echo "# vm: kernel $kver panicked while booting, before ortmem.ko was loaded; booting it again (first console in $vm/console-first-boot.txt):"
+	grep -E -m 2 'RIP: |Kernel panic' "$vm/console-first-boot.txt" | sed 's/^/#   /'
+	boot
+fi
 t1=$(date +%s)
-tr -d '\r' < "$vm/console.log" > "$vm/console.txt"
 
 if [ "$mode" = bench ]; then
 	echo "# vm: kernel $kver, qemu TCG (-smp 2 -m 1024), $((t1 - t0)) s wall"
