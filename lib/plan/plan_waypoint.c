@@ -18,7 +18,7 @@
 
 /* The gap of buffer @b (a touch index) that a move before step @s lies
  * in, from touch @k on: its last touch before @s. */
-static uint32_t cp_gap_of(const struct ortmem_plan *plan, uint32_t b, uint32_t k, uint32_t s)
+static uint32_t wp_gap_of(const struct ortmem_plan *plan, uint32_t b, uint32_t k, uint32_t s)
 {
 	while (k + 1 < plan->touch_idx[b + 1] && plan->touch_step[k + 1] < s)
 		k++;
@@ -27,7 +27,7 @@ static uint32_t cp_gap_of(const struct ortmem_plan *plan, uint32_t b, uint32_t k
 
 /* The moves, by buffer and then step (stable: they were made in step
  * order); *@idx their CSR over buffers. */
-static struct ortmem__plan_cmove *cp_by_buf(const struct ortmem_plan *plan,
+static struct ortmem__plan_cmove *wp_by_buf(const struct ortmem_plan *plan,
 					    const struct ortmem__plan_compacted *c, uint32_t **idx)
 {
 	struct ortmem__plan_cmove *mv = malloc(sizeof(*mv) * (c->n_mv + 1));
@@ -52,13 +52,13 @@ static struct ortmem__plan_cmove *cp_by_buf(const struct ortmem_plan *plan,
 }
 
 /* The new touch arrays of the plan, with room for @nt touches. */
-struct cp_touches {
+struct wp_touches {
 	uint32_t *idx, *step, *ms;
 	uint64_t *off;
 	uint8_t *gap;
 };
 
-static void cp_touches_free(struct cp_touches *t)
+static void wp_touches_free(struct wp_touches *t)
 {
 	free(t->idx);
 	free(t->step);
@@ -70,8 +70,8 @@ static void cp_touches_free(struct cp_touches *t)
 /* Buffer @b's touches with a waypoint for each move past the first in a
  * gap: touch @k's gap moves before the steps of @mv[0 .. @n), the
  * waypoint after move i at its step, where it arrived. */
-static void cp_put_buf(const struct ortmem_plan *plan, const struct ortmem__plan_compacted *c,
-		       struct cp_touches *t, uint32_t b, const struct ortmem__plan_cmove *mv,
+static void wp_put_buf(const struct ortmem_plan *plan, const struct ortmem__plan_compacted *c,
+		       struct wp_touches *t, uint32_t b, const struct ortmem__plan_cmove *mv,
 		       uint32_t n, uint32_t *at)
 {
 	uint32_t k, i = 0;
@@ -84,7 +84,7 @@ static void cp_put_buf(const struct ortmem_plan *plan, const struct ortmem__plan
 		t->off[j] = c->toff[k];
 		t->gap[j] = c->off[k];
 		t->ms[j] = 0;
-		for (; i < n && cp_gap_of(plan, b, k, mv[i].step) == k; i++) {
+		for (; i < n && wp_gap_of(plan, b, k, mv[i].step) == k; i++) {
 			if (t->ms[j]) {	/* a second move: a waypoint at the first's step */
 				uint32_t w = (*at)++;
 
@@ -102,8 +102,8 @@ int ortmem__plan_compact_apply(struct ortmem_plan *plan, struct ortmem__plan_com
 			       int home)
 {
 	uint32_t nb = plan->n_bufs, nt = plan->touch_idx[nb], *idx, b, k, at = 0;
-	struct ortmem__plan_cmove *mv = cp_by_buf(plan, c, &idx);
-	struct cp_touches t = { 0 };
+	struct ortmem__plan_cmove *mv = wp_by_buf(plan, c, &idx);
+	struct wp_touches t = { 0 };
 	uint32_t extra = c->n_mv;	/* at most one waypoint a move */
 
 	t.idx = malloc(sizeof(*t.idx) * (nb + 1));
@@ -114,11 +114,11 @@ int ortmem__plan_compact_apply(struct ortmem_plan *plan, struct ortmem__plan_com
 	if (!mv || !t.idx || !t.step || !t.ms || !t.off || !t.gap) {
 		free(mv);
 		free(idx);
-		cp_touches_free(&t);
+		wp_touches_free(&t);
 		return ortmem__err_plain(-ENOMEM, "planner: cannot place %u touches", nt);
 	}
 	for (b = 0; b < nb; b++)
-		cp_put_buf(plan, c, &t, b, mv + idx[b], idx[b + 1] - idx[b], &at);
+		wp_put_buf(plan, c, &t, b, mv + idx[b], idx[b + 1] - idx[b], &at);
 	t.idx[nb] = at;
 	free(mv);
 	free(idx);
