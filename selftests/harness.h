@@ -64,24 +64,20 @@
  * has nothing to check there and only runs it 5 to 15 times slower.  The
  * plain and the ASan builds run it.
  */
-#if defined(__SANITIZE_THREAD__)
-#define TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TEST_TSAN 1
+/* gcc says __SANITIZE_*__, clang __has_feature(), which gcc before 14 lacks */
+#ifdef __has_feature
+#define TEST_HAS_FEATURE(f) __has_feature(f)
+#else
+#define TEST_HAS_FEATURE(f) 0
 #endif
-#endif
-#ifndef TEST_TSAN
+#if defined(__SANITIZE_THREAD__) || TEST_HAS_FEATURE(thread_sanitizer)
+#define TEST_TSAN 1
+#else
 #define TEST_TSAN 0
 #endif
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || TEST_HAS_FEATURE(address_sanitizer)
 #define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
-#ifndef TEST_ASAN
+#else
 #define TEST_ASAN 0
 #endif
 #define TEST_SANITIZED (TEST_ASAN || TEST_TSAN)
