@@ -9,8 +9,9 @@
 # folders (PATH/GROUP/NAME; deeper folders hold fixtures, not tests); a PATH
 # that is a file runs that program.  Each program runs under a timeout
 # (settings "timeout=" beside this script, or -T) and its TAP lines are
-# counted test by test (then "# GROUP/NAME: N s", its time); a program that prints no TAP counts as one test by
-# its exit status (0 pass, 4 skip, else fail).  With ORTMEM_CHECK_DMESG=1
+# counted test by test (then "# GROUP/NAME: N s", its time); a program
+# that prints no TAP counts as one test by its exit status (0 pass, 4
+# skip, else fail).  With ORTMEM_CHECK_DMESG=1
 # (the VM sets it, as root), a test also fails when the kernel log written
 # during it shows a warning, BUG, Oops, lockdep, RCU, KASAN or UBSAN report.
 #
