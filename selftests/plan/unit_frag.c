@@ -91,11 +91,12 @@ fail:
  * any packing pushed down puts each buffer on a sum of sizes. */
 static bool fits_from(const struct ortmem_plan *p, uint64_t *off, uint32_t k, uint64_t height)
 {
-	uint64_t o, sz = asz_of(p, k);
+	uint64_t o, sz;
 	uint32_t j;
 
 	if (k == p->n_bufs)
 		return true;
+	sz = asz_of(p, k);
 	for (o = 0; o + sz <= height; o += UNIT) {
 		bool clash = false;
 
