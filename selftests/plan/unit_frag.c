@@ -4,11 +4,12 @@
  * (Documentation/lib/placement.rst, "Where Belady cannot be matched"):
  * eight buffers whose live bytes never exceed the budget, so Belady's
  * simulation, which counts bytes and ignores offsets, moves nothing; yet
- * no offset for each buffer's whole life fits them in the budget (an
- * exhaustive search says so), so every valid plan moves something.  The
- * cheapest such plan moves one unit within the arena; ortmem finds it,
- * and, when told not to move, evicts the least a fix can take (one unit
- * written out and read back).
+ * no offset for each buffer's whole life fits them in the budget (the
+ * tests' brute-force packer says so: every order, each buffer at its
+ * lowest fit), so every valid plan moves something.  The cheapest such
+ * plan moves one unit within the arena; ortmem finds it, and, when told
+ * not to move, evicts the least a fix can take (one unit written out and
+ * read back).
  */
 #include <stdlib.h>
 
@@ -17,6 +18,7 @@
 #include "plan/plan_internal.h"
 #include "../harness.h"
 #define PLAN_TEST_GRAPH
+#define PLAN_TEST_PACK
 #include "plan_test.h"
 #include "plan_belady.h"
 
@@ -86,57 +88,33 @@ fail:
 	return NULL;
 }
 
-/* Whether buffers @k.. of the solved plan @p fit below @height at unit
- * offsets, given those of 0..@k-1 in @off.  Unit offsets lose nothing:
- * any packing pushed down puts each buffer on a sum of sizes. */
-static bool fits_from(const struct ortmem_plan *p, uint64_t *off, uint32_t k, uint64_t height)
+/* The solved plan's buffers as the packer's items, each for its life. */
+static void frag_items(const struct ortmem_plan *p, struct pk_item *it)
 {
-	uint64_t o, sz;
-	uint32_t j;
+	uint32_t b;
 
-	if (k == p->n_bufs)
-		return true;
-	sz = asz_of(p, k);
-	for (o = 0; o + sz <= height; o += UNIT) {
-		bool clash = false;
-
-		for (j = 0; j < k && !clash; j++)
-			clash = p->bufs[j].lo < p->bufs[k].hi && p->bufs[k].lo < p->bufs[j].hi &&
-				off[j] < o + sz && o < off[j] + asz_of(p, j);
-		off[k] = o;
-		if (!clash && fits_from(p, off, k + 1, height))
-			return true;
-	}
-	return false;
-}
-
-/* Most bytes live at one step over the plan's buffers, each for its life. */
-static uint64_t live_max(const struct ortmem_plan *p)
-{
-	uint64_t most = 0, sum;
-	uint32_t s, b;
-
-	for (s = 0; s < p->n_nodes; s++) {
-		for (sum = 0, b = 0; b < p->n_bufs; b++)
-			if (p->bufs[b].lo <= s && s < p->bufs[b].hi)
-				sum += asz_of(p, b);
-		most = sum > most ? sum : most;
-	}
-	return most;
+	for (b = 0; b < p->n_bufs; b++)
+		it[b] = (struct pk_item){ p->bufs[b].lo, p->bufs[b].hi, asz_of(p, b) };
 }
 
 TEST(belady_counts_bytes_a_plan_must_place)
 {
 	struct ortmem_plan *p = frag_plan(ORTMEM_PLAN_F_VALIDATE, false);
-	uint64_t off[N_BUFS];
+	struct pk_item it[N_BUFS];
+	uint64_t off[N_BUFS], height;
+	int perm[N_BUFS], i;
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, ortmem_plan_solve(p));
 	ASSERT_EQ(N_BUFS, p->n_bufs);
-	EXPECT_EQ(BUDGET, live_max(p));
+	frag_items(p, it);
+	for (i = 0; i < N_BUFS; i++)
+		perm[i] = i;
+	height = brute(it, N_BUFS, perm, 0, off);
+	EXPECT_EQ(BUDGET, ortmem__pk_lower_bound(it, N_BUFS));
 	EXPECT_EQ(0, belady(p, BUDGET));
-	EXPECT_FALSE(fits_from(p, off, 0, BUDGET));
-	EXPECT_TRUE(fits_from(p, off, 0, BUDGET + UNIT));
+	EXPECT_LT(BUDGET, height);
+	EXPECT_GE(BUDGET + UNIT, height);
 	ortmem_plan_free(p);
 }
 
